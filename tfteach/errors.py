@@ -1,0 +1,106 @@
+"""TensorFlow's error classes, written for learners.
+
+Every runtime failure in tfteach is an ``OpError`` subclass with TF's class name and TF's
+message text, so code written against ``tf.errors`` works unchanged. On top of TF we add a
+``hint``: one line starting ``Hint:`` that tells a learner what to do next. The hint is part
+of ``str(err)`` but not of ``err.message``, which stays TF's text.
+
+Invariants: ``error_code`` matches TF's ``error_codes.proto``; errors carry no secrets.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+OK = 0
+CANCELLED = 1
+UNKNOWN = 2
+INVALID_ARGUMENT = 3
+DEADLINE_EXCEEDED = 4
+NOT_FOUND = 5
+ALREADY_EXISTS = 6
+PERMISSION_DENIED = 7
+RESOURCE_EXHAUSTED = 8
+FAILED_PRECONDITION = 9
+ABORTED = 10
+OUT_OF_RANGE = 11
+UNIMPLEMENTED = 12
+INTERNAL = 13
+UNAVAILABLE = 14
+DATA_LOSS = 15
+UNAUTHENTICATED = 16
+
+
+class OpError(Exception):
+    """A failed graph operation: TF's message, the op (if known), and a hint for learners."""
+
+    error_code = UNKNOWN
+
+    def __init__(self, message: str, op: Any = None, hint: str | None = None,
+                 node_def: Any = None, error_code: int | None = None) -> None:
+        self.message = message
+        self.op = op
+        self.hint = hint
+        self.node_def = node_def
+        if error_code is not None:
+            self.error_code = error_code
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        if self.hint:
+            return f"{self.message}\nHint: {self.hint}"
+        return self.message
+
+    def __reduce__(self):
+        return (_rebuild, (type(self).__name__, self.message, self.hint))
+
+
+def _rebuild(cls_name: str, message: str, hint: str | None) -> OpError:
+    return exception_type_from_name(cls_name)(message, hint=hint)
+
+
+def _make(name: str, code: int) -> type:
+    cls = type(name, (OpError,), {"error_code": code, "__doc__": f"TF's {name} (code {code})."})
+    cls.__module__ = __name__
+    return cls
+
+
+CancelledError = _make("CancelledError", CANCELLED)
+UnknownError = _make("UnknownError", UNKNOWN)
+InvalidArgumentError = _make("InvalidArgumentError", INVALID_ARGUMENT)
+DeadlineExceededError = _make("DeadlineExceededError", DEADLINE_EXCEEDED)
+NotFoundError = _make("NotFoundError", NOT_FOUND)
+AlreadyExistsError = _make("AlreadyExistsError", ALREADY_EXISTS)
+PermissionDeniedError = _make("PermissionDeniedError", PERMISSION_DENIED)
+UnauthenticatedError = _make("UnauthenticatedError", UNAUTHENTICATED)
+ResourceExhaustedError = _make("ResourceExhaustedError", RESOURCE_EXHAUSTED)
+FailedPreconditionError = _make("FailedPreconditionError", FAILED_PRECONDITION)
+AbortedError = _make("AbortedError", ABORTED)
+OutOfRangeError = _make("OutOfRangeError", OUT_OF_RANGE)
+UnimplementedError = _make("UnimplementedError", UNIMPLEMENTED)
+InternalError = _make("InternalError", INTERNAL)
+UnavailableError = _make("UnavailableError", UNAVAILABLE)
+DataLossError = _make("DataLossError", DATA_LOSS)
+
+_BY_CODE = {cls.error_code: cls for cls in (
+    CancelledError, UnknownError, InvalidArgumentError, DeadlineExceededError, NotFoundError,
+    AlreadyExistsError, PermissionDeniedError, UnauthenticatedError, ResourceExhaustedError,
+    FailedPreconditionError, AbortedError, OutOfRangeError, UnimplementedError, InternalError,
+    UnavailableError, DataLossError)}
+
+
+def exception_type_from_error_code(code: int) -> type:
+    """The OpError subclass for a TF error code (UnknownError for codes we do not know)."""
+    return _BY_CODE.get(code, UnknownError)
+
+
+def exception_type_from_name(name: str) -> type:
+    """The OpError subclass with this class name (UnknownError if there is none)."""
+    for cls in _BY_CODE.values():
+        if cls.__name__ == name:
+            return cls
+    return UnknownError
+
+
+def error_code_from_exception_type(cls: type) -> int:
+    """TF's error code for an OpError subclass."""
+    return getattr(cls, "error_code", UNKNOWN)
