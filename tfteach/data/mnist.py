@@ -58,8 +58,8 @@ def parse_idx(data: bytes, path: Path, magic: int | None = None) -> np.ndarray:
     found = int.from_bytes(data[:4], "big")
     if magic is not None and found != magic:
         raise _corrupt(path, f"its magic number is {found}, expected {magic} "
-                             f"({'images' if magic == IMAGES_MAGIC else 'labels'}); "
-                             "are the images and labels files swapped?")
+                             f"({'images' if magic == IMAGES_MAGIC else 'labels'}), "
+                             "so the images and labels files may be swapped")
     header = 4 + 4 * data[3]
     if len(data) < header:
         raise _corrupt(path, "its header is cut short")
