@@ -1,0 +1,5 @@
+"""tfteach-only cluster helpers: ``LocalCluster`` runs a real multi-process cluster on
+this machine (see ``tfteach.distributed.local_cluster``)."""
+from tfteach.distributed.local_cluster import LocalCluster
+
+__all__ = ["LocalCluster"]

@@ -1,0 +1,313 @@
+"""Client side of the cluster protocol: channels, typed calls, and waiting for tasks.
+
+- ``ClusterClient(token, tls)`` caches one channel per address (message size caps lifted,
+  quick reconnects) and sends the token as metadata on every call; its repr hides the token.
+- ``client.worker(address, task_name)`` / ``client.master(target)`` return typed stubs
+  whose methods take and return Python values and raise ``tfteach.errors`` (a dead task
+  becomes UnavailableError naming the task).
+- ``wait_for_tasks(client, [(task_name, address)], operation_timeout_in_ms)`` is the master's
+  CreateSession wait: it logs ``CreateSession still waiting for response from worker: ...``
+  every 10 s and raises UnavailableError naming the tasks that never answered.
+State: the channel cache (guarded by a lock). Invariant: the token never appears in a repr,
+a log line or an error.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import grpc
+
+from tfteach import errors
+
+from . import security, tflog
+from .protos import tfteach_cluster_pb2 as pb
+from .protos import tfteach_cluster_pb2_grpc as pb_grpc
+from .status import error_from_rpc
+
+CHANNEL_OPTIONS = (
+    ("grpc.max_send_message_length", -1),
+    ("grpc.max_receive_message_length", -1),
+    ("grpc.initial_reconnect_backoff_ms", 20),
+    ("grpc.min_reconnect_backoff_ms", 20),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+    ("grpc.enable_retries", 0),
+)
+LOG_PERIOD_S = 10.0
+DEFAULT_OPERATION_TIMEOUT_MS = 60000
+_PROBE_TIMEOUT_S = 1.0
+
+
+class ClusterClient:
+    """Authenticated channels to the tasks of a cluster, one per address."""
+
+    def __init__(self, token: str | None = None, tls: security.TLSConfig | None = None) -> None:
+        self._token = token
+        self._tls = tls
+        self._metadata = ((security.TOKEN_METADATA_KEY, token),) if token else ()
+        self._channels: dict[str, grpc.Channel] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_env(cls) -> "ClusterClient":
+        """A client with the token and TLS settings of this process's environment."""
+        return cls(security.token_from_env(), security.TLSConfig.from_env())
+
+    def __repr__(self) -> str:
+        return f"ClusterClient(channels={sorted(self._channels)}, tls={self._tls is not None})"
+
+    @property
+    def metadata(self) -> tuple[tuple[str, str], ...]:
+        """The call metadata (holds the token: never log it)."""
+        return self._metadata
+
+    def channel(self, address: str) -> grpc.Channel:
+        """The cached channel to ``host:port`` (``grpc://`` prefixes are accepted)."""
+        address = strip_scheme(address)
+        with self._lock:
+            channel = self._channels.get(address)
+            if channel is None:
+                channel = self._channels[address] = self._open(address)
+            return channel
+
+    def forget(self, address: str) -> None:
+        """Close and drop the channel to ``address`` (after its task restarted)."""
+        with self._lock:
+            channel = self._channels.pop(strip_scheme(address), None)
+        if channel is not None:
+            channel.close()
+
+    def close(self) -> None:
+        """Close every channel."""
+        with self._lock:
+            channels, self._channels = list(self._channels.values()), {}
+        for channel in channels:
+            channel.close()
+
+    def worker(self, address: str, task_name: str | None = None) -> "WorkerClient":
+        """Typed WorkerService calls to the task at ``address``."""
+        return WorkerClient(self, strip_scheme(address), task_name)
+
+    def master(self, target: str) -> "MasterClient":
+        """Typed MasterService calls to the server at ``target`` (``grpc://host:port``)."""
+        return MasterClient(self, strip_scheme(target), None)
+
+    def _open(self, address: str) -> grpc.Channel:
+        host, port = security.split_address(address)
+        dial = security.grpc_address(security.bind_host(host), port)
+        options = list(CHANNEL_OPTIONS)
+        if self._tls is None:
+            return grpc.insecure_channel(dial, options=options)
+        options.append(("grpc.ssl_target_name_override", host))
+        return grpc.secure_channel(dial, self._tls.channel_credentials(), options=options)
+
+
+def strip_scheme(target: str) -> str:
+    """``grpc://host:port`` -> ``host:port``."""
+    return target[len("grpc://"):] if target.startswith("grpc://") else target
+
+
+class _Stub:
+    """Calls one service of one task; converts failures to tfteach errors."""
+
+    stub_class: Callable[[grpc.Channel], Any]
+
+    def __init__(self, client: ClusterClient, address: str, task_name: str | None) -> None:
+        self.client = client
+        self.address = address
+        self.task_name = task_name
+        self._stub = self.stub_class(client.channel(address))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.address!r}, task_name={self.task_name!r})"
+
+    def _call(self, method: str, request: Any, timeout: float | None = None) -> Any:
+        try:
+            return getattr(self._stub, method)(request, timeout=timeout,
+                                               metadata=self.client.metadata)
+        except grpc.RpcError as err:
+            raise error_from_rpc(err, self.task_name, self.address) from None
+
+
+class WorkerClient(_Stub):
+    """WorkerService calls on Python values."""
+
+    stub_class = pb_grpc.WorkerServiceStub
+
+    def get_status(self, timeout: float | None = None) -> dict[str, Any]:
+        """``{"task", "pid", "last_step", "devices": [attribute dicts]}``."""
+        return status_dict(self._call("GetStatus", pb.GetStatusRequest(), timeout))
+
+    def register_graph(self, graph_def: bytes, config: bytes = b"",
+                       session_handle: str = "") -> str:
+        request = pb.RegisterGraphRequest(graph_def=graph_def, config=config,
+                                          session_handle=session_handle)
+        return self._call("RegisterGraph", request).graph_handle
+
+    def run_graph(self, graph_handle: str, step_id: int, feeds: Mapping[str, Any] = {},
+                  fetch_names: Sequence[str] = (), options: bytes = b"",
+                  timeout: float | None = None) -> tuple[dict[str, Any], bytes]:
+        """Run a registered graph; return ``(fetched tensors, metadata)``."""
+        from . import wire
+
+        request = pb.RunGraphRequest(graph_handle=graph_handle, step_id=step_id,
+                                     send=wire.to_named(feeds), recv_key=list(fetch_names),
+                                     options=options)
+        response = self._call("RunGraph", request, timeout)
+        return wire.from_named(response.recv), response.metadata
+
+    def cleanup_graph(self, step_id: int) -> None:
+        self._call("CleanupGraph", pb.CleanupGraphRequest(step_id=step_id))
+
+    def deregister_graph(self, graph_handle: str) -> None:
+        self._call("DeregisterGraph", pb.DeregisterGraphRequest(graph_handle=graph_handle))
+
+    def cleanup_all(self, containers: Sequence[str] = ()) -> None:
+        self._call("CleanupAll", pb.CleanupAllRequest(container=list(containers)))
+
+    def recv_tensor(self, step_id: int, key: str, timeout: float = 300.0,
+                    use_shm: bool = True) -> tuple[Any, bool]:
+        """Pull tensor ``key`` of ``step_id``; return ``(array, is_dead)``."""
+        from . import shm, wire
+
+        request = pb.RecvTensorRequest(step_id=step_id, rendezvous_key=key, timeout_s=timeout,
+                                       shm_host=shm.host_key() if use_shm else "")
+        try:
+            responses = self._stub.RecvTensor(request, timeout=timeout + 30.0,
+                                              metadata=self.client.metadata)
+            return wire.assemble(iter(responses))
+        except grpc.RpcError as err:
+            raise error_from_rpc(err, self.task_name, self.address) from None
+
+
+class MasterClient(_Stub):
+    """MasterService calls on Python values (what ``Session('grpc://...')`` uses)."""
+
+    stub_class = pb_grpc.MasterServiceStub
+
+    def create_session(self, graph_def: bytes, config: bytes = b"",
+                       timeout: float | None = None) -> tuple[str, int]:
+        """Return ``(session_handle, graph_version)``."""
+        response = self._call("CreateSession", pb.CreateSessionRequest(
+            graph_def=graph_def, config=config, target=f"grpc://{self.address}"), timeout)
+        return response.session_handle, response.graph_version
+
+    def extend_session(self, session_handle: str, graph_def: bytes,
+                       current_graph_version: int) -> int:
+        return self._call("ExtendSession", pb.ExtendSessionRequest(
+            session_handle=session_handle, graph_def=graph_def,
+            current_graph_version=current_graph_version)).new_graph_version
+
+    def run_step(self, session_handle: str, feeds: Mapping[str, Any] = {},
+                 fetches: Sequence[str] = (), targets: Sequence[str] = (),
+                 options: bytes = b"", timeout: float | None = None
+                 ) -> tuple[dict[str, Any], bytes]:
+        """Run one step; return ``(fetched tensors, metadata)``."""
+        from . import wire
+
+        request = pb.RunStepRequest(session_handle=session_handle, feed=wire.to_named(feeds),
+                                    fetch=list(fetches), target=list(targets), options=options)
+        response = self._call("RunStep", request, timeout)
+        return wire.from_named(response.tensor), response.metadata
+
+    def close_session(self, session_handle: str) -> None:
+        self._call("CloseSession", pb.CloseSessionRequest(session_handle=session_handle))
+
+    def list_devices(self, session_handle: str = "") -> tuple[list[dict], list[dict]]:
+        """``(local devices, remote devices)`` as attribute dicts."""
+        response = self._call("ListDevices", pb.ListDevicesRequest(session_handle=session_handle))
+        return ([device_dict(d) for d in response.local_device],
+                [device_dict(d) for d in response.remote_device])
+
+    def reset(self, containers: Sequence[str] = (), device_filters: Sequence[str] = ()) -> None:
+        self._call("Reset", pb.ResetRequest(container=list(containers),
+                                            device_filters=list(device_filters)))
+
+
+def device_dict(device: pb.DeviceAttributes) -> dict[str, Any]:
+    """A DeviceAttributes message as the engine's attribute dict."""
+    return {"name": device.name, "device_type": device.device_type,
+            "memory_limit": device.memory_limit,
+            "physical_device_desc": device.physical_device_desc,
+            "incarnation": device.incarnation}
+
+
+def status_dict(response: pb.GetStatusResponse) -> dict[str, Any]:
+    """A GetStatus answer as ``{"task", "pid", "last_step", "devices"}``."""
+    return {"task": response.task, "pid": response.pid, "last_step": response.last_step,
+            "devices": [device_dict(d) for d in response.device_attributes]}
+
+
+def probe_tasks(client: ClusterClient, targets: Mapping[str, str],
+                timeout: float = _PROBE_TIMEOUT_S) -> dict[str, dict[str, Any]]:
+    """GetStatus on every ``{task_name: address}`` in parallel, each waiting at most
+    ``timeout`` s for its task to come up; return the answers of those that answered.
+    A task that answers with an error other than "not there yet" raises that error."""
+    calls = {}
+    for name, address in targets.items():
+        stub = pb_grpc.WorkerServiceStub(client.channel(address))
+        calls[name] = stub.GetStatus.future(pb.GetStatusRequest(), timeout=timeout,
+                                            metadata=client.metadata, wait_for_ready=True)
+    answers = {}
+    for name, call in calls.items():
+        try:
+            answers[name] = status_dict(call.result())
+        except grpc.RpcError as err:
+            if err.code() not in (grpc.StatusCode.UNAVAILABLE,
+                                  grpc.StatusCode.DEADLINE_EXCEEDED):
+                raise error_from_rpc(err, name, targets[name]) from None
+    return answers
+
+
+def wait_for_task(address: str, timeout: float = 60.0, client: ClusterClient | None = None,
+                  task_name: str | None = None) -> dict[str, Any]:
+    """Wait until the task at ``address`` answers GetStatus; return its status.
+    Raises UnavailableError naming ``task_name`` (or the address) after ``timeout`` s."""
+    name = task_name or strip_scheme(address)
+    answers = wait_for_tasks(client or ClusterClient.from_env(), [(name, address)],
+                             operation_timeout_in_ms=max(1, int(timeout * 1000)),
+                             log_period_s=None)
+    return answers[name]
+
+
+def wait_for_tasks(client: ClusterClient, targets: Iterable[tuple[str, str]],
+                   operation_timeout_in_ms: int | None = DEFAULT_OPERATION_TIMEOUT_MS,
+                   log_period_s: float | None = LOG_PERIOD_S) -> dict[str, dict[str, Any]]:
+    """The master's CreateSession wait for ``[(task_name, address)]`` (see module doc).
+
+    Returns ``{task_name: status}``. ``operation_timeout_in_ms`` of 0 or None means the
+    default (60000 ms); ``log_period_s=None`` waits silently.
+    """
+    pending = dict(targets)
+    timeout_s = (operation_timeout_in_ms or DEFAULT_OPERATION_TIMEOUT_MS) / 1000.0
+    start = time.monotonic()
+    next_log = start + (log_period_s or float("inf"))
+    answers: dict[str, dict[str, Any]] = {}
+    while pending:
+        remaining = start + timeout_s - time.monotonic()
+        if remaining <= 0:
+            raise _never_answered(pending, operation_timeout_in_ms or DEFAULT_OPERATION_TIMEOUT_MS)
+        probe_timeout = min(_PROBE_TIMEOUT_S, remaining, max(next_log - time.monotonic(), 0.05))
+        answers.update(probe_tasks(client, pending, probe_timeout))
+        for name in answers:
+            pending.pop(name, None)
+        if pending and log_period_s and time.monotonic() >= next_log:
+            _log_waiting(pending)
+            next_log += log_period_s
+    return answers
+
+
+def _log_waiting(pending: Mapping[str, str]) -> None:
+    for name, address in pending.items():
+        tflog.info(f"CreateSession still waiting for response from worker: {name}")
+        tflog.info(f"Hint: is that task started? is the address right? (expected at {address})")
+
+
+def _never_answered(pending: Mapping[str, str], timeout_ms: int) -> errors.OpError:
+    tasks = ", ".join(f"{name} ({address})" for name, address in pending.items())
+    return errors.UnavailableError(
+        f"CreateSession timed out after {timeout_ms} ms: no response from worker: {tasks}",
+        hint="Is that task started? Is the address right? Start it (tfteach-server "
+             "--job J --task T) or fix the ClusterSpec; raise "
+             "ConfigProto(operation_timeout_in_ms=...) to wait longer.")

@@ -1,0 +1,170 @@
+"""``TransportEngine``: the engine a server uses until the graph engine is plugged in.
+
+It implements the transport half of a worker: GetStatus (one CPU device), the rendezvous
+behind RecvTensor, step cleanup, and a few *probe graphs* that tests and benchmarks use to
+move tensors between tasks without the graph runtime. Real graph execution (CreateSession,
+RunStep, other graphs) answers UNIMPLEMENTED with a hint.
+
+Probe graphs are JSON ``graph_def`` bytes:
+- ``{"probe": "produce", "key": K, "shape": [...], "dtype": "float32", "value": 1.0}``:
+  ``run_graph`` puts ``np.full(shape, value)`` in this task's rendezvous under ``K``;
+- ``{"probe": "fetch", "peer": "host:port", "key": K, "shm": true, "timeout": 30}``:
+  ``run_graph`` pulls ``K`` from the peer through RecvTensor and returns ``seconds``,
+  ``nbytes`` and ``sum`` of what arrived;
+- ``{"probe": "echo"}``: ``run_graph`` returns the feeds named in ``fetch_names``.
+State: ``_graphs = {handle: probe dict}``, the rendezvous, ``_last_step``.
+"""
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+import time
+from typing import Any, Mapping, Sequence
+
+from tfteach import errors
+
+from .engine_api import RunResult, TaskInfo
+from .rendezvous import Rendezvous
+
+CPU_MEMORY_LIMIT = 256 << 20
+_PROBES = ("produce", "fetch", "echo")
+
+
+class TransportEngine:
+    """Worker transport without graph execution (see the module docstring)."""
+
+    def __init__(self, task: TaskInfo) -> None:
+        self.task = task
+        self.rendezvous = Rendezvous()
+        self._graphs: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+        self._last_step = 0
+        self._incarnation = secrets.randbits(63)
+
+    def __repr__(self) -> str:
+        return f"TransportEngine(task={self.task.task_name!r})"
+
+    # -- worker role --------------------------------------------------------
+    def get_status(self) -> list[dict[str, Any]]:
+        return [{"name": f"{self.task.task_name}/device:CPU:0", "device_type": "CPU",
+                 "memory_limit": CPU_MEMORY_LIMIT, "physical_device_desc": "",
+                 "incarnation": self._incarnation}]
+
+    def last_step(self) -> int:
+        return self._last_step
+
+    def register_graph(self, graph_def: bytes, config: bytes, session_handle: str) -> str:
+        probe = _parse_probe(graph_def)
+        if probe is None:
+            raise self._no_engine("RegisterGraph")
+        handle = secrets.token_hex(8)
+        with self._lock:
+            self._graphs[handle] = probe
+        return handle
+
+    def run_graph(self, graph_handle: str, step_id: int, feeds: Mapping[str, Any],
+                  fetch_names: Sequence[str], options: bytes) -> RunResult:
+        probe = self._graph(graph_handle)
+        self._last_step = step_id
+        try:
+            if probe["probe"] == "produce":
+                return self._produce(probe, step_id)
+            if probe["probe"] == "fetch":
+                return self._fetch(probe, step_id)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise errors.InvalidArgumentError(
+                f"Bad probe graph {probe!r} on task {self.task.task_name}: {exc}") from None
+        return RunResult({name: feeds[name] for name in fetch_names if name in feeds})
+
+    def cleanup_graph(self, step_id: int) -> None:
+        self.rendezvous.cleanup_step(step_id)
+
+    def deregister_graph(self, graph_handle: str) -> None:
+        with self._lock:
+            if self._graphs.pop(graph_handle, None) is None:
+                raise self._unknown_graph(graph_handle)
+
+    def cleanup_all(self, containers: Sequence[str]) -> None:
+        self.rendezvous.abort_all()
+
+    def put_tensor(self, step_id: int, key: str, value: Any, is_dead: bool = False) -> None:
+        self.rendezvous.send(step_id, key, value, is_dead)
+
+    def recv_tensor(self, step_id: int, key: str, timeout: float) -> tuple[Any, bool]:
+        return self.rendezvous.recv(step_id, key, timeout)
+
+    # -- master role ----------------------------------------------------------
+    def create_session(self, graph_def: bytes, config: bytes) -> str:
+        raise self._no_engine("CreateSession")
+
+    def extend_session(self, session_handle: str, graph_def: bytes,
+                       current_graph_version: int) -> int:
+        raise self._no_engine("ExtendSession")
+
+    def run_step(self, session_handle: str, feeds: Mapping[str, Any], fetches: Sequence[str],
+                 targets: Sequence[str], options: bytes) -> RunResult:
+        raise self._no_engine("RunStep")
+
+    def close_session(self, session_handle: str) -> None:
+        raise self._no_engine("CloseSession")
+
+    def list_devices(self, session_handle: str) -> tuple[list[dict], list[dict]]:
+        return self.get_status(), []
+
+    def reset(self, containers: Sequence[str], device_filters: Sequence[str]) -> None:
+        self.rendezvous.abort_all()
+
+    def close(self) -> None:
+        self.rendezvous.abort_all(errors.CancelledError(
+            f"Task {self.task.task_name} is shutting down"))
+
+    # -- probes and errors ----------------------------------------------------
+    def _produce(self, probe: dict[str, Any], step_id: int) -> RunResult:
+        import numpy as np
+
+        value = np.full(tuple(probe.get("shape", ())), probe.get("value", 1.0),
+                        dtype=probe.get("dtype", "float32"))
+        self.put_tensor(step_id, str(probe["key"]), value)
+        return RunResult({})
+
+    def _fetch(self, probe: dict[str, Any], step_id: int) -> RunResult:
+        import numpy as np
+
+        peer = self.task.client.worker(str(probe["peer"]))
+        start = time.perf_counter()
+        value, _ = peer.recv_tensor(step_id, str(probe["key"]),
+                                    timeout=float(probe.get("timeout", 30.0)),
+                                    use_shm=bool(probe.get("shm", True)))
+        seconds = time.perf_counter() - start
+        return RunResult({"seconds": np.float64(seconds), "nbytes": np.int64(value.nbytes),
+                          "sum": np.float64(value.sum(dtype=np.float64))})
+
+    def _graph(self, graph_handle: str) -> dict[str, Any]:
+        with self._lock:
+            probe = self._graphs.get(graph_handle)
+        if probe is None:
+            raise self._unknown_graph(graph_handle)
+        return probe
+
+    def _unknown_graph(self, graph_handle: str) -> errors.OpError:
+        return errors.AbortedError(
+            f"Graph handle is not found: {graph_handle!r} on task {self.task.task_name}",
+            hint="The task may have restarted since the graph was registered; rerun the step.")
+
+    def _no_engine(self, rpc: str) -> errors.OpError:
+        return errors.UnimplementedError(
+            f"{rpc} on task {self.task.task_name}: this server runs tfteach's transport-only "
+            "engine, which cannot execute graphs",
+            hint="Start servers through tfteach's runtime (it registers the graph engine), "
+                 "or set TFTEACH_ENGINE='package.module:factory'.")
+
+
+def _parse_probe(graph_def: bytes) -> dict[str, Any] | None:
+    try:
+        graph = json.loads(graph_def)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if isinstance(graph, dict) and graph.get("probe") in _PROBES:
+        return graph
+    return None

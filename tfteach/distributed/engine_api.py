@@ -1,0 +1,156 @@
+"""The interface between the gRPC services and the graph engine that does the work.
+
+Servicers are thin: each RPC decodes its request, calls one ``Engine`` method and encodes
+the result. Engines raise ``tfteach.errors.OpError`` subclasses; the services turn them
+into gRPC statuses and clients turn them back (``status``). A server obtains its engine
+from a factory, ``factory(task: TaskInfo) -> Engine``, chosen in this order:
+``Server(engine_factory=...)``, env ``TFTEACH_ENGINE="module:attr"``, ``set_engine_factory``,
+``DEFAULT_ENGINE``.
+
+Device attribute dicts (``get_status``, ``list_devices``) have the keys ``name``
+(``/job:J/replica:0/task:T/device:CPU:0``), ``device_type``, ``memory_limit``,
+``physical_device_desc`` and ``incarnation``.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence, Union
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .client import ClusterClient
+    from .cluster_spec import ClusterSpec
+
+ENGINE_ENV = "TFTEACH_ENGINE"
+DEFAULT_ENGINE = "tfteach.distributed.default_engine:TransportEngine"
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    """Who the engine serves: the cluster, this task, and a client to reach the others."""
+
+    cluster: "ClusterSpec"
+    job_name: str
+    task_index: int
+    address: str                    # this task's real host:port (port 0 resolved)
+    config: Any = None              # Server(config=...): the default session config
+    client: "ClusterClient | None" = field(default=None, repr=False, compare=False)
+
+    @property
+    def task_name(self) -> str:
+        """``/job:J/replica:0/task:T``."""
+        return f"/job:{self.job_name}/replica:0/task:{self.task_index}"
+
+
+@dataclass
+class RunResult:
+    """What ``run_graph``/``run_step`` return: fetched tensors and opaque run metadata."""
+
+    tensors: "Mapping[str, np.ndarray]"
+    metadata: bytes = b""
+
+
+RunOutput = Union[RunResult, "Mapping[str, np.ndarray]"]
+
+
+class WorkerEngine(Protocol):
+    """The worker role (TF's WorkerService): run graph partitions, exchange tensors."""
+
+    def get_status(self) -> list[dict[str, Any]]:
+        """Attributes of this task's devices."""
+
+    def last_step(self) -> int:
+        """The id of the last step this task ran (0 before the first)."""
+
+    def register_graph(self, graph_def: bytes, config: bytes, session_handle: str) -> str:
+        """Keep a graph partition; return its handle."""
+
+    def run_graph(self, graph_handle: str, step_id: int, feeds: "Mapping[str, np.ndarray]",
+                  fetch_names: Sequence[str], options: bytes) -> RunOutput:
+        """Run a registered partition for step ``step_id``."""
+
+    def cleanup_graph(self, step_id: int) -> None:
+        """Forget the per-step state of ``step_id`` (its rendezvous entries)."""
+
+    def deregister_graph(self, graph_handle: str) -> None:
+        """Drop a registered partition."""
+
+    def cleanup_all(self, containers: Sequence[str]) -> None:
+        """Reset resource containers (all of them when ``containers`` is empty)."""
+
+    def put_tensor(self, step_id: int, key: str, value: "np.ndarray",
+                   is_dead: bool = False) -> None:
+        """Send side of the rendezvous: leave a tensor for ``key``."""
+
+    def recv_tensor(self, step_id: int, key: str,
+                    timeout: float) -> "tuple[np.ndarray, bool]":
+        """Receive side: wait at most ``timeout`` s for ``key``; return (value, is_dead)."""
+
+
+class MasterEngine(Protocol):
+    """The master role (TF's MasterService): sessions over the whole cluster."""
+
+    def create_session(self, graph_def: bytes, config: bytes) -> str:
+        """Start a session on ``graph_def`` (graph version 0); return its handle."""
+
+    def extend_session(self, session_handle: str, graph_def: bytes,
+                       current_graph_version: int) -> int:
+        """Add nodes to a session's graph; return the new graph version."""
+
+    def run_step(self, session_handle: str, feeds: "Mapping[str, np.ndarray]",
+                 fetches: Sequence[str], targets: Sequence[str], options: bytes) -> RunOutput:
+        """Run one step: feed, run the targets, return the fetches."""
+
+    def close_session(self, session_handle: str) -> None:
+        """Release a session (variables stay in their containers, as in TF)."""
+
+    def list_devices(self, session_handle: str
+                     ) -> "tuple[list[dict[str, Any]], list[dict[str, Any]]]":
+        """``(local devices, remote devices)`` as attribute dicts."""
+
+    def reset(self, containers: Sequence[str], device_filters: Sequence[str]) -> None:
+        """Close all sessions and clear the named (or default) containers on all workers."""
+
+
+class Engine(WorkerEngine, MasterEngine, Protocol):
+    """Both roles: every tfteach server is a master and a worker, as in TF."""
+
+    def close(self) -> None:
+        """Release everything; called once when the server stops."""
+
+
+EngineFactory = Callable[[TaskInfo], Engine]
+_registered: EngineFactory | None = None
+
+
+def set_engine_factory(factory: EngineFactory | str | None) -> None:
+    """Make ``factory`` (a callable or ``"module:attr"``) build the engine of new servers."""
+    global _registered
+    _registered = resolve(factory) if isinstance(factory, str) else factory
+
+
+def engine_factory(explicit: EngineFactory | str | None = None) -> EngineFactory:
+    """The factory a new server uses (see the module docstring for the order)."""
+    choice = explicit or os.environ.get(ENGINE_ENV) or _registered or DEFAULT_ENGINE
+    return resolve(choice) if isinstance(choice, str) else choice
+
+
+def resolve(spec: str) -> EngineFactory:
+    """Import ``"package.module:attr"``."""
+    module_name, _, attr = spec.partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), attr or "make_engine")
+    except (ImportError, AttributeError) as exc:
+        from tfteach import errors
+        raise errors.NotFoundError(
+            f"Cannot load the engine factory {spec!r}: {exc}",
+            hint=f"{ENGINE_ENV} must name an importable callable as 'package.module:attr'."
+        ) from None
+
+
+def as_run_result(output: RunOutput) -> RunResult:
+    """Normalize an engine's run output to ``RunResult``."""
+    return output if isinstance(output, RunResult) else RunResult(tensors=output)

@@ -1,0 +1,191 @@
+"""``LocalCluster``: a real multi-process cluster on loopback, for notebooks and tests.
+
+``LocalCluster(ps=1, workers=2)`` starts every task as ``python -m tfteach.server`` in its
+own process group on a free loopback port, with a fresh random token in its environment,
+and returns once all answer GetStatus. Tasks exit when their owner dies (parent pid in
+``TFTEACH_PARENT_PID``: prctl PDEATHSIG plus a polling thread) and when ``close()`` runs
+(also at interpreter exit). State: the registry entry (see ``registry``: the source of truth
+for task pids), a temp dir with ``cluster.json`` and one log file per task.
+Invariants: the token is never in argv, a repr or a log; after ``kill``/``close`` no
+``/dev/shm`` segment of a dead task remains.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import sys
+import tempfile
+import time
+import weakref
+from pathlib import Path
+from typing import Any, Sequence
+
+from . import registry
+from .cluster_spec import ClusterSpec
+
+STARTUP_TIMEOUT_S = 60.0
+
+
+class LocalCluster:
+    """A cluster of ``ps`` parameter servers and ``workers`` workers on this machine.
+
+    ``gpus_per_task`` and ``worker_speeds[i]`` reach each task's engine as
+    ``TFTEACH_VIRTUAL_GPUS`` / ``TFTEACH_DEVICE_SPEED``; ``engine`` (``"module:attr"``) as
+    ``TFTEACH_ENGINE``.
+    """
+
+    def __init__(self, ps: int = 1, workers: int = 2, gpus_per_task: int = 0,
+                 worker_speeds: Sequence[float] | None = None, *, engine: str | None = None,
+                 startup_timeout: float = STARTUP_TIMEOUT_S) -> None:
+        _check_sizes(ps, workers, worker_speeds)
+        self._dir = Path(tempfile.mkdtemp(prefix="tfteach-cluster-"))
+        self._token = secrets.token_urlsafe(32)
+        self.id = f"{os.getpid()}-{secrets.token_hex(4)}"
+        self._logs_at_close: dict[tuple[str, int], str] | None = None
+        self._entry = self._make_entry(ps, workers, gpus_per_task, worker_speeds, engine)
+        self._closer = weakref.finalize(self, _close_quietly, self.id, self._dir)
+        for record in self._entry["tasks"]:
+            record["pid"] = registry.spawn_task(self._entry, record)
+        registry.write_entry(self._entry)
+        try:
+            registry.wait_ready(self._entry, self._entry["tasks"], startup_timeout)
+        except BaseException:
+            self.close()
+            raise
+
+    def _make_entry(self, ps: int, workers: int, gpus: int, speeds: Sequence[float] | None,
+                    engine: str | None) -> dict[str, Any]:
+        from . import processes
+
+        ports = iter(processes.free_ports(ps + workers))
+        jobs = {job: [f"localhost:{next(ports)}" for _ in range(count)]
+                for job, count in (("ps", ps), ("worker", workers)) if count}
+        (self._dir / "cluster.json").write_text(json.dumps({"cluster": jobs}))
+        tasks = [self._task_record(job, index, address, gpus, speeds, engine)
+                 for job, addresses in jobs.items() for index, address in enumerate(addresses)]
+        return {"id": self.id, "owner_pid": os.getpid(), "owner_uid": os.getuid(),
+                "created": time.time(), "token": self._token, "tasks": tasks}
+
+    def _task_record(self, job: str, index: int, address: str, gpus: int,
+                     speeds: Sequence[float] | None, engine: str | None) -> dict[str, Any]:
+        env = {"TFTEACH_VIRTUAL_GPUS": str(gpus), "PYTHONPATH": _pythonpath()}
+        if speeds is not None and job == "worker":
+            env["TFTEACH_DEVICE_SPEED"] = repr(float(speeds[index]))
+        if engine:
+            env["TFTEACH_ENGINE"] = engine
+        argv = [sys.executable, "-m", "tfteach.server", "--cluster",
+                str(self._dir / "cluster.json"), "--job", job, "--task", str(index)]
+        return {"job": job, "task": index, "address": address, "pid": 0, "argv": argv,
+                "env": env, "log": str(self._dir / f"{job}-{index}.log")}
+
+    # -- inspection -----------------------------------------------------------
+    def __repr__(self) -> str:
+        jobs = self.spec.as_dict() if self._entry else {}
+        state = "closed" if self._logs_at_close is not None else \
+            f"{sum(self._alive(r) for r in self._entry['tasks'])}/{len(self._entry['tasks'])} alive"
+        return f"LocalCluster(id={self.id!r}, jobs={jobs}, {state})"
+
+    @property
+    def spec(self) -> ClusterSpec:
+        """The ClusterSpec of the running tasks (``localhost:<port>`` addresses)."""
+        jobs: dict[str, list[str]] = {}
+        for record in self._entry["tasks"]:
+            jobs.setdefault(record["job"], []).append(record["address"])
+        return ClusterSpec(jobs)
+
+    @property
+    def token(self) -> str:
+        """The cluster token (a secret: do not print it)."""
+        return self._token
+
+    def target(self, job: str = "worker", task: int = 0) -> str:
+        """``grpc://localhost:<port>`` of a task, for ``Session(target)``."""
+        return f"grpc://{self._record(job, task)['address']}"
+
+    def alive(self, job: str, task: int) -> bool:
+        """Whether the task's process is running."""
+        return self._alive(self._record(job, task))
+
+    def logs(self, job: str, task: int) -> str:
+        """Everything the task wrote to stdout and stderr."""
+        if self._logs_at_close is not None:
+            return self._logs_at_close.get((job, int(task)), "")
+        try:
+            return Path(self._record(job, task)["log"]).read_text(errors="replace")
+        except OSError:
+            return ""
+
+    # -- control ----------------------------------------------------------------
+    def kill(self, job: str, task: int) -> None:
+        """SIGKILL a task (as a crash would); its shared memory is swept."""
+        self._record(job, task)
+        registry.kill_task(self.id, job, task)
+
+    def restart(self, job: str, task: int, timeout: float = STARTUP_TIMEOUT_S) -> None:
+        """Start a task again on the same port (killing it first if alive)."""
+        self._record(job, task)
+        registry.restart_task(self.id, job, task, timeout)
+
+    def close(self) -> None:
+        """Stop every task, delete the registry entry and the temp dir (logs are kept)."""
+        if self._logs_at_close is not None:
+            return
+        self._logs_at_close = {}
+        self._closer.detach()
+        _close_quietly(self.id, None)
+        self._logs_at_close = {(r["job"], r["task"]): _read(r["log"])
+                               for r in self._entry["tasks"]}
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def __enter__(self) -> "LocalCluster":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def _record(self, job: str, task: int) -> dict[str, Any]:
+        if self._logs_at_close is None:
+            try:
+                self._entry = registry.read_entry(self.id)
+            except Exception:  # noqa: BLE001 - the entry was removed: keep the last view
+                pass
+        return registry.find_task(self._entry, job, task)
+
+    def _alive(self, record: dict[str, Any]) -> bool:
+        return self._logs_at_close is None and registry.task_pid(record) is not None
+
+
+def _close_quietly(cluster_id: str, directory: Path | None) -> None:
+    from tfteach import errors
+
+    try:
+        registry.stop_cluster(cluster_id)
+    except errors.NotFoundError:
+        pass
+    if directory is not None:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _pythonpath() -> str:
+    """PYTHONPATH that lets a task import this very tfteach package."""
+    root = str(Path(__file__).resolve().parents[2])
+    rest = os.environ.get("PYTHONPATH", "")
+    return os.pathsep.join([root] + ([rest] if rest else []))
+
+
+def _check_sizes(ps: int, workers: int, worker_speeds: Sequence[float] | None) -> None:
+    if ps < 0 or workers < 0 or ps + workers == 0:
+        raise ValueError(f"A LocalCluster needs at least one task (got ps={ps}, "
+                         f"workers={workers})")
+    if worker_speeds is not None and len(worker_speeds) != workers:
+        raise ValueError(f"worker_speeds has {len(worker_speeds)} entries for {workers} "
+                         "workers; give one speed per worker")

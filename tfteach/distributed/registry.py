@@ -1,0 +1,228 @@
+"""The registry of live LocalClusters, shared with the JupyterLab server extension.
+
+Each LocalCluster writes ``<registry dir>/<cluster_id>.json`` (dir 0700, file 0600):
+``{id, owner_pid, owner_uid, created, token, tasks: [{job, task, address, pid, argv, env,
+log}]}``, where ``env`` holds the task's non-secret ``TFTEACH_*`` settings and ``log`` its
+output file. The registry dir is ``$TFTEACH_REGISTRY_DIR``, else
+``<jupyter runtime dir>/tfteach-clusters``. The file is the source of truth for task pids,
+so a task restarted by the extension is seen by its LocalCluster and the other way round.
+
+Functions for the extension: ``list_clusters()`` (public entries, token removed; entries of
+dead owners are deleted), ``task_health``, ``kill_task``, ``restart_task``, ``stop_cluster``.
+Invariants: the token is only in the 0600 file and in task environments, never in argv,
+return values of ``list_clusters`` or logs; files are replaced atomically.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from tfteach import errors
+
+from . import processes, shm
+from .security import TOKEN_ENV
+
+REGISTRY_ENV = "TFTEACH_REGISTRY_DIR"
+PARENT_PID_ENV = "TFTEACH_PARENT_PID"
+
+
+def registry_dir() -> Path:
+    """The registry directory (created with mode 0700)."""
+    override = os.environ.get(REGISTRY_ENV)
+    if override:
+        path = Path(override)
+    else:
+        path = _jupyter_runtime_dir() / "tfteach-clusters"
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path, 0o700)
+    return path
+
+
+def _jupyter_runtime_dir() -> Path:
+    try:
+        from jupyter_core.paths import jupyter_runtime_dir
+    except ImportError:
+        return Path.home() / ".local" / "share" / "jupyter" / "runtime"
+    return Path(jupyter_runtime_dir())
+
+
+def write_entry(entry: dict[str, Any]) -> Path:
+    """Create or replace a cluster's file (0600, atomically)."""
+    path = registry_dir() / f"{entry['id']}.json"
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(entry, handle, indent=1)
+    os.replace(tmp, path)
+    return path
+
+
+def read_entry(cluster_id: str) -> dict[str, Any]:
+    """A cluster's entry, token included (NotFoundError if there is none)."""
+    path = registry_dir() / f"{os.path.basename(cluster_id)}.json"
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, ValueError):
+        raise errors.NotFoundError(
+            f"No running LocalCluster with id {cluster_id!r}",
+            hint="It may have been closed, or its notebook kernel stopped.") from None
+
+
+def remove_entry(cluster_id: str) -> None:
+    """Delete a cluster's file (no error if it is gone)."""
+    try:
+        (registry_dir() / f"{os.path.basename(cluster_id)}.json").unlink()
+    except FileNotFoundError:
+        pass
+
+
+def find_task(entry: dict[str, Any], job: str, task: int) -> dict[str, Any]:
+    """The task record of ``/job:job/task:task`` in ``entry``."""
+    for record in entry["tasks"]:
+        if record["job"] == job and record["task"] == int(task):
+            return record
+    raise errors.NotFoundError(f"Cluster {entry['id']} has no task /job:{job}/task:{task}",
+                               hint=f"Its tasks are {[(t['job'], t['task']) for t in entry['tasks']]}.")
+
+
+def list_clusters() -> list[dict[str, Any]]:
+    """Entries of live clusters, without their tokens; deletes entries of dead owners."""
+    clusters = []
+    for path in sorted(registry_dir().glob("*.json")):
+        try:
+            entry = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if not processes.pid_alive(int(entry.get("owner_pid", 0))):
+            _forget_dead_cluster(entry)
+            continue
+        clusters.append(public_entry(entry))
+    return clusters
+
+
+def public_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    """``entry`` without its token (what may be shown or sent to a browser)."""
+    return {key: value for key, value in entry.items() if key != "token"}
+
+
+def task_health(cluster: str | dict[str, Any], job: str, task: int,
+                timeout: float = 1.0) -> dict[str, Any]:
+    """``{"alive", "devices", "last_step"}`` of a task, asked over gRPC with the token."""
+    from .client import ClusterClient
+
+    entry = read_entry(cluster if isinstance(cluster, str) else cluster["id"])
+    record = find_task(entry, job, task)
+    health = {"alive": False, "devices": [], "last_step": None}
+    if task_pid(record) is None:
+        return health
+    client = ClusterClient(entry["token"])
+    try:
+        status = client.worker(record["address"]).get_status(timeout=timeout)
+    except errors.OpError:
+        return health
+    finally:
+        client.close()
+    return {"alive": True, "devices": status["devices"], "last_step": status["last_step"]}
+
+
+def kill_task(cluster_id: str, job: str, task: int) -> None:
+    """SIGKILL a task's process group and remove the shared memory it leaves behind."""
+    _kill_record(find_task(read_entry(cluster_id), job, task))
+
+
+def restart_task(cluster_id: str, job: str, task: int, timeout: float = 30.0) -> int:
+    """Kill (if alive) and start again a task on the same port; wait until it answers.
+    Returns the new pid."""
+    entry = read_entry(cluster_id)
+    record = find_task(entry, job, task)
+    _kill_record(record)
+    record["pid"] = spawn_task(entry, record)
+    write_entry(entry)
+    wait_ready(entry, [record], timeout)
+    return record["pid"]
+
+
+def stop_cluster(cluster_id: str, grace: float = 3.0) -> None:
+    """Stop every task of a cluster (SIGTERM, then SIGKILL) and delete its entry."""
+    entry = read_entry(cluster_id)
+    pids = [task_pid(record) for record in entry["tasks"]]
+    processes.terminate([pid for pid in pids if pid], grace)
+    shm.sweep_dead()
+    remove_entry(cluster_id)
+
+
+def _kill_record(record: dict[str, Any]) -> None:
+    pid = task_pid(record)
+    if pid:
+        processes.kill(pid)
+    shm.sweep_dead()
+
+
+def spawn_task(entry: dict[str, Any], record: dict[str, Any]) -> int:
+    """Start the process of task ``record`` of cluster ``entry``; return its pid."""
+    env = dict(os.environ)
+    env.update(record.get("env", {}))
+    env.update({TOKEN_ENV: entry["token"], PARENT_PID_ENV: str(entry["owner_pid"]),
+                "GRPC_VERBOSITY": env.get("GRPC_VERBOSITY", "ERROR"), "PYTHONUNBUFFERED": "1"})
+    return processes.spawn(record["argv"], env, record["log"])
+
+
+def wait_ready(entry: dict[str, Any], records: list[dict[str, Any]], timeout: float) -> None:
+    """Wait until every task in ``records`` answers GetStatus; raise UnavailableError with
+    the task's log tail if one exits or ``timeout`` s pass."""
+    from .client import ClusterClient, probe_tasks
+
+    client = ClusterClient(entry["token"])
+    pending = {_name(r): r for r in records}
+    deadline = time.monotonic() + timeout
+    try:
+        while pending:
+            for name, record in list(pending.items()):
+                if task_pid(record) is None:
+                    raise _start_failed(name, record, "exited")
+            if time.monotonic() > deadline:
+                raise _start_failed(*next(iter(pending.items())), f"did not answer in {timeout:g} s")
+            answers = probe_tasks(client, {n: r["address"] for n, r in pending.items()}, 0.1)
+            for name in answers:
+                del pending[name]
+    finally:
+        client.close()
+
+
+def log_tail(record: dict[str, Any], lines: int = 20) -> str:
+    """The last ``lines`` lines of a task's output."""
+    try:
+        text = Path(record["log"]).read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _name(record: dict[str, Any]) -> str:
+    return f"/job:{record['job']}/replica:0/task:{record['task']}"
+
+
+def _start_failed(name: str, record: dict[str, Any], what: str) -> errors.OpError:
+    return errors.UnavailableError(
+        f"Task {name} ({record['address']}) {what} while starting. Its output:\n"
+        f"{log_tail(record)}",
+        hint="Read the task's output above; a port taken by another program or a broken "
+             "environment are the usual causes.")
+
+
+def _forget_dead_cluster(entry: dict[str, Any]) -> None:
+    # The tasks exit by themselves when their owner dies (parent watch); never signal
+    # their pids here: they may belong to other processes by now.
+    shm.sweep_dead()
+    remove_entry(str(entry.get("id", "")))
+
+
+def task_pid(record: dict[str, Any]) -> int | None:
+    """The pid of a task's process if it is alive and still runs that task's argv."""
+    pid = record.get("pid")
+    if not pid or not processes.pid_alive(pid):
+        return None
+    return pid if processes.runs(pid, record["argv"]) else None

@@ -1,0 +1,137 @@
+"""Who may talk to a task: the cluster token, bind addresses and optional TLS.
+
+- Token: ``TFTEACH_CLUSTER_TOKEN`` in the environment (never a command-line argument, never
+  in a repr or a log line). Clients send it as ``tfteach-token`` metadata; every RPC passes
+  ``TokenInterceptor``, which compares it with ``hmac.compare_digest`` and answers
+  UNAUTHENTICATED otherwise.
+- Binding: a server binds only its own address from the cluster spec (``localhost`` ->
+  ``127.0.0.1``). A non-loopback address without a token needs ``insecure=True``.
+- TLS: ``TFTEACH_TLS_CERT`` + ``TFTEACH_TLS_KEY`` (server) and ``TFTEACH_TLS_CA`` (client
+  trust root), or a ``TLSConfig`` passed explicitly.
+"""
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import os
+import socket
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import grpc
+
+from tfteach import errors
+
+TOKEN_ENV = "TFTEACH_CLUSTER_TOKEN"
+TOKEN_METADATA_KEY = "tfteach-token"
+TLS_CERT_ENV, TLS_KEY_ENV, TLS_CA_ENV = "TFTEACH_TLS_CERT", "TFTEACH_TLS_KEY", "TFTEACH_TLS_CA"
+
+
+def token_from_env() -> str | None:
+    """The cluster token from the environment (``None`` when unset or empty)."""
+    return os.environ.get(TOKEN_ENV) or None
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """``"host:port"`` (or ``"[v6]:port"``) -> ``(host, port)``."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise errors.InvalidArgumentError(
+            f"Task address {address!r} is not of the form host:port",
+            hint="Write addresses like 'localhost:2222' or '10.0.0.5:2222' in the ClusterSpec.")
+    return host.strip("[]"), int(port)
+
+
+def bind_host(host: str) -> str:
+    """The host to bind or dial: ``localhost`` becomes ``127.0.0.1``."""
+    return "127.0.0.1" if host.lower() == "localhost" else host
+
+
+def grpc_address(host: str, port: int) -> str:
+    """``host:port`` as gRPC wants it (IPv6 literals in brackets)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names only loopback addresses (``localhost``, 127.x, ::1)."""
+    host = bind_host(host)
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(info[4][0]).is_loopback for info in infos)
+
+
+def check_bind_policy(address: str, token: str | None, insecure: bool) -> None:
+    """Refuse to serve a non-loopback address without a token unless ``insecure``."""
+    host, _ = split_address(address)
+    if token or insecure or is_loopback(host):
+        return
+    raise errors.PermissionDeniedError(
+        f"Refusing to start a server on {address} without a cluster token: anyone who can "
+        "reach that address could run code in this process.",
+        hint=f"Set {TOKEN_ENV} to the same secret in every task's environment, or pass "
+             "insecure=True (tfteach-server --insecure) on a trusted network.")
+
+
+class TokenInterceptor(grpc.ServerInterceptor):
+    """Answers UNAUTHENTICATED to every call whose ``tfteach-token`` is missing or wrong."""
+
+    def __init__(self, token: str, task: str) -> None:
+        self._token = token.encode("utf-8")
+        self._denied = grpc.unary_unary_rpc_method_handler(self._deny)
+        self._task = task
+
+    def __repr__(self) -> str:
+        return f"TokenInterceptor(task={self._task!r})"
+
+    def intercept_service(self, continuation: Callable, handler_call_details: Any) -> Any:
+        sent = b""
+        for key, value in handler_call_details.invocation_metadata or ():
+            if key == TOKEN_METADATA_KEY:
+                sent = value.encode("utf-8") if isinstance(value, str) else bytes(value)
+        if hmac.compare_digest(sent, self._token):
+            return continuation(handler_call_details)
+        return self._denied
+
+    def _deny(self, request: Any, context: grpc.ServicerContext) -> None:
+        context.abort(grpc.StatusCode.UNAUTHENTICATED,
+                      f"missing or wrong cluster token for task {self._task}")
+
+
+@dataclass(frozen=True)
+class TLSConfig:
+    """Paths of PEM files: the server's certificate and key, and the clients' trust root."""
+
+    cert: str | None = None
+    key: str | None = None
+    ca: str | None = None
+
+    @classmethod
+    def from_env(cls) -> "TLSConfig | None":
+        """The TLS paths from ``TFTEACH_TLS_*`` (``None`` when none is set)."""
+        paths = {name: os.environ.get(env) or None for name, env in
+                 (("cert", TLS_CERT_ENV), ("key", TLS_KEY_ENV), ("ca", TLS_CA_ENV))}
+        return cls(**paths) if any(paths.values()) else None
+
+    def server_credentials(self) -> grpc.ServerCredentials:
+        """Credentials for a server (needs ``cert`` and ``key``)."""
+        if not (self.cert and self.key):
+            raise errors.InvalidArgumentError(
+                "TLS needs both a certificate and a key to serve",
+                hint=f"Set {TLS_CERT_ENV} and {TLS_KEY_ENV} to PEM files.")
+        return grpc.ssl_server_credentials([(_read(self.key), _read(self.cert))])
+
+    def channel_credentials(self) -> grpc.ChannelCredentials:
+        """Credentials for a client (trusting ``ca``, else the server cert, else the system)."""
+        root = self.ca or self.cert
+        return grpc.ssl_channel_credentials(root_certificates=_read(root) if root else None)
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()

@@ -1,0 +1,146 @@
+"""The gRPC servicers: MasterService and WorkerService, thin adapters over an ``Engine``.
+
+Each method decodes its request, calls one engine method and encodes the answer; every
+failure leaves as a gRPC status through ``status.rpc_method``/``status.rpc_stream``.
+RecvTensor waits on the engine in short slices so a cancelled call frees its thread, then
+streams the tensor in chunks, or hands over a shared-memory segment when the receiver says
+it runs on this host (same ``shm.host_key()``).
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Iterator
+
+import grpc
+
+from tfteach import errors
+
+from . import shm, wire
+from .engine_api import Engine, as_run_result
+from .protos import tfteach_cluster_pb2 as pb
+from .protos import tfteach_cluster_pb2_grpc as pb_grpc
+from .rendezvous import DEFAULT_TIMEOUT_S
+from .status import rpc_method, rpc_stream
+
+WAIT_SLICE_S = 0.25
+MAX_RECV_TIMEOUT_S = 3600.0
+_DEVICE_FIELDS = ("name", "device_type", "memory_limit", "physical_device_desc", "incarnation")
+
+
+def device_attributes(device: dict[str, Any]) -> pb.DeviceAttributes:
+    """An engine's device dict as a DeviceAttributes message."""
+    return pb.DeviceAttributes(**{key: device[key] for key in _DEVICE_FIELDS if key in device})
+
+
+class MasterServicer(pb_grpc.MasterServiceServicer):
+    """TF's MasterService roles on top of ``engine``."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @rpc_method
+    def CreateSession(self, request: pb.CreateSessionRequest, context: Any) -> Any:
+        handle = self.engine.create_session(request.graph_def, request.config)
+        return pb.CreateSessionResponse(session_handle=handle, graph_version=0)
+
+    @rpc_method
+    def ExtendSession(self, request: pb.ExtendSessionRequest, context: Any) -> Any:
+        version = self.engine.extend_session(request.session_handle, request.graph_def,
+                                             request.current_graph_version)
+        return pb.ExtendSessionResponse(new_graph_version=version)
+
+    @rpc_method
+    def RunStep(self, request: pb.RunStepRequest, context: Any) -> Any:
+        result = as_run_result(self.engine.run_step(
+            request.session_handle, wire.from_named(request.feed), list(request.fetch),
+            list(request.target), request.options))
+        return pb.RunStepResponse(tensor=wire.to_named(result.tensors),
+                                  metadata=result.metadata)
+
+    @rpc_method
+    def CloseSession(self, request: pb.CloseSessionRequest, context: Any) -> Any:
+        self.engine.close_session(request.session_handle)
+        return pb.CloseSessionResponse()
+
+    @rpc_method
+    def ListDevices(self, request: pb.ListDevicesRequest, context: Any) -> Any:
+        local, remote = self.engine.list_devices(request.session_handle)
+        return pb.ListDevicesResponse(local_device=[device_attributes(d) for d in local],
+                                      remote_device=[device_attributes(d) for d in remote])
+
+    @rpc_method
+    def Reset(self, request: pb.ResetRequest, context: Any) -> Any:
+        self.engine.reset(list(request.container), list(request.device_filters))
+        return pb.ResetResponse()
+
+
+class WorkerServicer(pb_grpc.WorkerServiceServicer):
+    """TF's WorkerService roles on top of ``engine``, for the task named ``task_name``."""
+
+    def __init__(self, engine: Engine, task_name: str) -> None:
+        self.engine = engine
+        self.task_name = task_name
+
+    @rpc_method
+    def GetStatus(self, request: pb.GetStatusRequest, context: Any) -> Any:
+        import os
+
+        devices = [device_attributes(d) for d in self.engine.get_status()]
+        return pb.GetStatusResponse(device_attributes=devices, task=self.task_name,
+                                    last_step=self.engine.last_step(), pid=os.getpid())
+
+    @rpc_method
+    def RegisterGraph(self, request: pb.RegisterGraphRequest, context: Any) -> Any:
+        handle = self.engine.register_graph(request.graph_def, request.config,
+                                            request.session_handle)
+        return pb.RegisterGraphResponse(graph_handle=handle)
+
+    @rpc_method
+    def RunGraph(self, request: pb.RunGraphRequest, context: Any) -> Any:
+        result = as_run_result(self.engine.run_graph(
+            request.graph_handle, request.step_id, wire.from_named(request.send),
+            list(request.recv_key), request.options))
+        return pb.RunGraphResponse(recv=wire.to_named(result.tensors), metadata=result.metadata)
+
+    @rpc_method
+    def CleanupGraph(self, request: pb.CleanupGraphRequest, context: Any) -> Any:
+        self.engine.cleanup_graph(request.step_id)
+        return pb.CleanupGraphResponse()
+
+    @rpc_method
+    def DeregisterGraph(self, request: pb.DeregisterGraphRequest, context: Any) -> Any:
+        self.engine.deregister_graph(request.graph_handle)
+        return pb.DeregisterGraphResponse()
+
+    @rpc_method
+    def CleanupAll(self, request: pb.CleanupAllRequest, context: Any) -> Any:
+        self.engine.cleanup_all(list(request.container))
+        return pb.CleanupAllResponse()
+
+    @rpc_stream
+    def RecvTensor(self, request: pb.RecvTensorRequest,
+                   context: grpc.ServicerContext) -> Iterator[pb.RecvTensorResponse]:
+        value, is_dead = self._wait_for_tensor(request, context)
+        shm_ok = bool(request.shm_host) and request.shm_host == shm.host_key()
+        yield from wire.stream(value, is_dead=is_dead, shm_ok=shm_ok)
+
+    def _wait_for_tensor(self, request: pb.RecvTensorRequest,
+                         context: grpc.ServicerContext) -> tuple[Any, bool]:
+        timeout = request.timeout_s if request.timeout_s > 0 else DEFAULT_TIMEOUT_S
+        timeout = min(timeout, MAX_RECV_TIMEOUT_S)
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                return self.engine.recv_tensor(request.step_id, request.rendezvous_key,
+                                               min(WAIT_SLICE_S, max(remaining, 0.0)))
+            except errors.DeadlineExceededError:
+                if remaining <= WAIT_SLICE_S:
+                    raise errors.DeadlineExceededError(
+                        f"Task {self.task_name} waited {timeout:g} s for tensor "
+                        f"{request.rendezvous_key!r} of step {request.step_id}; it was "
+                        "never sent",
+                        hint="The op that sends it may not have run: check the sending "
+                             "task's log and that every task of the cluster is running.")
+                if not context.is_active():
+                    raise errors.CancelledError("RecvTensor call was cancelled") from None

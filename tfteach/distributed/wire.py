@@ -1,0 +1,183 @@
+"""Tensor wire format: a small ``TensorHeader`` plus the tensor's raw bytes.
+
+- Numeric and bool tensors: ``dtype`` is numpy's dtype string (``"<f4"``), content is the
+  C-order bytes. String tensors: ``dtype="string"``, content is the element lengths (int64)
+  followed by the concatenated bytes; they decode to an object array of ``bytes`` as in TF.
+- Streams (RecvTensor): the first message holds the header and the first chunk, later ones
+  only chunks of at most ``CHUNK_BYTES``; the receiver assembles them into one preallocated
+  buffer. A header may instead name a shared-memory segment (see ``shm``) holding the bytes.
+Invariants: headers from the network are validated before any allocation or view (dtype
+kind, non-negative shape, nbytes = product(shape) * itemsize <= MAX_TENSOR_BYTES), so a bad
+peer gets a DataLossError, never a crash; running out of memory is ResourceExhaustedError.
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterable, Iterator, Mapping
+
+import numpy as np
+
+from tfteach import errors
+
+from . import shm
+from .protos import tfteach_cluster_pb2 as pb
+
+CHUNK_BYTES = 4 << 20
+MAX_TENSOR_BYTES = 1 << 36
+STRING = "string"
+_KINDS = frozenset("biufc")       # bool, int, uint, float, complex
+
+
+def encode(value: object) -> tuple[pb.TensorHeader, memoryview]:
+    """The header and a flat byte view of ``value`` (an array, scalar or nested list)."""
+    array = np.asarray(value)
+    if array.dtype.kind in "OSU":
+        content = _encode_strings(array)
+        header = pb.TensorHeader(dtype=STRING, shape=array.shape, nbytes=len(content))
+        return header, memoryview(content)
+    if array.dtype.kind not in _KINDS:
+        raise errors.InvalidArgumentError(
+            f"Cannot send a tensor of dtype {array.dtype} between tasks",
+            hint="Only numeric, bool and string tensors can cross between tasks.")
+    flat = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+    header = pb.TensorHeader(dtype=array.dtype.str, shape=array.shape, nbytes=flat.nbytes)
+    return header, memoryview(flat)
+
+
+def decode(header: pb.TensorHeader, content: np.ndarray) -> np.ndarray:
+    """The tensor described by a validated ``header`` over ``content`` (uint8, no copy)."""
+    shape = tuple(header.shape)
+    if header.dtype == STRING:
+        return _decode_strings(content, shape)
+    return content.view(np.dtype(header.dtype)).reshape(shape)
+
+
+def check_header(header: pb.TensorHeader) -> None:
+    """Raise DataLossError unless ``header`` describes a tensor we can rebuild."""
+    shape = tuple(header.shape)
+    if any(dim < 0 for dim in shape) or not 0 <= header.nbytes <= MAX_TENSOR_BYTES:
+        raise errors.DataLossError(f"Received a tensor header with an impossible size: "
+                                   f"shape {shape}, {header.nbytes} bytes")
+    if header.dtype == STRING:
+        if header.nbytes < 8 * math.prod(shape):
+            raise errors.DataLossError("Received a string tensor shorter than its lengths")
+        return
+    try:
+        dtype = np.dtype(header.dtype)
+    except (TypeError, ValueError):
+        dtype = None
+    if dtype is None or dtype.kind not in _KINDS:
+        raise errors.DataLossError(f"Received a tensor of unknown dtype {header.dtype!r}")
+    if math.prod(shape) * dtype.itemsize != header.nbytes:
+        raise errors.DataLossError(
+            f"Received a tensor header whose size {header.nbytes} does not match its "
+            f"shape {shape} and dtype {dtype}")
+
+
+def to_proto(value: object) -> pb.TensorProto:
+    """A ``TensorProto`` holding ``value``'s bytes inline (for unary messages)."""
+    header, content = encode(value)
+    return pb.TensorProto(header=header, content=content.tobytes())
+
+
+def from_proto(proto: pb.TensorProto) -> np.ndarray:
+    """The tensor held inline in a ``TensorProto``."""
+    check_header(proto.header)
+    if proto.header.shm_name or len(proto.content) != proto.header.nbytes:
+        raise errors.DataLossError(
+            f"Received a tensor of {len(proto.content)} bytes; its header says "
+            f"{proto.header.nbytes}")
+    return decode(proto.header, np.frombuffer(proto.content, dtype=np.uint8))
+
+
+def to_named(tensors: Mapping[str, object]) -> list[pb.NamedTensor]:
+    """``{name: value}`` -> NamedTensor messages."""
+    return [pb.NamedTensor(name=name, tensor=to_proto(value)) for name, value in tensors.items()]
+
+
+def from_named(named: Iterable[pb.NamedTensor]) -> dict[str, np.ndarray]:
+    """NamedTensor messages -> ``{name: array}``."""
+    return {item.name: from_proto(item.tensor) for item in named}
+
+
+def stream(value: object, is_dead: bool = False, shm_ok: bool = False,
+           chunk_bytes: int = CHUNK_BYTES) -> Iterator[pb.RecvTensorResponse]:
+    """RecvTensor responses for ``value``: through shared memory if ``shm_ok`` and large,
+    else the header with the first chunk, then the remaining chunks."""
+    header, content = encode(value)
+    header.is_dead = is_dead
+    if shm_ok and header.nbytes >= shm.THRESHOLD_BYTES and shm.available():
+        header.shm_name = shm.export(content)
+        try:
+            yield pb.RecvTensorResponse(header=header)
+        except GeneratorExit:          # the call was cancelled: nobody will take it
+            shm.release(header.shm_name)
+            raise
+        return
+    yield pb.RecvTensorResponse(header=header, chunk=content[:chunk_bytes].tobytes())
+    for start in range(chunk_bytes, header.nbytes, chunk_bytes):
+        yield pb.RecvTensorResponse(chunk=content[start:start + chunk_bytes].tobytes())
+
+
+def assemble(responses: Iterator[pb.RecvTensorResponse]) -> tuple[np.ndarray, bool]:
+    """Rebuild ``(tensor, is_dead)`` from a RecvTensor stream, into one preallocated buffer."""
+    first = next(responses, None)
+    if first is None or not first.HasField("header"):
+        raise errors.DataLossError("RecvTensor stream ended before the tensor header")
+    header = first.header
+    check_header(header)
+    try:
+        buffer = np.empty(header.nbytes, dtype=np.uint8)
+    except MemoryError:
+        raise errors.ResourceExhaustedError(
+            f"Out of memory receiving a tensor of {header.nbytes} bytes",
+            hint="Send smaller tensors, or give this process more memory.") from None
+    if header.shm_name:
+        shm.take(header.shm_name, header.nbytes, memoryview(buffer))
+        filled = header.nbytes
+    else:
+        filled = _fill(buffer, 0, first.chunk)
+    for message in responses:
+        filled = _fill(buffer, filled, message.chunk)
+    if filled != header.nbytes:
+        raise errors.DataLossError(
+            f"RecvTensor stream ended after {filled} of {header.nbytes} bytes")
+    return decode(header, buffer), header.is_dead
+
+
+def _fill(buffer: np.ndarray, offset: int, chunk: bytes) -> int:
+    end = offset + len(chunk)
+    if end > buffer.nbytes:
+        raise errors.DataLossError(
+            f"RecvTensor stream sent more than the {buffer.nbytes} bytes its header announced")
+    buffer[offset:end] = np.frombuffer(chunk, dtype=np.uint8)
+    return end
+
+
+def _encode_strings(array: np.ndarray) -> bytes:
+    items = [_as_bytes(item) for item in array.reshape(-1).tolist()]
+    lengths = np.array([len(item) for item in items], dtype="<i8")
+    return lengths.tobytes() + b"".join(items)
+
+
+def _as_bytes(item: object) -> bytes:
+    if isinstance(item, str):
+        return item.encode("utf-8")
+    if isinstance(item, (bytes, bytearray)):
+        return bytes(item)
+    raise errors.InvalidArgumentError(
+        f"Cannot send an object array holding {type(item).__name__} between tasks",
+        hint="Object arrays may only hold str or bytes (string tensors).")
+
+
+def _decode_strings(content: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    count = math.prod(shape)
+    lengths = content[:8 * count].view("<i8")
+    if (lengths < 0).any() or 8 * count + int(lengths.sum()) != content.nbytes:
+        raise errors.DataLossError("Received a string tensor whose lengths do not add up")
+    data = content[8 * count:].tobytes()
+    ends = np.cumsum(lengths).tolist()
+    starts = [0] + ends[:-1]
+    result = np.empty(count, dtype=object)
+    result[:] = [data[start:end] for start, end in zip(starts, ends)]
+    return result.reshape(shape)
