@@ -1,0 +1,105 @@
+"""tfteach: TensorFlow 1.x graph code on a teaching runtime. ``import tfteach as tf``.
+
+This module only gathers the public API (TF 1.x names) from the layers; see DESIGN.md.
+tfteach-only additions live in ``tfteach.config``, ``tfteach.cluster``, ``tfteach.notebook``,
+``tfteach.data`` and ``tfteach.timeline``.
+"""
+from __future__ import annotations
+
+from tfteach import errors
+from tfteach.framework import dtypes
+from tfteach.framework.device_spec import DeviceSpec
+from tfteach.framework.dtypes import (DType, as_dtype, bool_ as bool, double, float16, float32,
+                                      float64, half, int32, int64, string)
+from tfteach.framework.graph import (Graph, GraphKeys, Operation, Tensor, get_default_graph,
+                                     reset_default_graph)
+from tfteach.framework.tensor_shape import TensorShape
+from tfteach.ops.array_ops import (cast, concat, constant, expand_dims, fill, identity, ones,
+                                   ones_like, placeholder, placeholder_with_default, rank,
+                                   reshape, shape, size, split, squeeze, stack, stop_gradient,
+                                   tile, to_float, transpose, zeros, zeros_like)
+from tfteach.ops.array_ops import range_ as range
+from tfteach.ops.common import convert_to_tensor
+from tfteach.ops.control_ops import group, no_op
+from tfteach.ops.control_ops import tuple_ as tuple
+from tfteach.ops.math_ops import (abs, add, add_n, argmax, argmin, div, divide, equal, exp,
+                                  floordiv, greater, greater_equal, less, less_equal, log,
+                                  log1p, logical_and, logical_not, logical_or, matmul, maximum,
+                                  minimum, multiply, negative, not_equal, pow, reciprocal,
+                                  reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum,
+                                  rsqrt, sign, sqrt, square, squared_difference, subtract,
+                                  truediv)
+from tfteach.ops.random_ops import (random_normal, random_uniform, set_random_seed,
+                                    truncated_normal)
+from tfteach.ops.state_ops import (Variable, all_variables, assign, assign_add, assign_sub,
+                                   global_variables, global_variables_initializer,
+                                   initialize_all_variables, is_variable_initialized,
+                                   local_variables, local_variables_initializer,
+                                   trainable_variables, variables_initializer)
+from tfteach.runtime.config import (ConfigProto, GPUOptions, GraphOptions, RunMetadata,
+                                    RunOptions)
+from tfteach.runtime.session import (InteractiveSession, Session, get_default_session)
+
+__version__ = "0.1.0"
+sub = subtract
+mul = multiply
+neg = negative
+
+
+def device(device_name_or_function):
+    """``with tf.device('/gpu:0'):`` — request a device for the ops created inside."""
+    return get_default_graph().device(device_name_or_function)
+
+
+def name_scope(name, default_name=None, values=None):
+    """``with tf.name_scope('tower_0'):`` — prefix the names of the ops created inside."""
+    return get_default_graph().name_scope(name if name is not None else default_name)
+
+
+def colocate_with(op, ignore_existing=False):
+    """Place the ops created inside on the same device as ``op``."""
+    return get_default_graph().colocate_with(op, ignore_existing)
+
+
+def control_dependencies(control_inputs):
+    """Ops created inside run only after ``control_inputs``."""
+    return get_default_graph().control_dependencies(control_inputs)
+
+
+def get_collection(key, scope=None):
+    return get_default_graph().get_collection(key, scope)
+
+
+def get_collection_ref(key):
+    return get_default_graph().get_collection_ref(key)
+
+
+def add_to_collection(name, value):
+    get_default_graph().add_to_collection(name, value)
+
+
+def get_seed(op_seed):
+    from tfteach.ops.random_ops import get_seed as _get_seed
+    return _get_seed(op_seed)
+
+
+_LAZY = {"train": "tfteach.train", "nn": "tfteach.nn", "layers": "tfteach.layers",
+         "data": "tfteach.data", "config": "tfteach.config", "timeline": "tfteach.timeline",
+         "cluster": "tfteach.cluster", "notebook": "tfteach.notebook",
+         "initializers": "tfteach.initializers", "lessons": "tfteach.lessons"}
+
+
+def __getattr__(name):
+    """Submodules load on first use, so `import tfteach` stays fast."""
+    if name in _LAZY:
+        import importlib
+        module = importlib.import_module(_LAZY[name])
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'tfteach' has no attribute '{name}'")
+
+
+def load_ipython_extension(ipython):
+    """``%load_ext tfteach``: the magics (tfteach.notebook)."""
+    from tfteach.notebook.magics import load_ipython_extension as _load
+    _load(ipython)

@@ -1,0 +1,1 @@
+"""tfteach.devices (see DESIGN.md for this layer's role)."""

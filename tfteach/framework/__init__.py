@@ -1,0 +1,1 @@
+"""tfteach.framework (see DESIGN.md for this layer's role)."""

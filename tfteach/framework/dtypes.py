@@ -1,0 +1,159 @@
+"""Data types, as TensorFlow 1.x names them.
+
+A ``DType`` wraps a NumPy dtype and knows TF's names: its Python name (``float32``) and its
+runtime name in error messages (``float``). The module holds one immutable ``DType`` per
+supported type; ``as_dtype`` maps anything dtype-like onto them.
+
+TF's rule of no implicit promotion lives in ``convert_scalar``: a Python number adopts a
+tensor's dtype if it fits exactly, and two tensors of different dtypes never mix.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+class DType:
+    """One element type: ``tf.float32`` and friends."""
+
+    __slots__ = ("name", "tf_name", "enum", "_np")
+
+    def __init__(self, name: str, tf_name: str, enum: str, np_type: Any) -> None:
+        self.name = name
+        self.tf_name = tf_name
+        self.enum = enum
+        self._np = np.dtype(np_type)
+
+    @property
+    def as_numpy_dtype(self) -> type:
+        return self._np.type
+
+    @property
+    def np(self) -> np.dtype:
+        """The NumPy dtype object (fast path for kernels)."""
+        return self._np
+
+    @property
+    def is_floating(self) -> bool:
+        return self._np.kind == "f"
+
+    @property
+    def is_integer(self) -> bool:
+        return self._np.kind in "iu"
+
+    @property
+    def is_bool(self) -> bool:
+        return self._np.kind == "b"
+
+    @property
+    def is_numeric(self) -> bool:
+        return self._np.kind in "fiu"
+
+    @property
+    def size(self) -> int:
+        return self._np.itemsize if self._np.kind != "O" else 8
+
+    @property
+    def base_dtype(self) -> "DType":
+        return self
+
+    @property
+    def min(self):
+        return np.finfo(self._np).min if self.is_floating else np.iinfo(self._np).min
+
+    @property
+    def max(self):
+        return np.finfo(self._np).max if self.is_floating else np.iinfo(self._np).max
+
+    def __repr__(self) -> str:
+        return f"tf.{self.name}"
+
+    def __reduce__(self):
+        return (as_dtype, (self.name,))
+
+
+float16 = DType("float16", "half", "DT_HALF", np.float16)
+float32 = DType("float32", "float", "DT_FLOAT", np.float32)
+float64 = DType("float64", "double", "DT_DOUBLE", np.float64)
+int32 = DType("int32", "int32", "DT_INT32", np.int32)
+int64 = DType("int64", "int64", "DT_INT64", np.int64)
+bool_ = DType("bool", "bool", "DT_BOOL", np.bool_)
+string = DType("string", "string", "DT_STRING", np.object_)
+half = float16
+double = float64
+
+ALL = (float16, float32, float64, int32, int64, bool_, string)
+FLOATS = frozenset({float16, float32, float64})
+NUMERIC = frozenset({float16, float32, float64, int32, int64})
+_BY_NAME = {d.name: d for d in ALL}
+_BY_NAME.update({"half": float16, "double": float64, "float": float32, "int": int32})
+_BY_NP = {d.np: d for d in ALL}
+
+
+def as_dtype(value: Any) -> DType:
+    """Convert a DType, a NumPy dtype, a Python type or a name to a ``DType``."""
+    if isinstance(value, DType):
+        return value
+    if isinstance(value, str) and value in _BY_NAME:
+        return _BY_NAME[value]
+    if value is str or value is bytes:
+        return string
+    if value is bool:
+        return bool_
+    if value is int:
+        return int32
+    if value is float:
+        return float32
+    try:
+        npd = np.dtype(value)
+    except TypeError:
+        npd = None
+    if npd is not None:
+        if npd.kind in "US":
+            return string
+        if npd in _BY_NP:
+            return _BY_NP[npd]
+    raise TypeError(f"Cannot convert value {value!r} to a TensorFlow DType. "
+                    f"Supported: {', '.join(d.name for d in ALL)}.")
+
+
+def infer_dtype(value: Any) -> DType:
+    """The dtype TF infers for a Python or NumPy value (Python floats -> float32)."""
+    if isinstance(value, np.ndarray) or isinstance(value, np.generic):
+        return as_dtype(value.dtype)
+    if isinstance(value, bool):
+        return bool_
+    if isinstance(value, int):
+        return int32 if -2**31 <= value < 2**31 else int64
+    if isinstance(value, float):
+        return float32
+    if isinstance(value, (str, bytes)):
+        return string
+    if isinstance(value, (list, tuple)):
+        arr = np.asarray(value)
+        if arr.dtype.kind == "f":
+            return float32
+        if arr.dtype.kind in "iu":
+            return int32 if arr.size == 0 or (arr.min() >= -2**31 and arr.max() < 2**31) else int64
+        return as_dtype(arr.dtype)
+    raise TypeError(f"Cannot infer a dtype for {value!r} of type {type(value).__name__}.")
+
+
+def to_numpy(value: Any, dtype: DType) -> np.ndarray:
+    """Convert a Python/NumPy value to an array of ``dtype``, refusing lossy conversions.
+
+    Raises TF's TypeError ("Expected int32, got 2.5 of type 'float' instead.").
+    """
+    if dtype is string:
+        return np.asarray(value, dtype=object)
+    arr = np.asarray(value)
+    if arr.dtype.kind in "US" or arr.dtype == object:
+        raise TypeError(f"Expected {dtype.name}, got {value!r} of type "
+                        f"'{type(value).__name__}' instead.")
+    out = arr.astype(dtype.np, copy=False)
+    if arr.dtype.kind == "f" and (dtype.is_integer or dtype.is_bool) and arr.size:
+        if not np.array_equal(out.astype(arr.dtype), arr):
+            raise TypeError(f"Expected {dtype.name}, got {value!r} of type "
+                            f"'{type(value).__name__}' instead.")
+    return out

@@ -1,0 +1,84 @@
+"""The op registry: one ``OpDef`` per op type, holding everything about that op.
+
+An ``OpDef`` keeps, side by side, the op's shape/dtype function (run at construction), its
+kernel (written once against an array module ``xp``), the device types and dtypes its
+kernel supports, its gradient, and facts the runtime needs (stateful, cost, ref inputs,
+asynchronous). Op modules in ``tfteach.ops`` call ``register_op`` once per type.
+
+Op kinds are data: ``OpDef.stateful``, ``OpDef.cheap`` and ``OpDef.ref_inputs`` replace
+any matching on op-type strings elsewhere.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from tfteach.framework import dtypes as _dt
+
+ALL_TYPES = frozenset(_dt.ALL)
+GPU_NUMERIC = frozenset(_dt.NUMERIC | {_dt.bool_})
+GPU_FLOAT = frozenset(_dt.FLOATS | {_dt.int64})
+
+
+@dataclass
+class OpDef:
+    """Everything the framework and runtime know about one op type."""
+
+    type: str
+    shape_fn: Callable[[Any], list]
+    kernel: Callable[..., Any] | None = None
+    grad: Callable[..., Any] | None = None
+    gpu_types: frozenset = GPU_NUMERIC
+    dtype_attr: str = "T"
+    stateful: bool = False
+    cheap: bool = True
+    ref_inputs: tuple = ()
+    ref_output: bool = False
+    is_async: bool = False
+    host_kernel: bool = False
+    doc: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def supported_device_types(self, op: Any) -> list[str]:
+        """Device types with a kernel for this op's attrs, in priority order (GPU first)."""
+        dtype = op.attrs.get(self.dtype_attr)
+        types = ["GPU"] if (dtype is None or dtype in self.gpu_types) and self.gpu_types else []
+        return types + ["CPU"]
+
+    def registered_kernels_text(self) -> str:
+        """TF's 'Registered kernels:' listing for error messages."""
+        lines = ["Registered kernels:", "  device='CPU'"]
+        if self.gpu_types:
+            for dt in sorted(self.gpu_types, key=lambda d: d.name):
+                lines.append(f"  device='GPU'; {self.dtype_attr} in [{dt.enum}]")
+        return "\n".join(lines)
+
+
+_REGISTRY: dict[str, OpDef] = {}
+
+
+def register_op(op_type: str, shape_fn: Callable, kernel: Callable | None = None,
+                **facts: Any) -> OpDef:
+    """Register an op type; returns its OpDef. Registering a type twice is an error."""
+    if op_type in _REGISTRY:
+        raise KeyError(f"Op type '{op_type}' is already registered.")
+    op_def = OpDef(op_type, shape_fn, kernel, **facts)
+    _REGISTRY[op_type] = op_def
+    return op_def
+
+
+def get(op_type: str) -> OpDef:
+    try:
+        return _REGISTRY[op_type]
+    except KeyError:
+        raise KeyError(f"Op type not registered '{op_type}'. Registered op types: "
+                       f"{', '.join(sorted(_REGISTRY))}") from None
+
+
+def set_gradient(op_type: str, grad: Callable) -> None:
+    """Attach a gradient function to an op type (used next to the op's registration)."""
+    get(op_type).grad = grad
+
+
+def registered_types() -> Iterable[str]:
+    return sorted(_REGISTRY)

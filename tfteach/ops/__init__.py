@@ -1,0 +1,1 @@
+"""tfteach.ops (see DESIGN.md for this layer's role)."""

@@ -1,0 +1,466 @@
+"""Array ops: creation, shape and type changes.
+
+Each op is registered once with its shape function and its kernel (against ``xp``), side by
+side; gradients for these ops live in ``tfteach.ops.gradients_impl`` via ``set_gradient``
+next to their math. Ops: Const, Placeholder, PlaceholderWithDefault, Identity, StopGradient,
+Fill, ZerosLike, OnesLike, Shape, Size, Rank, Reshape, Transpose, ConcatV2, Split, Cast,
+ExpandDims, Squeeze, Pack, Tile, Slice.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tfteach.framework import dtypes
+from tfteach.framework.graph import Tensor, get_default_graph
+from tfteach.framework.registry import ALL_TYPES, register_op
+from tfteach.framework.tensor_shape import TensorShape, as_shape, unknown_shape
+from tfteach.ops.common import (axis_list, const_value, convert_to_tensor, graph_of,
+                                same_dtype, same_shape_fn, shape_error)
+
+
+def _create(op_type: str, inputs: list, attrs: dict, name: str | None) -> Any:
+    return graph_of(inputs).create_op(op_type, inputs, attrs, name=name)
+
+
+# ---- Const ---------------------------------------------------------------------------------
+def _const_shape(op):
+    return [(op.attrs["dtype"], TensorShape(op.attrs["value"].shape))]
+
+
+def _const_kernel(ctx):
+    return ctx.device.from_host(ctx.attrs["value"])
+
+
+register_op("Const", _const_shape, _const_kernel, gpu_types=ALL_TYPES, dtype_attr="dtype")
+
+
+def constant(value: Any, dtype: Any = None, shape: Any = None, name: str = "Const",
+             verify_shape: bool = False) -> Tensor:
+    """A constant tensor; ``shape=`` broadcasts a scalar or reshapes a list, as TF 1.x."""
+    dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.infer_dtype(value)
+    arr = dtypes.to_numpy(value, dt)
+    if shape is not None:
+        arr = _fit_shape(arr, as_shape(shape).as_list(), verify_shape)
+    arr = np.array(arr, dtype=dt.np, copy=True)
+    arr.setflags(write=False)
+    return get_default_graph().create_op("Const", [], {"value": arr, "dtype": dt},
+                                         name=name).outputs[0]
+
+
+def _fit_shape(arr: np.ndarray, shape: list, verify: bool) -> np.ndarray:
+    n = int(np.prod(shape)) if shape else 1
+    if arr.shape == tuple(shape):
+        return arr
+    if verify:
+        raise TypeError(f"Expected Tensor's shape: {tuple(shape)}, got {arr.shape}.")
+    if arr.size == 1:
+        return np.broadcast_to(arr.reshape(()), shape)
+    if arr.size == n:
+        return arr.reshape(shape)
+    if arr.size < n:
+        flat = np.concatenate([arr.ravel(), np.repeat(arr.ravel()[-1:], n - arr.size)])
+        return flat.reshape(shape)
+    raise ValueError(f"Too many elements provided. Needed at most {n}, but received {arr.size}")
+
+
+# ---- Placeholder ---------------------------------------------------------------------------
+def _placeholder_shape(op):
+    return [(op.attrs["dtype"], op.attrs["shape"])]
+
+
+def _placeholder_kernel(ctx):
+    from tfteach.errors import InvalidArgumentError
+    op = ctx.op
+    raise InvalidArgumentError(
+        f"You must feed a value for placeholder tensor '{op.name}' with dtype "
+        f"{op.attrs['dtype'].tf_name} and shape {op.attrs['shape'].bracket()}\n"
+        f"\t [[Node: {op.summary()}]]", op=op,
+        hint=f"pass feed_dict={{{op.name.split('/')[-1]}: value}} to Session.run "
+             f"(a value of shape {op.attrs['shape'].bracket()}, dtype {op.attrs['dtype'].name}).")
+
+
+register_op("Placeholder", _placeholder_shape, _placeholder_kernel, gpu_types=ALL_TYPES,
+            dtype_attr="dtype")
+
+
+def placeholder(dtype: Any, shape: Any = None, name: str | None = None) -> Tensor:
+    """A value that must be fed at run time."""
+    dt = dtypes.as_dtype(dtype)
+    sh = unknown_shape() if shape is None else as_shape(shape)
+    return get_default_graph().create_op("Placeholder", [], {"dtype": dt, "shape": sh},
+                                         name=name or "Placeholder").outputs[0]
+
+
+register_op("PlaceholderWithDefault", lambda op: [(op.inputs[0].dtype, op.attrs["shape"])],
+            lambda ctx, x: x, gpu_types=ALL_TYPES, dtype_attr="dtype")
+
+
+def placeholder_with_default(input: Any, shape: Any, name: str | None = None) -> Tensor:
+    t = convert_to_tensor(input)
+    return _create("PlaceholderWithDefault", [t], {"dtype": t.dtype, "shape": as_shape(shape)},
+                   name or "PlaceholderWithDefault").outputs[0]
+
+
+# ---- Identity, StopGradient --------------------------------------------------------------
+register_op("Identity", same_shape_fn, lambda ctx, x: x, gpu_types=ALL_TYPES)
+register_op("StopGradient", same_shape_fn, lambda ctx, x: x, gpu_types=ALL_TYPES)
+
+
+def identity(input: Any, name: str | None = None) -> Tensor:
+    t = convert_to_tensor(input)
+    return _create("Identity", [t], {"T": t.dtype}, name or "Identity").outputs[0]
+
+
+def stop_gradient(input: Any, name: str | None = None) -> Tensor:
+    t = convert_to_tensor(input)
+    return _create("StopGradient", [t], {"T": t.dtype}, name or "StopGradient").outputs[0]
+
+
+# ---- Fill, zeros, ones -------------------------------------------------------------------
+def _fill_shape(op):
+    dims = const_value(op.inputs[0])
+    value = op.inputs[1]
+    if dims is None:
+        return [(value.dtype, unknown_shape())]
+    return [(value.dtype, TensorShape([int(d) for d in np.atleast_1d(dims)] if np.ndim(dims) else []))]
+
+
+def _fill_kernel(ctx, dims, value):
+    return ctx.xp.full(tuple(int(d) for d in np.atleast_1d(ctx.device.to_host(dims))), value,
+                       dtype=ctx.attrs["T"].np)
+
+
+register_op("Fill", _fill_shape, _fill_kernel)
+
+
+def fill(dims: Any, value: Any, name: str | None = None) -> Tensor:
+    g = graph_of([dims, value])
+    with g.as_default():
+        d = convert_to_tensor(dims, dtype=dtypes.int32, name="dims")
+        v = convert_to_tensor(value, name="value")
+    return _create("Fill", [d, v], {"T": v.dtype}, name or "Fill").outputs[0]
+
+
+def zeros(shape: Any, dtype: Any = dtypes.float32, name: str | None = None) -> Tensor:
+    return _filled(shape, dtype, 0, name or "zeros")
+
+
+def ones(shape: Any, dtype: Any = dtypes.float32, name: str | None = None) -> Tensor:
+    return _filled(shape, dtype, 1, name or "ones")
+
+
+def _filled(shape: Any, dtype: Any, value: int, name: str) -> Tensor:
+    dt = dtypes.as_dtype(dtype)
+    g = get_default_graph()
+    with g.name_scope(name) as scope:
+        if isinstance(shape, Tensor):
+            return fill(shape, np.array(value, dt.np), name=scope)
+        return constant(value, dtype=dt, shape=list(as_shape(shape).as_list()), name=scope)
+
+
+register_op("ZerosLike", same_shape_fn, lambda ctx, x: ctx.xp.zeros_like(x))
+register_op("OnesLike", same_shape_fn, lambda ctx, x: ctx.xp.ones_like(x))
+
+
+def zeros_like(tensor: Any, dtype: Any = None, name: str | None = None) -> Tensor:
+    t = convert_to_tensor(tensor)
+    return _create("ZerosLike", [t], {"T": t.dtype}, name or "zeros_like").outputs[0]
+
+
+def ones_like(tensor: Any, dtype: Any = None, name: str | None = None) -> Tensor:
+    t = convert_to_tensor(tensor)
+    return _create("OnesLike", [t], {"T": t.dtype}, name or "ones_like").outputs[0]
+
+
+# ---- Shape, Size, Rank (host-memory outputs) -----------------------------------------------
+register_op("Shape", lambda op: [(dtypes.int32, TensorShape([op.inputs[0].shape.ndims]))],
+            lambda ctx, x: np.array(x.shape, dtype=np.int32), host_kernel=True)
+register_op("Size", lambda op: [(dtypes.int32, TensorShape([]))],
+            lambda ctx, x: np.array(x.size, dtype=np.int32), host_kernel=True)
+register_op("Rank", lambda op: [(dtypes.int32, TensorShape([]))],
+            lambda ctx, x: np.array(x.ndim, dtype=np.int32), host_kernel=True)
+
+
+def shape(input: Any, name: str | None = None, out_type: Any = dtypes.int32) -> Tensor:
+    t = convert_to_tensor(input)
+    return _create("Shape", [t], {"T": t.dtype}, name or "Shape").outputs[0]
+
+
+def size(input: Any, name: str | None = None) -> Tensor:
+    t = convert_to_tensor(input)
+    return _create("Size", [t], {"T": t.dtype}, name or "Size").outputs[0]
+
+
+def rank(input: Any, name: str | None = None) -> Tensor:
+    t = convert_to_tensor(input)
+    return _create("Rank", [t], {"T": t.dtype}, name or "Rank").outputs[0]
+
+
+# ---- Reshape -------------------------------------------------------------------------------
+def _reshape_shape(op):
+    x, s = op.inputs
+    target = const_value(s)
+    if target is None:
+        return [(x.dtype, unknown_shape())]
+    target = [int(d) for d in np.atleast_1d(target)] if np.ndim(target) else []
+    n = x.shape.num_elements()
+    if -1 in target and n is not None:
+        known = int(np.prod([d for d in target if d != -1])) or 1
+        if n % known:
+            raise shape_error(op, f"Cannot reshape a tensor with {n} elements to shape "
+                                  f"{target}")
+        target = [n // known if d == -1 else d for d in target]
+    elif n is not None and int(np.prod(target)) != n:
+        raise shape_error(op, f"Cannot reshape a tensor with {n} elements to shape "
+                              f"[{','.join(map(str, target))}] ({int(np.prod(target))} elements)")
+    return [(x.dtype, TensorShape([None if d == -1 else d for d in target]))]
+
+
+def _reshape_kernel(ctx, x, s):
+    return x.reshape(tuple(int(d) for d in np.atleast_1d(ctx.device.to_host(s))))
+
+
+register_op("Reshape", _reshape_shape, _reshape_kernel, gpu_types=ALL_TYPES)
+
+
+def reshape(tensor: Any, shape: Any, name: str | None = None) -> Tensor:
+    t = convert_to_tensor(tensor)
+    with t.graph.as_default():
+        s = convert_to_tensor(shape, dtype=dtypes.int32, name="Reshape/shape" if name is None
+                              else f"{name}/shape")
+    return _create("Reshape", [t, s], {"T": t.dtype}, name or "Reshape").outputs[0]
+
+
+# ---- Transpose -----------------------------------------------------------------------------
+def _transpose_shape(op):
+    x, p = op.inputs
+    perm = const_value(p)
+    if perm is None or x.shape.dims is None:
+        return [(x.dtype, unknown_shape(x.shape.ndims))]
+    if sorted(int(i) for i in perm) != list(range(x.shape.ndims)):
+        raise shape_error(op, f"Dimension must be {x.shape.ndims} but is {len(perm)}")
+    return [(x.dtype, TensorShape([x.shape.dims[int(i)] for i in perm]))]
+
+
+register_op("Transpose", _transpose_shape,
+            lambda ctx, x, p: ctx.xp.transpose(x, tuple(int(i) for i in ctx.device.to_host(p))))
+
+
+def transpose(a: Any, perm: Any = None, name: str = "transpose") -> Tensor:
+    t = convert_to_tensor(a)
+    if perm is None:
+        if t.shape.ndims is None:
+            raise ValueError("transpose without perm needs a tensor of known rank.")
+        perm = list(range(t.shape.ndims))[::-1]
+    with t.graph.as_default(), t.graph.name_scope(name) as scope:
+        p = convert_to_tensor(perm, dtype=dtypes.int32, name="perm")
+        return _create("Transpose", [t, p], {"T": t.dtype}, scope[:-1] + "/").outputs[0]
+
+
+# ---- ConcatV2 ------------------------------------------------------------------------------
+def _concat_shape(op):
+    *values, axis_t = op.inputs
+    axis = const_value(axis_t)
+    dt = values[0].dtype
+    if axis is None or any(v.shape.dims is None for v in values):
+        return [(dt, unknown_shape(values[0].shape.ndims))]
+    r = values[0].shape.ndims
+    ax = int(axis) + r if int(axis) < 0 else int(axis)
+    out = list(values[0].shape.dims)
+    for v in values[1:]:
+        if v.shape.ndims != r:
+            raise shape_error(op, f"Shape must be rank {r} but is rank {v.shape.ndims}")
+        for i, (a, b) in enumerate(zip(out, v.shape.dims)):
+            if i == ax:
+                out[i] = None if a is None or b is None else a + b
+            elif a is not None and b is not None and a != b:
+                raise shape_error(op, f"Dimension {i} in both shapes must be equal, but are "
+                                      f"{a} and {b}. Shapes are {values[0].shape.bracket()} "
+                                      f"and {v.shape.bracket()}")
+    return [(dt, TensorShape(out))]
+
+
+register_op("ConcatV2", _concat_shape,
+            lambda ctx, *xs: ctx.xp.concatenate(xs[:-1], axis=int(ctx.device.to_host(xs[-1]))))
+
+
+def concat(values: list, axis: int, name: str = "concat") -> Tensor:
+    ts = [convert_to_tensor(v) for v in values]
+    same_dtype("ConcatV2", ts, "values")
+    if len(ts) == 1:
+        return identity(ts[0], name=name)
+    with ts[0].graph.as_default(), ts[0].graph.name_scope(name) as scope:
+        ax = convert_to_tensor(axis, dtype=dtypes.int32, name="axis")
+        return _create("ConcatV2", ts + [ax], {"T": ts[0].dtype, "N": len(ts)},
+                       scope[:-1] + "/").outputs[0]
+
+
+# ---- Split ---------------------------------------------------------------------------------
+def _split_shape(op):
+    axis_t, x = op.inputs
+    n = op.attrs["num_split"]
+    axis = const_value(axis_t)
+    if axis is None or x.shape.dims is None:
+        return [(x.dtype, unknown_shape(x.shape.ndims))] * n
+    ax = int(axis) % x.shape.ndims
+    dims = list(x.shape.dims)
+    if dims[ax] is not None:
+        if dims[ax] % n:
+            raise shape_error(op, f"Dimension size must be evenly divisible by {n} but is "
+                                  f"{dims[ax]}")
+        dims[ax] //= n
+    return [(x.dtype, TensorShape(dims))] * n
+
+
+register_op("Split", _split_shape,
+            lambda ctx, a, x: tuple(ctx.xp.split(x, ctx.attrs["num_split"],
+                                                 axis=int(ctx.device.to_host(a)))))
+
+
+def split(value: Any, num_or_size_splits: int, axis: int = 0, name: str = "split") -> list:
+    t = convert_to_tensor(value)
+    if not isinstance(num_or_size_splits, int):
+        raise NotImplementedError("tfteach's split takes a number of equal splits.")
+    with t.graph.as_default():
+        ax = convert_to_tensor(axis, dtype=dtypes.int32, name="split/split_dim")
+    return list(_create("Split", [ax, t], {"T": t.dtype, "num_split": num_or_size_splits},
+                        name).outputs)
+
+
+# ---- Cast ----------------------------------------------------------------------------------
+def _cast_kernel(ctx, x):
+    return x.astype(ctx.attrs["DstT"].np)
+
+
+register_op("Cast", lambda op: [(op.attrs["DstT"], op.inputs[0].shape)], _cast_kernel,
+            dtype_attr="SrcT")
+
+
+def cast(x: Any, dtype: Any, name: str | None = None) -> Tensor:
+    t = convert_to_tensor(x)
+    dt = dtypes.as_dtype(dtype)
+    if t.dtype is dt:
+        return t
+    return _create("Cast", [t], {"SrcT": t.dtype, "DstT": dt}, name or "Cast").outputs[0]
+
+
+def to_float(x: Any, name: str = "ToFloat") -> Tensor:
+    return cast(x, dtypes.float32, name=name)
+
+
+# ---- ExpandDims, Squeeze, Pack, Tile ----------------------------------------------------
+def _expand_shape(op):
+    x, a = op.inputs
+    axis = const_value(a)
+    if axis is None or x.shape.dims is None:
+        return [(x.dtype, unknown_shape())]
+    dims = list(x.shape.dims)
+    ax = int(axis) if int(axis) >= 0 else len(dims) + 1 + int(axis)
+    dims.insert(ax, 1)
+    return [(x.dtype, TensorShape(dims))]
+
+
+register_op("ExpandDims", _expand_shape,
+            lambda ctx, x, a: ctx.xp.expand_dims(x, int(ctx.device.to_host(a))),
+            gpu_types=ALL_TYPES)
+
+
+def expand_dims(input: Any, axis: int, name: str | None = None) -> Tensor:
+    t = convert_to_tensor(input)
+    with t.graph.as_default():
+        a = convert_to_tensor(axis, dtype=dtypes.int32, name=f"{name or 'ExpandDims'}/dim")
+    return _create("ExpandDims", [t, a], {"T": t.dtype}, name or "ExpandDims").outputs[0]
+
+
+def _squeeze_shape(op):
+    x = op.inputs[0]
+    if x.shape.dims is None:
+        return [(x.dtype, unknown_shape())]
+    axes = op.attrs["squeeze_dims"] or [i for i, d in enumerate(x.shape.dims) if d == 1]
+    axes = axis_list(axes, x.shape.ndims)
+    return [(x.dtype, TensorShape([d for i, d in enumerate(x.shape.dims) if i not in axes]))]
+
+
+register_op("Squeeze", _squeeze_shape,
+            lambda ctx, x: ctx.xp.squeeze(x, axis=tuple(ctx.attrs["squeeze_dims"]) or None),
+            gpu_types=ALL_TYPES)
+
+
+def squeeze(input: Any, axis: Any = None, name: str | None = None) -> Tensor:
+    t = convert_to_tensor(input)
+    axes = [] if axis is None else list(np.atleast_1d(axis))
+    return _create("Squeeze", [t], {"T": t.dtype, "squeeze_dims": axes},
+                   name or "Squeeze").outputs[0]
+
+
+def _pack_shape(op):
+    first = op.inputs[0]
+    if first.shape.dims is None:
+        return [(first.dtype, unknown_shape())]
+    dims = list(first.shape.dims)
+    ax = op.attrs["axis"] if op.attrs["axis"] >= 0 else len(dims) + 1 + op.attrs["axis"]
+    dims.insert(ax, len(op.inputs))
+    return [(first.dtype, TensorShape(dims))]
+
+
+register_op("Pack", _pack_shape, lambda ctx, *xs: ctx.xp.stack(xs, axis=ctx.attrs["axis"]))
+
+
+def stack(values: list, axis: int = 0, name: str = "stack") -> Tensor:
+    ts = [convert_to_tensor(v) for v in values]
+    same_dtype("Pack", ts, "values")
+    return _create("Pack", ts, {"T": ts[0].dtype, "N": len(ts), "axis": axis}, name).outputs[0]
+
+
+def _tile_shape(op):
+    x, m = op.inputs
+    mult = const_value(m)
+    if mult is None or x.shape.dims is None:
+        return [(x.dtype, unknown_shape(x.shape.ndims))]
+    return [(x.dtype, TensorShape([None if d is None else d * int(k)
+                                   for d, k in zip(x.shape.dims, mult)]))]
+
+
+register_op("Tile", _tile_shape,
+            lambda ctx, x, m: ctx.xp.tile(x, tuple(int(k) for k in ctx.device.to_host(m))))
+
+
+def tile(input: Any, multiples: Any, name: str | None = None) -> Tensor:
+    t = convert_to_tensor(input)
+    with t.graph.as_default():
+        m = convert_to_tensor(multiples, dtype=dtypes.int32, name=f"{name or 'Tile'}/multiples")
+    return _create("Tile", [t, m], {"T": t.dtype}, name or "Tile").outputs[0]
+
+
+# ---- Range ---------------------------------------------------------------------------------
+def _range_shape(op):
+    s, l, d = (const_value(t) for t in op.inputs)
+    dt = op.inputs[0].dtype
+    if s is None or l is None or d is None:
+        return [(dt, unknown_shape(1))]
+    return [(dt, TensorShape([len(np.arange(s, l, d))]))]
+
+
+register_op("Range", _range_shape,
+            lambda ctx, s, l, d: np.arange(s, l, d, dtype=ctx.attrs["Tidx"].np),
+            dtype_attr="Tidx", host_kernel=True)
+
+
+def range_(start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None,
+           name: str = "range") -> Tensor:
+    """``tf.range``: like Python's range, as a tensor."""
+    if limit is None:
+        start, limit = 0, start
+    g = graph_of([start, limit, delta])
+    with g.as_default(), g.name_scope(name) as scope:
+        dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.int32
+        ts = [convert_to_tensor(v, dtype=dt, name=n) for v, n in
+              ((start, "start"), (limit, "limit"), (delta, "delta"))]
+        return g.create_op("Range", ts, {"Tidx": dt}, name=scope).outputs[0]
+
+
+def range_to_rank(t: Tensor) -> Tensor:
+    """All axes of ``t`` as a tensor, for reductions over a tensor of unknown rank."""
+    return range_(0, rank(t), 1)

@@ -1,0 +1,131 @@
+"""Helpers shared by every op family: graph choice, tensor conversion, dtype and shape checks.
+
+Kept tiny on purpose: each op family module registers its own ops; this module only holds
+the rules they all follow (TF's no-implicit-promotion rule, TF's shape error text).
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from tfteach.framework import dtypes
+from tfteach.framework.graph import Graph, Operation, Tensor, get_default_graph
+from tfteach.framework.tensor_shape import TensorShape, broadcast_shapes
+
+_conversion_hooks: list = []
+
+
+def register_tensor_conversion(cls: type, fn: Any) -> None:
+    """Let objects of ``cls`` (e.g. Variable) convert to tensors: ``fn(obj, dtype) -> Tensor``."""
+    _conversion_hooks.append((cls, fn))
+
+
+def graph_of(values: Sequence[Any]) -> Graph:
+    """The graph that inputs live in (the default graph when none is a tensor)."""
+    for v in values:
+        t = as_tensor_or_none(v)
+        if t is not None:
+            return t.graph
+    return get_default_graph()
+
+
+def as_tensor_or_none(value: Any) -> Tensor | None:
+    if isinstance(value, Tensor):
+        return value
+    for cls, fn in _conversion_hooks:
+        if isinstance(value, cls):
+            return fn(value, None)
+    return None
+
+
+def convert_to_tensor(value: Any, dtype: Any = None, name: str | None = None,
+                      graph: Graph | None = None) -> Tensor:
+    """A Tensor for ``value``: tensors pass through, anything else becomes a ``Const``."""
+    t = as_tensor_or_none(value)
+    if t is not None:
+        if dtype is not None and t.dtype is not dtypes.as_dtype(dtype):
+            raise ValueError(f"Tensor conversion requested dtype {dtypes.as_dtype(dtype).name} "
+                             f"for Tensor with dtype {t.dtype.name}: {t!r}")
+        return t
+    if isinstance(value, Operation):
+        raise TypeError(f"Can't convert Operation '{value.name}' to Tensor (target dtype="
+                        f"{dtype}, name='{name}', as_ref=False)")
+    from tfteach.ops.array_ops import constant
+    g = graph or get_default_graph()
+    with g.as_default():
+        return constant(value, dtype=dtype, name=name or "Const")
+
+
+def binary_inputs(op_type: str, x: Any, y: Any, names: tuple = ("x", "y")) -> tuple:
+    """Convert two operands; a Python number adopts the other's dtype; mixing is a TypeError."""
+    tx, ty = as_tensor_or_none(x), as_tensor_or_none(y)
+    if tx is None and ty is None:
+        tx = convert_to_tensor(x, name=names[0])
+    g = (tx if tx is not None else ty).graph
+    if tx is None:
+        tx = convert_to_tensor(x, dtype=ty.dtype, name=names[0], graph=g)
+    if ty is None:
+        ty = convert_to_tensor(y, dtype=tx.dtype, name=names[1], graph=g)
+    if tx.dtype is not ty.dtype:
+        raise TypeError(f"Input '{names[1]}' of '{op_type}' Op has type {ty.dtype.name} that "
+                        f"does not match type {tx.dtype.name} of argument '{names[0]}'.\n"
+                        f"Hint: TensorFlow never converts types silently; use "
+                        f"tf.cast(t, tf.{tx.dtype.name}) on one side.")
+    return tx, ty
+
+
+def same_dtype(op_type: str, tensors: Sequence[Tensor], arg: str = "inputs") -> dtypes.DType:
+    first = tensors[0].dtype
+    for t in tensors[1:]:
+        if t.dtype is not first:
+            raise TypeError(f"Input '{arg}' of '{op_type}' Op has types "
+                            f"[{', '.join(x.dtype.name for x in tensors)}] that don't all match.")
+    return first
+
+
+def shape_error(op: Operation, detail: str) -> ValueError:
+    shapes = ", ".join(t.shape.bracket() for t in op.inputs)
+    return ValueError(f"{detail} for '{op.name}' (op: '{op.type}') with input shapes: {shapes}.")
+
+
+def broadcast_shape_fn(op: Operation) -> list:
+    x, y = op.inputs
+    out = broadcast_shapes(x.shape, y.shape)
+    if out is None:
+        a, b = _first_mismatch(x.shape, y.shape)
+        raise shape_error(op, f"Dimensions must be equal, but are {a} and {b}")
+    return [(x.dtype, out)]
+
+
+def _first_mismatch(a: TensorShape, b: TensorShape) -> tuple:
+    for x, y in zip(reversed(a.dims), reversed(b.dims)):
+        if x is not None and y is not None and x != y and 1 not in (x, y):
+            return x, y
+    return None, None
+
+
+def same_shape_fn(op: Operation) -> list:
+    t = op.inputs[0]
+    return [(t.dtype, t.shape)]
+
+
+def no_output_fn(op: Operation) -> list:
+    return []
+
+
+def const_value(t: Tensor) -> np.ndarray | None:
+    """The value of a tensor produced by a Const op, else None (used by shape functions)."""
+    if t.op.type == "Const":
+        return t.op.attrs["value"]
+    return None
+
+
+def axis_list(axis: Any, rank: int | None) -> list[int] | None:
+    """Normalise an axis (int, list or None = all) for a tensor of ``rank``."""
+    if rank is None:
+        return None
+    if axis is None:
+        return list(range(rank))
+    axes = np.atleast_1d(np.asarray(axis)).tolist()
+    return sorted({a + rank if a < 0 else a for a in axes})

@@ -1,0 +1,1 @@
+"""tfteach.runtime (see DESIGN.md for this layer's role)."""

@@ -1,0 +1,350 @@
+"""The executor: runs a Plan with a ready queue and pending-input counts, one thread per device.
+
+Scheduling (seed 003's description of TF's executor): every node starts with a count of
+its unfinished inputs; nodes at zero are ready. When a node finishes, its consumers' counts
+drop; a consumer that becomes ready on the *same* device runs next in the same thread
+(inline, no queue hop); one on another device goes to that device's queue. So different
+devices really overlap while cheap same-device chains cost no thread switches.
+
+State of one step (``_Step``): ``values`` (slot -> array), ``pending`` (node -> count),
+``uses`` (slot -> reads left; at zero the value is dropped and its bytes returned to the
+device budget), ``remaining`` nodes, the first ``error``, and trace records. Only the thread
+running a node writes its output slots; counts change under the step's lock.
+
+How work is submitted is a parameter: a plan on one device with no waiting kernels runs
+synchronously on the caller's thread (the same ``_drain`` loop, no workers), which is both
+the fast path and the deterministic path for tests. Waiting kernels return a ``Pending``
+and never block a device thread: the node completes when the Pending resolves.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from tfteach.devices.gpu import translate_error
+from tfteach.errors import CancelledError, DeadlineExceededError, OpError, UnknownError
+from tfteach.runtime import blas
+from tfteach.runtime.config import NodeExecStats, StepStats, TransferStats
+from tfteach.runtime.plan import Plan, PlanNode
+
+_now = time.perf_counter_ns
+
+
+class Pending:
+    """A kernel's result that arrives later (queues, accumulators). Resolve exactly once."""
+
+    def __init__(self) -> None:
+        self._callbacks: list[Callable] = []
+        self._lock = threading.Lock()
+        self._result: tuple | None = None
+        self.on_cancel: Callable[[], None] | None = None
+
+    def resolve(self, value: Any = None, error: BaseException | None = None) -> None:
+        with self._lock:
+            if self._result is not None:
+                return
+            self._result = (value, error)
+            callbacks, self._callbacks = self._callbacks, []
+        for cb in callbacks:
+            cb(value, error)
+
+    def add_done_callback(self, cb: Callable) -> None:
+        with self._lock:
+            if self._result is None:
+                self._callbacks.append(cb)
+                return
+        cb(*self._result)
+
+
+class _Step:
+    __slots__ = ("plan", "values", "pending", "uses", "remaining", "error", "done", "lock",
+                 "trace", "records", "resources", "cancel_hooks", "t0")
+
+    def __init__(self, plan: Plan, resources: Any, trace: bool) -> None:
+        self.plan = plan
+        self.values: list = [None] * plan.n_slots
+        self.pending = [n.pending for n in plan.nodes]
+        self.uses = list(plan.uses)
+        self.remaining = len(plan.nodes)
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+        self.lock = threading.Lock()
+        self.trace = trace
+        self.records: list = []
+        self.resources = resources
+        self.cancel_hooks: list = []
+        self.t0 = time.time_ns() - _now()
+
+
+class _Worker:
+    """One device's thread: takes (step, node) items and drains them."""
+
+    def __init__(self, executor: "Executor", device: Any) -> None:
+        self.device = device
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._loop, args=(executor,), daemon=True,
+                                       name=f"tfteach-{device.short_name}")
+        self.thread.start()
+
+    def _loop(self, executor: "Executor") -> None:
+        self.device.thread_init()
+        while True:
+            item = self.queue.get()
+            if item is None:
+                return
+            step, index = item
+            executor._drain(step, index, self.device)
+
+
+class Executor:
+    """Runs plans; owns one worker thread per device it has used."""
+
+    def __init__(self) -> None:
+        self._workers: dict[str, _Worker] = {}
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        with self._lock:
+            for w in self._workers.values():
+                w.queue.put(None)
+            self._workers.clear()
+
+    def run(self, plan: Plan, feeds: dict, resources: Any, trace: bool = False,
+            timeout_s: float | None = None) -> tuple[list, StepStats | None]:
+        """Execute ``plan`` with feed values (slot -> array); returns (slot values, stats)."""
+        step = _Step(plan, resources, trace)
+        for slot, value in feeds.items():
+            step.values[slot] = value
+        ready = [n.index for n in plan.nodes if n.pending == 0]
+        try:
+            with blas.limit_for(plan):
+                if plan.single_device and not plan.has_async:
+                    self._run_sync(step, ready)
+                else:
+                    self._run_threaded(step, ready, timeout_s)
+            if step.error is not None:
+                raise step.error
+            fetched = [None if s is None else step.values[s] for s in plan.fetch_slots]
+        finally:
+            _release(step)
+        return fetched, (_stats(step) if trace else None)
+
+    # ---- the two ways of submitting work --------------------------------------------
+    def _run_sync(self, step: _Step, ready: list[int]) -> None:
+        if ready:
+            self._drain(step, ready, step.plan.nodes[ready[0]].device, sync=True)
+
+    def _run_threaded(self, step: _Step, ready: list[int], timeout_s: float | None) -> None:
+        if not ready and step.remaining:
+            step.error = UnknownError("The graph has no ready op: a cycle?")
+            return
+        if step.remaining == 0:
+            return
+        for i in ready:
+            self._submit(step, i)
+        deadline = None if not timeout_s else time.monotonic() + timeout_s
+        try:
+            while not step.done.wait(0.05):
+                if deadline and time.monotonic() > deadline:
+                    self._fail(step, DeadlineExceededError(
+                        "Timed out waiting for the step to finish",
+                        hint="a node is waiting for input that never comes (a queue, a "
+                             "dead task?); raise RunOptions.timeout_in_ms if it is just slow."))
+        except KeyboardInterrupt:
+            self._fail(step, CancelledError("Step was cancelled by the user (Ctrl-C)"))
+            raise
+
+    def _submit(self, step: _Step, index: int) -> None:
+        dev = step.plan.nodes[index].device
+        w = self._workers.get(dev.name)
+        if w is None:
+            with self._lock:
+                w = self._workers.get(dev.name) or _Worker(self, dev)
+                self._workers[dev.name] = w
+        w.queue.put((step, index))
+
+    # ---- running nodes ------------------------------------------------------------------
+    def _drain(self, step: _Step, start: Any, device: Any, sync: bool = False) -> None:
+        """Run ``start`` and every same-device node that becomes ready because of it."""
+        stack = list(start) if isinstance(start, list) else [start]
+        nodes = step.plan.nodes
+        while stack:
+            if step.error is not None:
+                return
+            node = nodes[stack.pop()]
+            try:
+                out = self._execute(step, node)
+            except BaseException as e:  # noqa: BLE001 (reported through the step)
+                err = _as_op_error(e, node)
+                self._fail(step, err)
+                if not isinstance(e, Exception):
+                    raise
+                if sync:
+                    raise err from (None if err is e else e)
+                return
+            if isinstance(out, Pending):
+                self._await(step, node, out)
+                continue
+            self._finish(step, node, out, stack, device, sync)
+
+    def _execute(self, step: _Step, node: PlanNode) -> Any:
+        values = step.values
+        args = [values[s] for s in node.in_slots]
+        if node.deref is not None:
+            args = [a.read(node.op) if d else a for a, d in zip(args, node.deref)]
+        node.ctx.resources = step.resources
+        dev = node.device
+        if step.trace or dev.speed < 1.0:
+            t0 = _now()
+            out = node.kernel(node.ctx, *args)
+            if dev.speed < 1.0:
+                dev.synchronize()
+                time.sleep((_now() - t0) * (1.0 / dev.speed - 1.0) / 1e9)
+            if step.trace:
+                dev.synchronize()
+                step.records.append((node, t0, _now(), threading.get_ident(), _nbytes(out)))
+            return out
+        return node.kernel(node.ctx, *args)
+
+    def _finish(self, step: _Step, node: PlanNode, out: Any, stack: list, device: Any,
+                sync: bool) -> None:
+        self._store(step, node, out)
+        nodes = step.plan.nodes
+        if sync:
+            pending = step.pending
+            for c in node.consumers:
+                pending[c] -= 1
+                if pending[c] == 0:
+                    stack.append(c)
+            return
+        with step.lock:
+            ready = []
+            for c in node.consumers:
+                step.pending[c] -= 1
+                if step.pending[c] == 0:
+                    ready.append(c)
+            step.remaining -= 1
+            last = step.remaining == 0
+        for c in ready:
+            if nodes[c].device is device:
+                stack.append(c)
+            else:
+                self._submit(step, c)
+        if last:
+            step.done.set()
+
+    def _store(self, step: _Step, node: PlanNode, out: Any) -> None:
+        values = step.values
+        slots = node.out_slots
+        if len(slots) == 1:
+            out = (out,)
+        mem = node.device.memory
+        for s, v in zip(slots, out or ()):
+            if s >= 0:
+                values[s] = v
+                nbytes = getattr(v, "nbytes", 0)
+                if nbytes and step.uses[s]:
+                    mem.alloc(nbytes, v.shape, v.dtype, node.name, node.device.name)
+        uses = step.uses
+        slot_device = step.plan.slot_device
+        for s in node.in_slots:
+            uses[s] -= 1
+            if uses[s] == 0:
+                v = values[s]
+                values[s] = None
+                nbytes = getattr(v, "nbytes", 0)
+                if nbytes:
+                    slot_device[s].memory.free(nbytes)
+
+    def _await(self, step: _Step, node: PlanNode, pending: Pending) -> None:
+        if pending.on_cancel is not None:
+            step.cancel_hooks.append(pending.on_cancel)
+
+        def done(value: Any, error: BaseException | None) -> None:
+            if error is not None:
+                self._fail(step, _as_op_error(error, node))
+                return
+            if step.error is not None:
+                return
+            stack: list[int] = []
+            self._finish(step, node, value, stack, None, False)
+            for i in stack:
+                self._submit(step, i)
+
+        pending.add_done_callback(done)
+
+    def _fail(self, step: _Step, error: BaseException) -> None:
+        with step.lock:
+            if step.error is not None:
+                return
+            step.error = error
+            hooks, step.cancel_hooks = step.cancel_hooks, []
+        for hook in hooks:
+            try:
+                hook()
+            except Exception:  # noqa: BLE001 (cancellation is best effort)
+                pass
+        step.done.set()
+
+
+def _release(step: _Step) -> None:
+    """Return the bytes of every value still held (fetches included) to its device."""
+    fed = set(step.plan.feed_slots.values())
+    for s, v in enumerate(step.values):
+        if v is not None and s not in fed and step.uses[s] > 0:
+            nbytes = getattr(v, "nbytes", 0)
+            if nbytes:
+                step.plan.slot_device[s].memory.free(nbytes)
+    step.values = [None] * len(step.values) if step.error is not None else step.values
+
+
+def _as_op_error(e: BaseException, node: PlanNode) -> BaseException:
+    if isinstance(e, OpError) or not isinstance(e, Exception):
+        return e
+    translated = translate_error(e, node.name, node.device.name)
+    if translated is not None:
+        return translated
+    summary = node.op.summary() if node.op is not None else node.name
+    return UnknownError(f"{type(e).__name__}: {e}\n\t [[Node: {summary}]]", op=node.op,
+                        hint=f"the kernel of '{node.name}' ({node.type}) on "
+                             f"{node.device.name} failed; check its inputs' values.")
+
+
+def _stats(step: _Step) -> StepStats:
+    stats = StepStats()
+    for node, t0, t1, tid, nbytes in step.records:
+        start_us = (step.t0 + t0) // 1000
+        dur_us = max(1, (t1 - t0) // 1000)
+        if node.transfer is not None:
+            tensor, src, src_op = node.transfer
+            stats.transfers.append(TransferStats(tensor, src.name, node.device.name, src_op,
+                                                 node.name, start_us, dur_us, nbytes))
+            continue
+        stats.device_stats(node.device.name).node_stats.append(NodeExecStats(
+            node.name, node.type, start_us, dur_us, nbytes, tid,
+            f"{node.name} = {node.type}({', '.join(t.op.name for t in node.op.inputs)})"))
+    return stats
+
+
+def _nbytes(out: Any) -> int:
+    if isinstance(out, (tuple, list)):
+        return sum(int(getattr(v, "nbytes", 0) or 0) for v in out)
+    return int(getattr(out, "nbytes", 0) or 0)
+
+
+def to_fetch_value(value: Any, device: Any, deref: bool, op: Any = None) -> Any:
+    """A fetched value as the client sees it: a host NumPy array (a scalar for 0-d)."""
+    if deref:
+        value = value.read(op)
+    value = device.to_host(value)
+    if isinstance(value, np.ndarray):
+        if value.ndim == 0:
+            return value[()]
+        if not value.flags.writeable:
+            return value.copy()
+        return value
+    return value

@@ -1,0 +1,198 @@
+"""Execution plans: prune a placed graph to what a run needs, and wire it for the executor.
+
+A ``Plan`` is built once per (fetches, feeds, targets) and cached by the session. It holds:
+- ``nodes``: ``PlanNode`` list in topological order; ops plus one ``_Transfer`` node per
+  (tensor, destination device) for every cross-device edge (TF's Send/Recv pair);
+- ``slots``: one value slot per tensor produced or fed; ``feed_slots`` and ``fetch_slots``;
+- per node: its device, kernel, input slots (with a flag when a ref must be read), output
+  slots, consumers, and its initial pending-input count (data and control inputs).
+- ``uses``: how many reads each slot gets in a step, so values are freed (and memory
+  returned to the device budget) as soon as their last consumer has run.
+
+Invariants: a node's consumers come after it in ``nodes``; a value crosses devices only
+through a transfer node; fed tensors' producers are pruned unless needed for another output.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from tfteach.devices.base import Device
+from tfteach.framework.graph import Operation, Tensor
+from tfteach.framework.registry import OpDef
+
+
+class KernelContext:
+    """What a kernel sees: its op, attrs, device, array module and the step's resources."""
+
+    __slots__ = ("op", "attrs", "device", "xp", "resources")
+
+    def __init__(self, op: Operation | None, device: Device) -> None:
+        self.op = op
+        self.attrs = op.attrs if op is not None else {}
+        self.device = device
+        self.xp = device.xp
+        self.resources: Any = None
+
+
+@dataclass
+class PlanNode:
+    index: int
+    name: str
+    type: str
+    device: Device
+    kernel: Callable
+    ctx: KernelContext
+    in_slots: list
+    deref: tuple | None
+    out_slots: list
+    op: Operation | None = None
+    op_def: OpDef | None = None
+    consumers: list = field(default_factory=list)
+    pending: int = 0
+    transfer: tuple | None = None   # (tensor name, src device, src op name) for transfers
+
+    @property
+    def is_async(self) -> bool:
+        return bool(self.op_def and self.op_def.is_async)
+
+
+@dataclass
+class Plan:
+    nodes: list
+    n_slots: int
+    feed_slots: dict          # Tensor -> slot
+    fetch_slots: list         # slot per fetched tensor (None for ops)
+    fetch_deref: list
+    uses: list
+    devices: list             # distinct devices, in first-use order
+    slot_device: list         # device index of each slot's producer
+    single_device: bool = False
+    has_async: bool = False
+    uses_virtual_blas: bool = False
+    slot_names: list = field(default_factory=list)
+
+
+def needed_ops(fetch_ops: list[Operation], fed: set[Tensor]) -> set[int]:
+    """Ids of the ops a run must execute: reverse reachability, stopping at fed tensors."""
+    need: set[int] = set()
+    stack = list(fetch_ops)
+    while stack:
+        op = stack.pop()
+        if op._id in need:
+            continue
+        need.add(op._id)
+        for t in op.inputs:
+            if t not in fed:
+                stack.append(t.op)
+        stack.extend(op.control_inputs)
+    return need
+
+
+def build_plan(ops: list[Operation], placement: dict, fetches: list[Tensor | None],
+               targets: list[Operation], feeds: list[Tensor]) -> Plan:
+    """Wire the pruned graph: slots, transfers, consumers and pending counts."""
+    fed = set(feeds)
+    roots = [t.op for t in fetches if t is not None and t not in fed] + list(targets)
+    need = needed_ops(roots, fed)
+    b = _Builder(placement)
+    for t in feeds:
+        b.slot_for(t, placement[t.op.name])
+    for op in ops:
+        if op._id in need:
+            b.add_op(op, fed)
+    return b.finish(fetches, feeds)
+
+
+class _Builder:
+    def __init__(self, placement: dict) -> None:
+        self.placement = placement
+        self.nodes: list[PlanNode] = []
+        self.slots: dict[Tensor, int] = {}
+        self.slot_device: list[Device] = []
+        self.slot_names: list[str] = []
+        self.producer: dict[int, int] = {}       # slot -> node index
+        self.transfers: dict[tuple, int] = {}    # (slot, dst device name) -> slot on dst
+        self.op_node: dict[int, int] = {}        # op id -> node index
+        self.uses: list[int] = []
+
+    def slot_for(self, t: Tensor, device: Device) -> int:
+        if t not in self.slots:
+            self.slots[t] = len(self.slot_device)
+            self.slot_device.append(device)
+            self.slot_names.append(t.name)
+            self.uses.append(0)
+        return self.slots[t]
+
+    def add_op(self, op: Operation, fed: set[Tensor]) -> None:
+        dev = self.placement[op.name]
+        in_slots, deref = [], []
+        for i, t in enumerate(op.inputs):
+            ref_in = i in op.op_def.ref_inputs
+            in_slots.append(self._input_slot(t, dev, ref_in))
+            deref.append(t.is_ref and not ref_in)
+        node = PlanNode(len(self.nodes), op.name, op.type, dev, op.op_def.kernel,
+                        KernelContext(op, dev), in_slots, tuple(deref) if any(deref) else None,
+                        [self.slot_for(t, dev) if t not in fed else -1 for t in op.outputs],
+                        op=op, op_def=op.op_def)
+        self._add_node(node, [self.op_node[c._id] for c in op.control_inputs
+                              if c._id in self.op_node])
+        self.op_node[op._id] = node.index
+
+    def _input_slot(self, t: Tensor, dev: Device, ref_in: bool) -> int:
+        src = self.slots[t]
+        src_dev = self.slot_device[src]
+        if src_dev is dev or ref_in:
+            self.uses[src] += 1
+            return src
+        key = (src, dev.name)
+        if key not in self.transfers:
+            self.transfers[key] = self._add_transfer(t, src, src_dev, dev)
+        dst = self.transfers[key]
+        self.uses[dst] += 1
+        return dst
+
+    def _add_transfer(self, t: Tensor, src: int, src_dev: Device, dev: Device) -> int:
+        self.uses[src] += 1
+        out = len(self.slot_device)
+        self.slot_device.append(dev)
+        self.slot_names.append(f"{t.name}->{dev.short_name}")
+        self.uses.append(0)
+        node = PlanNode(len(self.nodes), f"_recv_{t.op.name}_{t.value_index}_{dev.short_name}",
+                        "_Transfer", dev, _transfer_kernel, KernelContext(None, dev), [src],
+                        (True,) if t.is_ref else None, [out], transfer=(t.name, src_dev, t.op.name))
+        node.ctx.attrs = {"src": src_dev}
+        self._add_node(node, [])
+        return out
+
+    def _add_node(self, node: PlanNode, control: list[int]) -> None:
+        preds = {self.producer[s] for s in node.in_slots if s in self.producer} | set(control)
+        for p in preds:
+            self.nodes[p].consumers.append(node.index)
+        node.pending = len(preds)
+        for s in node.out_slots:
+            if s >= 0:
+                self.producer[s] = node.index
+        self.nodes.append(node)
+
+    def finish(self, fetches: list[Tensor | None], feeds: list[Tensor]) -> Plan:
+        fetch_slots = []
+        for t in fetches:
+            fetch_slots.append(None if t is None else self.slots[t])
+            if t is not None:
+                self.uses[self.slots[t]] += 1
+        devices: list[Device] = []
+        for n in self.nodes:
+            if n.device not in devices:
+                devices.append(n.device)
+        return Plan(self.nodes, len(self.slot_device), {t: self.slots[t] for t in feeds},
+                    fetch_slots, [t is not None and t.is_ref for t in fetches], self.uses,
+                    devices, self.slot_device, single_device=len(devices) <= 1,
+                    has_async=any(n.is_async for n in self.nodes),
+                    uses_virtual_blas=any(n.device.blas_threads == 1 and n.op_def is not None
+                                          and not n.op_def.cheap for n in self.nodes),
+                    slot_names=self.slot_names)
+
+
+def _transfer_kernel(ctx: KernelContext, value: Any) -> Any:
+    return ctx.device.copy_from(value, ctx.attrs["src"])

@@ -1,0 +1,315 @@
+"""``Session``: place a graph on this process's devices, then run steps of it.
+
+A local session owns its devices (from ``tfteach.devices.discovery``), a resource container
+(variables are per session, as in TF's DirectSession), an executor (one thread per device)
+and two caches: the placement of the whole graph (redone when the graph grows, keeping
+stateful ops where they were) and one plan per (fetches, feeds, targets).
+
+``Session("grpc://...")`` hands over to a factory that ``tfteach.distributed`` registers, so
+this layer never imports the cluster runtime.
+
+``run`` takes nested lists/tuples/dicts of tensors, ops and names as fetches and returns the
+same structure of NumPy values; feed keys may be any tensor of the graph.
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from tfteach.devices import discovery
+from tfteach.framework import graph as graph_mod
+from tfteach.framework.device_spec import DeviceSpec
+from tfteach.framework.graph import Graph, Operation, Tensor
+from tfteach.runtime import placer
+from tfteach.runtime.config import ConfigProto, RunMetadata, RunOptions
+from tfteach.runtime.executor import Executor, to_fetch_value
+from tfteach.runtime.plan import build_plan
+from tfteach.runtime.resources import ResourceMgr
+
+_remote_factories: dict[str, Callable] = {}
+
+
+def register_target_factory(prefix: str, factory: Callable) -> None:
+    """Let ``Session(target)`` for targets starting with ``prefix`` be built by ``factory``."""
+    _remote_factories[prefix] = factory
+
+
+# ---- default session stack ----------------------------------------------------------------
+_local = threading.local()
+
+
+def _session_stack() -> list:
+    if not hasattr(_local, "stack"):
+        _local.stack = []
+    return _local.stack
+
+
+def get_default_session() -> Any:
+    stack = _session_stack()
+    return stack[-1] if stack else None
+
+
+graph_mod._default_session_lookup[:] = [get_default_session]
+
+
+class BaseSession:
+    """What local and remote sessions share: fetch/feed handling and the session protocol."""
+
+    def __init__(self, target: str = "", graph: Graph | None = None,
+                 config: ConfigProto | None = None) -> None:
+        self.graph = graph or graph_mod.get_default_graph()
+        self.sess_str = target
+        self.config = config or ConfigProto()
+        self._closed = False
+        self._default_cm: Any = None
+
+    # -- protocol ----------------------------------------------------------------------
+    def run(self, fetches: Any, feed_dict: dict | None = None, options: RunOptions | None = None,
+            run_metadata: RunMetadata | None = None) -> Any:
+        """Run the ops and evaluate the tensors in ``fetches``; returns the same structure."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        if self.graph.version == 0:
+            raise RuntimeError("The Session graph is empty.  Add operations to the graph "
+                               "before calling run().")
+        flat, rebuild = _flatten_fetches(fetches, self.graph)
+        feeds = _resolve_feeds(feed_dict or {}, self.graph)
+        tensors = [f if isinstance(f, Tensor) else None for f in flat]
+        targets = [f for f in flat if isinstance(f, Operation)]
+        values = self._run_flat(tensors, targets, feeds, options or RunOptions(), run_metadata)
+        return rebuild(values)
+
+    def _run_flat(self, tensors: list, targets: list, feeds: dict, options: RunOptions,
+                  run_metadata: RunMetadata | None) -> list:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self._closed = True
+
+    def as_default(self) -> contextlib.AbstractContextManager:
+        return _as_default(self)
+
+    def __enter__(self) -> "BaseSession":
+        self._default_cm = _as_default(self)
+        self._default_cm.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._default_cm is not None:
+            self._default_cm.__exit__(*exc)
+            self._default_cm = None
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 (interpreter shutdown)
+            pass
+
+
+@contextlib.contextmanager
+def _as_default(sess: BaseSession) -> Iterator[BaseSession]:
+    stack = _session_stack()
+    stack.append(sess)
+    try:
+        with sess.graph.as_default():
+            yield sess
+    finally:
+        stack.remove(sess)
+
+
+class DeviceAttributes:
+    """What ``Session.list_devices()`` returns per device."""
+
+    def __init__(self, device: Any) -> None:
+        self.name = device.name
+        self.device_type = device.device_type
+        self.memory_limit_bytes = device.memory_limit
+        self.description = device.description
+        self.incarnation = abs(hash(device.name)) % (1 << 62)
+
+    def __repr__(self) -> str:
+        return (f"_DeviceAttributes({self.name}, {self.device_type}, "
+                f"{self.memory_limit_bytes}, {self.incarnation})")
+
+
+class Session(BaseSession):
+    """A TF 1.x session. ``Session()`` runs here; ``Session('grpc://...')`` on a cluster."""
+
+    def __new__(cls, target: str = "", graph: Graph | None = None, config: Any = None):
+        for prefix, factory in _remote_factories.items():
+            if target and target.startswith(prefix):
+                return factory(target, graph, config)
+        if target and not target.startswith("grpc://"):
+            raise ValueError(f"Unsupported session target '{target}'.\nHint: use '' for this "
+                             "process or 'grpc://host:port' for a cluster task.")
+        return super().__new__(cls)
+
+    def __init__(self, target: str = "", graph: Graph | None = None,
+                 config: ConfigProto | None = None) -> None:
+        if target and target.startswith("grpc://") and not _remote_factories:
+            raise ValueError("grpc:// targets need the cluster runtime: `import tfteach` "
+                             "(not just tfteach.runtime) registers it.")
+        super().__init__(target, graph, config)
+        self.devices = discovery.local_devices("localhost", 0, self.config.device_count,
+                                               self.config.gpu_options)
+        self.resources = ResourceMgr()
+        self._executor = Executor()
+        self._placement: placer.Placement | None = None
+        self._placed_version = -1
+        self._pinned: dict[str, str] = {}
+        self._plans: dict[tuple, Any] = {}
+        self._lock = threading.RLock()
+        if self.config.log_device_placement:
+            print(device_mapping_text(self.devices), file=sys.stdout)
+
+    def list_devices(self) -> list[DeviceAttributes]:
+        return [DeviceAttributes(d) for d in sorted(self.devices, key=lambda d: d.name)]
+
+    def close(self) -> None:
+        if not getattr(self, "_closed", True):
+            self._executor.close()
+            self.resources.clear()
+        super().close()
+
+    # -- placement and plans ----------------------------------------------------------
+    def placement(self) -> placer.Placement:
+        """Place the whole graph (again, if it grew), printing the log if asked."""
+        with self._lock:
+            if self._placed_version != self.graph.version:
+                ops = self.graph.get_operations()
+                self._placement = placer.place(ops, self.devices,
+                                               self.config.allow_soft_placement, self._pinned,
+                                               DeviceSpec("localhost", 0, 0))
+                self._remember_stateful(ops)
+                self._placed_version = self.graph.version
+                self._plans.clear()
+                if self.config.log_device_placement:
+                    print("\n".join(self._placement.log_lines()), file=sys.stdout)
+            return self._placement
+
+    def _remember_stateful(self, ops: list[Operation]) -> None:
+        for op in ops:
+            if op.op_def.stateful and op.name not in self._pinned:
+                self._pinned[op.name] = self._placement.devices[op.name].name
+
+    def _plan(self, tensors: list, targets: list, feeds: dict) -> Any:
+        placement = self.placement()
+        key = (tuple(t.name if t is not None else None for t in tensors),
+               tuple(op.name for op in targets), tuple(sorted(t.name for t in feeds)))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = build_plan(self.graph._ops, placement.devices, tensors, targets, list(feeds))
+            self._plans[key] = plan
+        return plan
+
+    def _run_flat(self, tensors: list, targets: list, feeds: dict, options: RunOptions,
+                  run_metadata: RunMetadata | None) -> list:
+        plan = self._plan(tensors, targets, feeds)
+        placement = self._placement.devices
+        feed_values = {plan.feed_slots[t]: placement[t.op.name].from_host(v)
+                       for t, v in feeds.items()}
+        trace = options.trace_level >= RunOptions.FULL_TRACE and run_metadata is not None
+        timeout = (options.timeout_in_ms or self.config.operation_timeout_in_ms or 0) / 1000
+        raw, stats = self._executor.run(plan, feed_values, self.resources, trace, timeout or None)
+        self.resources.last_step += 1
+        if run_metadata is not None:
+            if stats is not None:
+                run_metadata.step_stats = stats
+            run_metadata.placement = {n: d.name for n, d in placement.items()}
+        return [None if t is None else to_fetch_value(v, placement[t.op.name], t.is_ref, t.op)
+                for t, v in zip(tensors, raw)]
+
+
+class InteractiveSession(Session):
+    """A Session that makes itself the default on creation (for shells and notebooks)."""
+
+    def __init__(self, target: str = "", graph: Graph | None = None,
+                 config: ConfigProto | None = None) -> None:
+        super().__init__(target, graph, config)
+        self._default_cm = _as_default(self)
+        self._default_cm.__enter__()
+
+    def close(self) -> None:
+        cm, self._default_cm = getattr(self, "_default_cm", None), None
+        if cm is not None:
+            try:
+                cm.__exit__(None, None, None)
+            except ValueError:
+                pass
+        super().close()
+
+
+def device_mapping_text(devices: list) -> str:
+    """TF's ``Device mapping:`` header (devices with a description only)."""
+    described = [d for d in sorted(devices, key=lambda d: d.name) if d.description]
+    if not described:
+        return "Device mapping: no known devices."
+    return "Device mapping:\n" + "\n".join(f"{d.name} -> {d.description}" for d in described)
+
+
+# ---- fetches and feeds ------------------------------------------------------------------------
+def _flatten_fetches(fetches: Any, graph: Graph) -> tuple[list, Callable[[list], Any]]:
+    """Flatten nested fetches into graph elements, and a function that rebuilds the shape."""
+    flat: list = []
+
+    def walk(f: Any) -> Callable[[list], Any]:
+        if isinstance(f, (list, tuple)) and not hasattr(f, "_as_graph_element"):
+            subs = [walk(x) for x in f]
+            make = type(f)._make if hasattr(type(f), "_make") else type(f)
+            return lambda vals: make([s(vals) for s in subs])
+        if isinstance(f, dict):
+            subs = {k: walk(v) for k, v in f.items()}
+            return lambda vals: type(f)((k, s(vals)) for k, s in subs.items())
+        i = len(flat)
+        flat.append(_as_fetch(f, graph))
+        return lambda vals: vals[i]
+
+    return flat, walk(fetches)
+
+
+def _as_fetch(f: Any, graph: Graph) -> Any:
+    if f is None:
+        raise TypeError(f"Fetch argument None has invalid type {type(None)}")
+    try:
+        return graph.as_graph_element(f, allow_tensor=True, allow_operation=True)
+    except (ValueError, KeyError) as e:
+        raise type(e)(f"Fetch argument {f!r} cannot be interpreted as a Tensor. ({e})\n"
+                      "Hint: fetch only tensors and ops of the session's graph; a program "
+                      "built after tf.reset_default_graph() needs a new Session.") from None
+    except TypeError as e:
+        raise TypeError(f"Fetch argument {f!r} has invalid type {type(f)}, must be a string "
+                        f"or Tensor. ({e})") from None
+
+
+def _resolve_feeds(feed_dict: dict, graph: Graph) -> dict:
+    out: dict[Tensor, np.ndarray] = {}
+    for key, value in feed_dict.items():
+        try:
+            t = graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
+        except Exception as e:
+            raise TypeError(f"Cannot interpret feed_dict key as Tensor: {e}") from None
+        out[t] = _feed_value(t, value)
+    return out
+
+
+def _feed_value(t: Tensor, value: Any) -> np.ndarray:
+    dt = t.dtype
+    if isinstance(value, Tensor):
+        raise TypeError("The value of a feed cannot be a tf.Tensor object. Acceptable feed "
+                        "values include Python scalars, strings, lists, numpy ndarrays, or "
+                        "TensorHandles.")
+    arr = np.asarray(value, dtype=dt.np)
+    if isinstance(value, int) and dt.is_integer and arr.item() != value:
+        raise TypeError(f"Type of feed value {value} with type {type(value)} is not compatible "
+                        f"with Tensor type {dt!r}. Try explicitly setting the type of the feed "
+                        "tensor to a larger type (e.g. int64).")
+    if not t.shape.is_compatible_with(arr.shape):
+        raise ValueError(f"Cannot feed value of shape {arr.shape} for Tensor '{t.name}', which "
+                         f"has shape '{t.shape}'\nHint: reshape the value to {t.shape} (? means "
+                         "any size), e.g. x.reshape(-1, ...).")
+    return arr
