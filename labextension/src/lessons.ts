@@ -1,0 +1,20 @@
+/**
+ * Opening the lessons: ask the server extension where they are under the
+ * server root, then open the first lesson, or the lessons folder in the
+ * file browser, or explain how to get them.
+ */
+import { showErrorMessage } from '@jupyterlab/apputils';
+import { CommandRegistry } from '@lumino/commands';
+
+import { ILessonsInfo, requestAPI } from './api';
+
+export async function openLessons(commands: CommandRegistry): Promise<void> {
+  const info = await requestAPI<ILessonsInfo>('lessons');
+  if (info.first) {
+    await commands.execute('docmanager:open', { path: info.first });
+  } else if (info.dir) {
+    await commands.execute('filebrowser:go-to-path', { path: info.dir });
+  } else {
+    await showErrorMessage('tfteach lessons', info.message);
+  }
+}

@@ -1,0 +1,261 @@
+/**
+ * The placement view: an interactive drawing of a placed graph.
+ *
+ * Nodes are coloured by assigned device and boxed by job, task and device;
+ * the legend's checkboxes hide a device's nodes; hovering shows a node's type,
+ * requested and assigned device and bytes; clicking a node lights up its
+ * inputs, outputs and cross-device transfers. Wheel zooms, drag pans.
+ * The widget owns its model, pan-zoom controller and tooltip and releases
+ * them in dispose().
+ */
+import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
+import { Widget } from '@lumino/widgets';
+
+import { shortDevice } from '../devices';
+import { formatBytes, htmlEl, svgEl } from '../format';
+import { PanZoom } from '../panzoom';
+import { Tooltip, TooltipRow } from '../tooltip';
+import { computeLayout, ILayout, IPoint } from './layout';
+import { ILayoutInput, IPlacementNode, nodeId, parsePlacement, PlacementModel } from './model';
+
+let markerCount = 0;
+
+function pathOf(points: IPoint[]): string {
+  return points.map((p, i) => `${i ? 'L' : 'M'}${p.x},${p.y}`).join(' ');
+}
+
+export class PlacementView extends Widget implements IRenderMime.IRenderer {
+  constructor(options: IRenderMime.IRendererOptions) {
+    super();
+    this._mimeType = options.mimeType;
+    this.addClass('tft-view');
+    this.addClass('tft-placement');
+    this._markerId = `tft-arrow-${++markerCount}`;
+    this._legend = htmlEl('div', 'tft-legend');
+    const reset = htmlEl('button', 'tft-button tft-reset', 'Reset view');
+    reset.addEventListener('click', () => this._panZoom.reset());
+    const toolbar = htmlEl('div', 'tft-toolbar');
+    toolbar.append(this._legend, reset);
+    this._canvas = htmlEl('div', 'tft-canvas');
+    this._svg = svgEl('svg', { class: 'tft-svg', preserveAspectRatio: 'xMidYMin meet' });
+    this._canvas.appendChild(this._svg);
+    this._status = htmlEl('div', 'tft-status');
+    this.node.append(toolbar, this._canvas, this._status);
+    this._tooltip = new Tooltip(this._canvas);
+    this._panZoom = new PanZoom(this._svg);
+    this._svg.addEventListener('mousemove', this._onHover);
+    this._svg.addEventListener('mouseleave', () => this._tooltip.hide());
+    this._svg.addEventListener('click', this._onClick);
+  }
+
+  /** The model of the last rendered bundle (null before the first). */
+  get model(): PlacementModel | null {
+    return this._model;
+  }
+
+  renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    this._model?.dispose();
+    this._model = null;
+    try {
+      this._model = new PlacementModel(parsePlacement(model.data[this._mimeType]));
+    } catch (error) {
+      this._status.textContent = `Cannot show this placement: ${error}`;
+      return Promise.resolve();
+    }
+    this._model.visibilityChanged.connect(this._draw, this);
+    this._model.selectionChanged.connect(this._applyHighlight, this);
+    this._buildLegend();
+    this._draw();
+    return Promise.resolve();
+  }
+
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this._model?.dispose();
+    this._model = null;
+    this._panZoom.dispose();
+    this._tooltip.dispose();
+    super.dispose();
+  }
+
+  private _buildLegend(): void {
+    const model = this._model!;
+    this._legend.replaceChildren();
+    for (const device of model.devices) {
+      const count = model.data.nodes.filter(n => (n.assigned_device || '') === device.name).length;
+      const item = htmlEl('label', 'tft-legend-item');
+      item.title = device.description ? `${device.name}\n${device.description}` : device.name;
+      const box = htmlEl('input', 'tft-device-toggle');
+      box.type = 'checkbox';
+      box.checked = true;
+      box.dataset.device = device.name;
+      box.addEventListener('change', () => model.setDeviceVisible(device.name, box.checked));
+      const swatch = htmlEl('span', 'tft-swatch');
+      swatch.style.background = device.color;
+      item.append(box, swatch, htmlEl('span', 'tft-legend-text', `${device.short} (${count})`));
+      this._legend.appendChild(item);
+    }
+  }
+
+  private _draw(): void {
+    const model = this._model!;
+    const input = model.layoutInput();
+    const layout = computeLayout(input);
+    const defs = svgEl('defs');
+    const marker = svgEl('marker', {
+      id: this._markerId, viewBox: '0 0 10 10', refX: 9, refY: 5,
+      markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse'
+    });
+    marker.appendChild(svgEl('path', { d: 'M0,0 L10,5 L0,10 z', class: 'tft-arrowhead' }));
+    defs.appendChild(marker);
+    this._svg.replaceChildren(defs, this._drawGroups(input, layout), this._drawEdges(layout), this._drawNodes(layout));
+    const height = Math.min(560, Math.max(220, layout.height));
+    this._canvas.style.height = `${height}px`;
+    this._panZoom.fit(layout.width, Math.max(layout.height, height));
+    this._applyHighlight();
+  }
+
+  private _drawGroups(input: ILayoutInput, layout: ILayout): SVGGElement {
+    const layer = svgEl('g', { class: 'tft-groups' });
+    for (const group of input.groups) {
+      const box = layout.groups.get(group.id)!;
+      const g = svgEl('g', { class: `tft-group tft-group-${group.kind}` });
+      const rect = svgEl('rect', { x: box.x, y: box.y, width: box.width, height: box.height, rx: 6 });
+      if (group.kind === 'device') {
+        const device = this._model!.device(group.id.slice(2));
+        rect.style.stroke = device?.color ?? '';
+      }
+      const text = svgEl('text', { x: box.x + 6, y: box.y + 13, class: 'tft-group-label' });
+      text.textContent = group.label;
+      g.append(rect, text);
+      layer.appendChild(g);
+    }
+    return layer;
+  }
+
+  private _drawEdges(layout: ILayout): SVGGElement {
+    const layer = svgEl('g', { class: 'tft-edges' });
+    for (const [index, points] of layout.edges) {
+      const edge = this._model!.data.edges[index];
+      const cls = edge.cross_device ? 'tft-edge tft-transfer' : 'tft-edge';
+      const g = svgEl('g', { class: cls, 'data-edge': index });
+      const d = pathOf(points);
+      g.appendChild(svgEl('path', { d, class: 'tft-edge-hit' }));
+      g.appendChild(svgEl('path', { d, class: 'tft-edge-line', 'marker-end': `url(#${this._markerId})` }));
+      layer.appendChild(g);
+    }
+    return layer;
+  }
+
+  private _drawNodes(layout: ILayout): SVGGElement {
+    const layer = svgEl('g', { class: 'tft-nodes' });
+    for (const node of this._model!.data.nodes) {
+      const box = layout.nodes.get(nodeId(node.name));
+      if (!box) {
+        continue;
+      }
+      const device = this._model!.device(node.assigned_device || '');
+      const g = svgEl('g', { class: 'tft-node', 'data-name': node.name, 'data-device': node.assigned_device || '' });
+      const rect = svgEl('rect', { x: box.x, y: box.y, width: box.width, height: box.height, rx: 5 });
+      rect.style.fill = device?.color ?? '#999';
+      const name = svgEl('text', { x: box.x + box.width / 2, y: box.y + 16, class: 'tft-node-name' });
+      name.textContent = node.name;
+      const type = svgEl('text', { x: box.x + box.width / 2, y: box.y + 30, class: 'tft-node-type' });
+      type.textContent = node.type;
+      g.append(rect, name, type);
+      layer.appendChild(g);
+    }
+    return layer;
+  }
+
+  private _applyHighlight(): void {
+    const model = this._model;
+    if (!model) {
+      return;
+    }
+    const hl = model.highlight();
+    const selected = model.selected;
+    this._svg.classList.toggle('tft-has-selection', hl !== null);
+    this._svg.querySelectorAll<SVGGElement>('.tft-node').forEach(g => {
+      const name = g.dataset.name ?? '';
+      g.classList.toggle('tft-selected', name === selected);
+      g.classList.toggle('tft-input', !!hl?.inputs.has(name));
+      g.classList.toggle('tft-output', !!hl?.outputs.has(name));
+    });
+    this._svg.querySelectorAll<SVGGElement>('.tft-edge').forEach(g => {
+      const index = Number(g.dataset.edge);
+      g.classList.toggle('tft-active', !!hl?.edges.has(index));
+      g.classList.toggle('tft-transfer-active', !!hl?.transfers.has(index));
+    });
+    this._status.textContent = this._statusText();
+  }
+
+  private _statusText(): string {
+    const model = this._model!;
+    const hl = model.highlight();
+    const node = model.selected === null ? undefined : model.node(model.selected);
+    if (!hl || !node) {
+      const cross = model.data.edges.filter(e => e.cross_device).length;
+      return `${model.data.nodes.length} nodes on ${model.devices.length} devices, ${cross} cross-device edges. ` +
+        'Click a node to see its inputs, outputs and transfers; drag to pan, wheel to zoom.';
+    }
+    const list = (names: Set<string>): string => (names.size ? [...names].join(', ') : 'none');
+    const bytes = [...hl.transfers].reduce((sum, i) => sum + (model.data.edges[i].bytes ?? 0), 0);
+    return `Selected ${node.name} (${node.type}) on ${shortDevice(node.assigned_device)}. ` +
+      `Inputs: ${list(hl.inputs)}. Outputs: ${list(hl.outputs)}. ` +
+      `Transfers: ${hl.transfers.size}` + (hl.transfers.size ? ` (${formatBytes(bytes)})` : '') + '.';
+  }
+
+  private _nodeRows(node: IPlacementNode): TooltipRow[] {
+    const bytes = this._model!.nodeBytes(node.name);
+    const rows: TooltipRow[] = [
+      ['type', node.type],
+      ['requested', node.requested_device || '(none)'],
+      ['assigned', node.assigned_device || '(unplaced)'],
+      ['output', formatBytes(bytes.output)]
+    ];
+    if (bytes.transferred !== null) {
+      rows.push(['sent to other devices', formatBytes(bytes.transferred)]);
+    }
+    return rows;
+  }
+
+  private _onHover = (event: MouseEvent): void => {
+    const target = event.target as Element;
+    const nodeEl = target.closest<SVGGElement>('.tft-node');
+    const edgeEl = target.closest<SVGGElement>('.tft-edge');
+    const model = this._model;
+    if (model && nodeEl) {
+      const node = model.node(nodeEl.dataset.name ?? '')!;
+      this._tooltip.show(event, node.name, this._nodeRows(node));
+    } else if (model && edgeEl) {
+      const edge = model.data.edges[Number(edgeEl.dataset.edge)];
+      this._tooltip.show(event, `${edge.src} → ${edge.dst}`, [
+        ['crosses devices', edge.cross_device ? 'yes' : 'no'],
+        ['bytes', formatBytes(edge.bytes)]
+      ]);
+    } else {
+      this._tooltip.hide();
+    }
+  };
+
+  private _onClick = (event: MouseEvent): void => {
+    if (this._panZoom.dragged || !this._model) {
+      return;
+    }
+    const nodeEl = (event.target as Element).closest<SVGGElement>('.tft-node');
+    this._model.select(nodeEl ? (nodeEl.dataset.name ?? null) : null);
+  };
+
+  private _mimeType: string;
+  private _markerId: string;
+  private _model: PlacementModel | null = null;
+  private _legend: HTMLElement;
+  private _canvas: HTMLElement;
+  private _svg: SVGSVGElement;
+  private _status: HTMLElement;
+  private _tooltip: Tooltip;
+  private _panZoom: PanZoom;
+}

@@ -1,0 +1,98 @@
+/**
+ * The cluster panel's model: the LocalClusters the server extension lists,
+ * refreshed every few seconds, and the actions on them.
+ *
+ * State: `clusters`, `message` (the server's note, e.g. no registry yet) and
+ * `error` (the last failed call). Invariant: `changed` is emitted after every
+ * refresh and after every action; polling stops on dispose().
+ */
+import { Poll } from '@lumino/polling';
+import { ISignal, Signal } from '@lumino/signaling';
+
+import { IClusterInfo, IClusterList, requestAPI, taskPath } from '../api';
+
+/** How often the panel asks the server, in milliseconds. */
+export const REFRESH_MS = 3000;
+
+export class ClusterListModel {
+  constructor(refreshMs: number = REFRESH_MS) {
+    this._poll = new Poll({
+      auto: true,
+      factory: () => this.refresh(),
+      frequency: { interval: refreshMs, backoff: true, max: 10 * refreshMs },
+      name: 'tfteach:clusters',
+      standby: 'when-hidden'
+    });
+  }
+
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  get clusters(): ReadonlyArray<IClusterInfo> {
+    return this._clusters;
+  }
+
+  get message(): string | null {
+    return this._message;
+  }
+
+  get error(): string | null {
+    return this._error;
+  }
+
+  get isDisposed(): boolean {
+    return this._poll.isDisposed;
+  }
+
+  /** Ask the server for the cluster list now. */
+  async refresh(): Promise<void> {
+    try {
+      const list = await requestAPI<IClusterList>('clusters');
+      this._clusters = list.clusters;
+      this._message = list.message;
+      this._error = null;
+    } catch (error) {
+      this._error = `Cannot list clusters: ${(error as Error).message}`;
+    }
+    this._changed.emit();
+  }
+
+  killTask(clusterId: string, job: string, task: number): Promise<void> {
+    return this._act(taskPath(clusterId, job, task, 'kill'));
+  }
+
+  restartTask(clusterId: string, job: string, task: number): Promise<void> {
+    return this._act(taskPath(clusterId, job, task, 'restart'));
+  }
+
+  stopCluster(clusterId: string): Promise<void> {
+    return this._act(`clusters/${encodeURIComponent(clusterId)}/stop`);
+  }
+
+  dispose(): void {
+    if (this._poll.isDisposed) {
+      return;
+    }
+    this._poll.dispose();
+    Signal.clearData(this);
+  }
+
+  private async _act(path: string): Promise<void> {
+    try {
+      await requestAPI(path, { method: 'POST' });
+      this._error = null;
+    } catch (error) {
+      this._error = (error as Error).message;
+      this._changed.emit();
+      return;
+    }
+    await this.refresh();
+  }
+
+  private _poll: Poll;
+  private _clusters: IClusterInfo[] = [];
+  private _message: string | null = null;
+  private _error: string | null = null;
+  private _changed = new Signal<this, void>(this);
+}

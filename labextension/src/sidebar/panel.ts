@@ -1,0 +1,120 @@
+/**
+ * The left sidebar panel listing live LocalClusters: per task its address,
+ * whether it answers its health check, its devices and last step, with
+ * buttons to kill or restart a task and to stop a cluster you own.
+ * Re-renders whenever the model changes; disposing the panel disposes the
+ * model, which stops its polling.
+ */
+import { Widget } from '@lumino/widgets';
+
+import { IClusterInfo, ITaskInfo } from '../api';
+import { shortDevice } from '../devices';
+import { htmlEl } from '../format';
+import { ClusterListModel } from './model';
+
+function reportFailure(error: unknown): void {
+  console.error('tfteach: cluster action failed', error);
+}
+
+export class ClusterPanel extends Widget {
+  constructor(model: ClusterListModel) {
+    super();
+    this.model = model;
+    this.id = 'tfteach-clusters';
+    this.addClass('tft-cluster-panel');
+    const header = htmlEl('div', 'tft-panel-header');
+    const refresh = htmlEl('button', 'tft-button tft-refresh', 'Refresh');
+    refresh.addEventListener('click', () => {
+      this.model.refresh().catch(reportFailure);
+    });
+    header.append(htmlEl('h2', 'tft-panel-title', 'tfteach clusters'), refresh);
+    this._body = htmlEl('div', 'tft-panel-body');
+    this.node.append(header, this._body);
+    model.changed.connect(this._render, this);
+    this._render();
+  }
+
+  readonly model: ClusterListModel;
+
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this.model.dispose();
+    super.dispose();
+  }
+
+  private _render(): void {
+    const { clusters, message, error } = this.model;
+    const children: HTMLElement[] = [];
+    if (error) {
+      children.push(htmlEl('div', 'tft-panel-error', error));
+    }
+    if (message) {
+      children.push(htmlEl('div', 'tft-panel-message', message));
+    }
+    if (!clusters.length) {
+      children.push(htmlEl('div', 'tft-panel-empty',
+        'No LocalCluster is running. Start one from a notebook and it appears here.'));
+    }
+    children.push(...clusters.map(c => this._renderCluster(c)));
+    this._body.replaceChildren(...children);
+  }
+
+  private _renderCluster(cluster: IClusterInfo): HTMLElement {
+    const box = htmlEl('div', 'tft-cluster');
+    box.dataset.clusterId = cluster.id;
+    const head = htmlEl('div', 'tft-cluster-header');
+    const owner = cluster.mine ? `started by pid ${cluster.owner_pid}` : `owned by uid ${cluster.owner_uid}`;
+    head.append(htmlEl('span', 'tft-cluster-name', `${cluster.id}`), htmlEl('span', 'tft-cluster-owner', owner));
+    if (cluster.mine) {
+      const stop = htmlEl('button', 'tft-button tft-stop', 'Stop cluster');
+      stop.addEventListener('click', () => {
+        this.model.stopCluster(cluster.id).catch(reportFailure);
+      });
+      head.appendChild(stop);
+    }
+    box.appendChild(head);
+    for (const task of cluster.tasks) {
+      box.appendChild(this._renderTask(cluster, task));
+    }
+    return box;
+  }
+
+  private _renderTask(cluster: IClusterInfo, task: ITaskInfo): HTMLElement {
+    const row = htmlEl('div', `tft-task ${task.alive ? 'tft-alive' : 'tft-dead'}`);
+    row.dataset.task = `/job:${task.job}/task:${task.task}`;
+    const state = htmlEl('span', 'tft-task-state', task.alive ? 'alive' : 'dead');
+    const name = htmlEl('span', 'tft-task-name', `/job:${task.job}/task:${task.task}`);
+    const addr = htmlEl('span', 'tft-task-address', task.address);
+    const line1 = htmlEl('div', 'tft-task-line');
+    line1.append(state, name, addr);
+    const devices = task.devices.length ? task.devices.map(shortDevice).join(', ') : 'no devices reported';
+    const step = task.last_step === null ? 'no step yet' : `last step ${task.last_step}`;
+    const line2 = htmlEl('div', 'tft-task-detail', `${devices} · ${step}`);
+    row.append(line1, line2);
+    if (task.error) {
+      row.appendChild(htmlEl('div', 'tft-task-error', task.error));
+    }
+    if (cluster.mine) {
+      row.appendChild(this._taskButtons(cluster, task));
+    }
+    return row;
+  }
+
+  private _taskButtons(cluster: IClusterInfo, task: ITaskInfo): HTMLElement {
+    const buttons = htmlEl('div', 'tft-task-buttons');
+    const kill = htmlEl('button', 'tft-button tft-kill', 'Kill');
+    kill.addEventListener('click', () => {
+      this.model.killTask(cluster.id, task.job, task.task).catch(reportFailure);
+    });
+    const restart = htmlEl('button', 'tft-button tft-restart', 'Restart');
+    restart.addEventListener('click', () => {
+      this.model.restartTask(cluster.id, task.job, task.task).catch(reportFailure);
+    });
+    buttons.append(kill, restart);
+    return buttons;
+  }
+
+  private _body: HTMLElement;
+}

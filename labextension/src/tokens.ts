@@ -1,0 +1,13 @@
+/**
+ * Names shared by the plugins: command IDs and the plugin IDs.
+ */
+
+/** The command IDs this extension adds. */
+export namespace CommandIDs {
+  /** Open the first lesson (or the lessons folder). */
+  export const openLessons = 'tfteach:open-lessons';
+  /** Show the cluster panel in the left sidebar. */
+  export const showClusters = 'tfteach:show-clusters';
+}
+
+export const PLUGIN_PREFIX = 'tfteach';

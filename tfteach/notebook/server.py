@@ -1,0 +1,193 @@
+"""The server side of the tfteach JupyterLab extension: REST handlers under /tfteach/api/.
+
+    GET  /tfteach/api/clusters                                   live LocalClusters + health
+    POST /tfteach/api/clusters/<id>/tasks/<job>/<task>/kill      SIGKILL one task
+    POST /tfteach/api/clusters/<id>/tasks/<job>/<task>/restart   start it again, same port
+    POST /tfteach/api/clusters/<id>/stop                         stop every task
+    GET  /tfteach/api/lessons                                    where the lessons are
+
+The cluster data comes from ``tfteach.distributed.registry`` (imported lazily, so a
+missing or broken registry gives an empty list and a message, not a dead server).
+Invariants: no cluster token (and no task argv or env, which might carry secrets) is ever
+sent to the browser: clusters are rebuilt from a whitelist of fields; only clusters whose
+``owner_uid`` is this server's uid can be changed (403 otherwise); every handler is behind
+the server's own authentication and XSRF checks (``APIHandler`` + ``authenticated``).
+Blocking registry calls (files, gRPC health checks, signals) run in a thread pool.
+No state; importing this module loads neither ipywidgets nor the engine's heavy parts.
+"""
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import tornado.web
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.utils import url_path_join
+
+API_ROOT = "tfteach/api"
+FIRST_LESSON = "01_device_placement.ipynb"
+_TASK_FIELDS = ("job", "task", "address", "pid")
+_CLUSTER_FIELDS = ("id", "owner_pid", "owner_uid", "created")
+_DEAD = {"alive": False, "devices": [], "last_step": None}
+
+
+def _load_registry() -> tuple[Any, str | None]:
+    """The registry module, or (None, why it cannot be used)."""
+    try:
+        from tfteach.distributed import registry
+    except ImportError as exc:
+        return None, ("tfteach's cluster registry is not available in this server's Python "
+                      f"({exc}), so no LocalCluster can be listed.\nHint: install tfteach "
+                      "with its distributed runtime into the environment running Jupyter.")
+    return registry, None
+
+
+async def _blocking(func: Callable[..., Any], *args: Any) -> Any:
+    """Run a blocking registry call in the default thread pool."""
+    return await asyncio.get_running_loop().run_in_executor(
+        None, functools.partial(func, *args))
+
+
+def public_cluster(entry: dict[str, Any], uid: int) -> dict[str, Any]:
+    """The fields of a registry entry that may reach a browser (whitelisted), with
+    ``mine`` telling whether ``uid`` owns it."""
+    cluster = {key: entry.get(key) for key in _CLUSTER_FIELDS}
+    cluster["id"] = str(cluster["id"])
+    cluster["mine"] = entry.get("owner_uid") == uid
+    cluster["tasks"] = [{key: task.get(key) for key in _TASK_FIELDS}
+                        for task in entry.get("tasks", [])]
+    return cluster
+
+
+async def _task_health(registry: Any, cluster: dict[str, Any], task: dict[str, Any]) -> dict:
+    """A task's health; a failing check reads as dead, with the reason."""
+    try:
+        health = await _blocking(registry.task_health, cluster, task["job"], task["task"])
+    except Exception as exc:  # a broken entry must not break the whole list
+        return dict(_DEAD, error=f"{type(exc).__name__}: {exc}")
+    return {"alive": bool(health.get("alive")), "devices": list(health.get("devices") or []),
+            "last_step": health.get("last_step"), "error": None}
+
+
+async def describe_clusters(registry: Any, uid: int) -> list[dict[str, Any]]:
+    """Every live cluster, public fields only, each task with its health."""
+    clusters = [public_cluster(entry, uid) for entry in await _blocking(registry.list_clusters)]
+    checks = [_task_health(registry, c, t) for c in clusters for t in c["tasks"]]
+    healths = iter(await asyncio.gather(*checks))
+    for cluster in clusters:
+        for task in cluster["tasks"]:
+            task.update(next(healths))
+    return clusters
+
+
+class _Base(APIHandler):
+    """Shared checks: the registry is there, the cluster exists and is ours."""
+
+    def _registry(self) -> Any:
+        registry, why = _load_registry()
+        if registry is None:
+            raise tornado.web.HTTPError(503, why)
+        return registry
+
+    async def _owned(self, registry: Any, cluster_id: str) -> dict[str, Any]:
+        for entry in await _blocking(registry.list_clusters):
+            if str(entry.get("id")) != cluster_id:
+                continue
+            if entry.get("owner_uid") != os.getuid():
+                raise tornado.web.HTTPError(403, (
+                    f"LocalCluster {cluster_id} belongs to uid {entry.get('owner_uid')}, "
+                    f"not to this server's uid {os.getuid()}; only its owner may change it."
+                    "\nHint: stop it from the notebook that started it."))
+            return entry
+        raise tornado.web.HTTPError(404, (
+            f"No running LocalCluster with id {cluster_id!r}.\nHint: it may have been "
+            "closed, or its notebook kernel stopped; refresh the list."))
+
+    async def _act(self, func: Callable[..., Any], *args: Any) -> Any:
+        """Run a registry action; OpErrors become HTTP errors carrying their message."""
+        from tfteach import errors
+
+        try:
+            return await _blocking(func, *args)
+        except errors.NotFoundError as exc:
+            raise tornado.web.HTTPError(404, str(exc)) from exc
+        except errors.OpError as exc:
+            raise tornado.web.HTTPError(500, str(exc)) from exc
+
+
+class ClustersHandler(_Base):
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        registry, why = _load_registry()
+        clusters = [] if registry is None else await describe_clusters(registry, os.getuid())
+        self.finish(json.dumps({"clusters": clusters, "message": why}))
+
+
+class TaskActionHandler(_Base):
+    @tornado.web.authenticated
+    async def post(self, cluster_id: str, job: str, task: str, action: str) -> None:
+        registry = self._registry()
+        await self._owned(registry, cluster_id)
+        func = registry.kill_task if action == "kill" else registry.restart_task
+        await self._act(func, cluster_id, job, int(task))
+        self.finish(json.dumps({"ok": True, "action": action, "cluster": cluster_id,
+                                "task": f"/job:{job}/task:{task}"}))
+
+
+class StopClusterHandler(_Base):
+    @tornado.web.authenticated
+    async def post(self, cluster_id: str) -> None:
+        registry = self._registry()
+        await self._owned(registry, cluster_id)
+        await self._act(registry.stop_cluster, cluster_id)
+        self.finish(json.dumps({"ok": True, "action": "stop", "cluster": cluster_id}))
+
+
+def find_lessons(root: Path) -> dict[str, Any]:
+    """Where the lessons are under the server root: ``{dir, first, message}`` with paths
+    relative to ``root`` (``first`` prefers 01_device_placement.ipynb)."""
+    folder = root / "lessons"
+    if not folder.is_dir():
+        return {"dir": None, "first": None, "message": (
+            f"There is no lessons/ folder in the server's root folder {root}.\nHint: run "
+            "`tfteach lessons copy` in a terminal there, or copy the lessons/ folder of the "
+            "tfteach repository into it, then try again.")}
+    notebooks = sorted(p.name for p in folder.glob("*.ipynb"))
+    first = FIRST_LESSON if FIRST_LESSON in notebooks else (notebooks[0] if notebooks else None)
+    return {"dir": "lessons", "first": f"lessons/{first}" if first else None,
+            "message": f"{len(notebooks)} lesson notebooks in lessons/"}
+
+
+class LessonsHandler(APIHandler):
+    @tornado.web.authenticated
+    def get(self) -> None:
+        root = getattr(self.contents_manager, "root_dir", None) or self.settings.get(
+            "server_root_dir", os.getcwd())
+        self.finish(json.dumps(find_lessons(Path(os.path.expanduser(root)))))
+
+
+def handlers(base_url: str) -> list[tuple[str, type]]:
+    """The URL patterns of the API under ``base_url``."""
+    api = url_path_join(base_url, API_ROOT)
+    return [
+        (url_path_join(api, "clusters"), ClustersHandler),
+        (url_path_join(api, r"clusters/([^/]+)/tasks/([^/]+)/(\d+)/(kill|restart)"),
+         TaskActionHandler),
+        (url_path_join(api, r"clusters/([^/]+)/stop"), StopClusterHandler),
+        (url_path_join(api, "lessons"), LessonsHandler),
+    ]
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    return [{"module": "tfteach.notebook.server"}]
+
+
+def _load_jupyter_server_extension(serverapp: Any) -> None:
+    """Add the tfteach API to a running jupyter_server."""
+    web_app = serverapp.web_app
+    web_app.add_handlers(".*$", handlers(web_app.settings["base_url"]))
+    serverapp.log.info("tfteach server extension loaded: /%s", API_ROOT)
