@@ -19,6 +19,7 @@ import numpy as np
 
 from tfteach.errors import ResourceExhaustedError
 from tfteach.framework.device_spec import DeviceSpec
+from tfteach.framework.dtypes import as_dtype
 
 MiB = 1 << 20
 
@@ -44,13 +45,25 @@ class MemoryBudget:
             while self.allow_growth and self.reserved < min(self.used, self.limit):
                 self.reserved = min(self.reserved * 2, self.limit)
 
+    def take(self, nbytes: int, value: Any, op_name: str, device_name: str) -> None:
+        """``alloc`` without the lock, for the single-threaded executor loop."""
+        used = self.used + nbytes
+        if used > self.limit:
+            raise self._oom(nbytes, value.shape, value.dtype, op_name, device_name)
+        self.used = used
+        if used > self.peak:
+            self.peak = used
+
     def free(self, nbytes: int) -> None:
         with self._lock:
             self.used = max(0, self.used - nbytes)
 
     def _oom(self, nbytes: int, shape: Any, dtype: Any, op_name: str, device_name: str):
         dims = ",".join(str(d) for d in shape)
-        tf_type = getattr(dtype, "tf_name", str(dtype))
+        try:
+            tf_type = as_dtype(dtype).tf_name
+        except TypeError:
+            tf_type = str(dtype)
         return ResourceExhaustedError(
             f"OOM when allocating tensor with shape[{dims}] and type {tf_type} on "
             f"{device_name} by allocator {self.allocator_name}\n"

@@ -135,8 +135,33 @@ class Executor:
 
     # ---- the two ways of submitting work --------------------------------------------
     def _run_sync(self, step: _Step, ready: list[int]) -> None:
-        if ready:
-            self._drain(step, ready, step.plan.nodes[ready[0]].device, sync=True)
+        """The caller's thread runs everything: one device, no waiting kernels.
+
+        The hot loop of tfteach: no locks (only this thread touches the step), and the
+        general ``_execute`` path only for nodes that trace, stretch time or read refs.
+        """
+        plan = step.plan
+        nodes, values, pending, uses = plan.nodes, step.values, step.pending, step.uses
+        slot_device = plan.slot_device
+        plain = not step.trace and all(d.speed >= 1.0 for d in plan.devices)
+        stack = list(ready)
+        node = None
+        try:
+            while stack:
+                node = nodes[stack.pop()]
+                if plain and node.deref is None:
+                    out = node.kernel(node.ctx, *[values[s] for s in node.in_slots])
+                else:
+                    out = self._execute(step, node)
+                _store_unlocked(node, out, values, uses, slot_device)
+                for c in node.consumers:
+                    pending[c] -= 1
+                    if pending[c] == 0:
+                        stack.append(c)
+        except Exception as e:
+            err = _as_op_error(e, node)
+            step.error = err
+            raise err from (None if err is e else e)
 
     def _run_threaded(self, step: _Step, ready: list[int], timeout_s: float | None) -> None:
         if not ready and step.remaining:
@@ -168,7 +193,7 @@ class Executor:
         w.queue.put((step, index))
 
     # ---- running nodes ------------------------------------------------------------------
-    def _drain(self, step: _Step, start: Any, device: Any, sync: bool = False) -> None:
+    def _drain(self, step: _Step, start: Any, device: Any) -> None:
         """Run ``start`` and every same-device node that becomes ready because of it."""
         stack = list(start) if isinstance(start, list) else [start]
         nodes = step.plan.nodes
@@ -179,24 +204,20 @@ class Executor:
             try:
                 out = self._execute(step, node)
             except BaseException as e:  # noqa: BLE001 (reported through the step)
-                err = _as_op_error(e, node)
-                self._fail(step, err)
+                self._fail(step, _as_op_error(e, node))
                 if not isinstance(e, Exception):
                     raise
-                if sync:
-                    raise err from (None if err is e else e)
                 return
             if isinstance(out, Pending):
                 self._await(step, node, out)
                 continue
-            self._finish(step, node, out, stack, device, sync)
+            self._finish(step, node, out, stack, device)
 
     def _execute(self, step: _Step, node: PlanNode) -> Any:
         values = step.values
         args = [values[s] for s in node.in_slots]
         if node.deref is not None:
             args = [a.read(node.op) if d else a for a, d in zip(args, node.deref)]
-        node.ctx.resources = step.resources
         dev = node.device
         if step.trace or dev.speed < 1.0:
             t0 = _now()
@@ -210,17 +231,9 @@ class Executor:
             return out
         return node.kernel(node.ctx, *args)
 
-    def _finish(self, step: _Step, node: PlanNode, out: Any, stack: list, device: Any,
-                sync: bool) -> None:
+    def _finish(self, step: _Step, node: PlanNode, out: Any, stack: list, device: Any) -> None:
         self._store(step, node, out)
         nodes = step.plan.nodes
-        if sync:
-            pending = step.pending
-            for c in node.consumers:
-                pending[c] -= 1
-                if pending[c] == 0:
-                    stack.append(c)
-            return
         with step.lock:
             ready = []
             for c in node.consumers:
@@ -238,27 +251,26 @@ class Executor:
             step.done.set()
 
     def _store(self, step: _Step, node: PlanNode, out: Any) -> None:
-        values = step.values
-        slots = node.out_slots
-        if len(slots) == 1:
-            out = (out,)
+        """Keep a node's outputs and drop inputs it read last (threaded: budgets locked)."""
+        values, uses = step.values, step.uses
         mem = node.device.memory
-        for s, v in zip(slots, out or ()):
+        for s, v in zip(node.out_slots, (out,) if len(node.out_slots) == 1 else out or ()):
             if s >= 0:
                 values[s] = v
                 nbytes = getattr(v, "nbytes", 0)
-                if nbytes and step.uses[s]:
+                if nbytes and uses[s]:
                     mem.alloc(nbytes, v.shape, v.dtype, node.name, node.device.name)
-        uses = step.uses
-        slot_device = step.plan.slot_device
-        for s in node.in_slots:
-            uses[s] -= 1
-            if uses[s] == 0:
-                v = values[s]
-                values[s] = None
-                nbytes = getattr(v, "nbytes", 0)
-                if nbytes:
-                    slot_device[s].memory.free(nbytes)
+        with step.lock:
+            dropped = []
+            for s in node.in_slots:
+                uses[s] -= 1
+                if uses[s] == 0:
+                    dropped.append(s)
+        for s in dropped:
+            v, values[s] = values[s], None
+            nbytes = getattr(v, "nbytes", 0)
+            if nbytes:
+                step.plan.slot_device[s].memory.free(nbytes)
 
     def _await(self, step: _Step, node: PlanNode, pending: Pending) -> None:
         if pending.on_cancel is not None:
@@ -271,7 +283,7 @@ class Executor:
             if step.error is not None:
                 return
             stack: list[int] = []
-            self._finish(step, node, value, stack, None, False)
+            self._finish(step, node, value, stack, None)
             for i in stack:
                 self._submit(step, i)
 
@@ -289,6 +301,32 @@ class Executor:
             except Exception:  # noqa: BLE001 (cancellation is best effort)
                 pass
         step.done.set()
+
+
+def _store_unlocked(node: PlanNode, out: Any, values: list, uses: list,
+                    slot_device: list) -> None:
+    """``_store`` for the synchronous loop: one thread, so plain counters, no locks."""
+    slots = node.out_slots
+    if len(slots) == 1:
+        s = slots[0]
+        values[s] = out
+        nbytes = getattr(out, "nbytes", 0)
+        if nbytes and uses[s]:
+            node.device.memory.take(nbytes, out, node.name, node.device.name)
+    else:
+        for s, v in zip(slots, out or ()):
+            if s >= 0:
+                values[s] = v
+                nbytes = getattr(v, "nbytes", 0)
+                if nbytes and uses[s]:
+                    node.device.memory.take(nbytes, v, node.name, node.device.name)
+    for s in node.in_slots:
+        uses[s] -= 1
+        if uses[s] == 0:
+            nbytes = getattr(values[s], "nbytes", 0)
+            values[s] = None
+            if nbytes:
+                slot_device[s].memory.used -= nbytes
 
 
 def _release(step: _Step) -> None:

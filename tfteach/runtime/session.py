@@ -204,6 +204,8 @@ class Session(BaseSession):
         plan = self._plans.get(key)
         if plan is None:
             plan = build_plan(self.graph._ops, placement.devices, tensors, targets, list(feeds))
+            for node in plan.nodes:
+                node.ctx.resources = self.resources
             self._plans[key] = plan
         return plan
 
