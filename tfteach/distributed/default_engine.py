@@ -20,12 +20,15 @@ import json
 import secrets
 import threading
 import time
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from tfteach import errors
 
 from .engine_api import RunResult, TaskInfo
 from .rendezvous import Rendezvous
+
+if TYPE_CHECKING:
+    from .client import WorkerClient
 
 CPU_MEMORY_LIMIT = 256 << 20
 _PROBES = ("produce", "fetch", "echo")
@@ -158,6 +161,16 @@ class TransportEngine:
             "engine, which cannot execute graphs",
             hint="Start servers through tfteach's runtime (it registers the graph engine), "
                  "or set TFTEACH_ENGINE='package.module:factory'.")
+
+
+def run_probe(worker: "WorkerClient", step_id: int, probe: dict[str, Any]) -> dict[str, Any]:
+    """Register ``probe`` on ``worker``, run it for ``step_id``, deregister; return fetches."""
+    handle = worker.register_graph(json.dumps(probe).encode("utf-8"))
+    try:
+        tensors, _ = worker.run_graph(handle, step_id, fetch_names=["seconds", "nbytes", "sum"])
+        return tensors
+    finally:
+        worker.deregister_graph(handle)
 
 
 def _parse_probe(graph_def: bytes) -> dict[str, Any] | None:

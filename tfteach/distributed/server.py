@@ -110,10 +110,13 @@ class Server:
 
     def stop(self, grace: float | None = None) -> None:
         """Stop serving and release the port, the engine and its shared memory."""
-        server, self._grpc, self._started = self._grpc, None, False
+        server, started = self._grpc, self._started
+        self._grpc, self._started = None, False
         if server is None:
             return
         self._finalizer.detach()
+        if not started:
+            server.start()      # gRPC releases a bound port only when a started server stops
         server.stop(grace).wait()
         with _live_lock:
             if _live.get(self._bind_address) is self:
@@ -154,7 +157,7 @@ class Server:
         pb_grpc.add_WorkerServiceServicer_to_server(
             WorkerServicer(self._engine, self._task_name), server)
         self._grpc = server
-        self._finalizer = weakref.finalize(self, server.stop, None)
+        self._finalizer = weakref.finalize(self, _stop_grpc, server)
         with _live_lock:
             _live[self._bind_address] = self
 
@@ -177,6 +180,14 @@ class Server:
     @property
     def _task_name(self) -> str:
         return f"/job:{self._job_name}/replica:0/task:{self._task_index}"
+
+
+def _stop_grpc(server: grpc.Server) -> None:
+    try:
+        server.start()          # a bound port is released only when a started server stops
+    except ValueError:          # it was started already
+        pass
+    server.stop(None)
 
 
 def create_local_server(config: Any = None, start: bool = True) -> Server:

@@ -1,0 +1,64 @@
+"""Fixtures for the cluster runtime tests: a private registry dir, no inherited token,
+in-process servers that are always stopped, and LocalClusters running the transport engine."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+TRANSPORT_ENGINE = "tfteach.distributed.default_engine:TransportEngine"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_registry(tmp_path_factory):
+    old = os.environ.get("TFTEACH_REGISTRY_DIR")
+    os.environ["TFTEACH_REGISTRY_DIR"] = str(tmp_path_factory.mktemp("registry") / "clusters")
+    yield
+    if old is None:
+        os.environ.pop("TFTEACH_REGISTRY_DIR", None)
+    else:
+        os.environ["TFTEACH_REGISTRY_DIR"] = old
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch):
+    for name in ("TFTEACH_CLUSTER_TOKEN", "TFTEACH_ENGINE", "TFTEACH_TLS_CERT",
+                 "TFTEACH_TLS_KEY", "TFTEACH_TLS_CA"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def make_server():
+    """Build in-process Servers (transport engine) that are stopped after the test."""
+    from tfteach.distributed.server import Server
+
+    servers = []
+
+    def make(cluster=None, **kwargs):
+        kwargs.setdefault("engine_factory", TRANSPORT_ENGINE)
+        server = Server(cluster or {"local": ["localhost:0"]}, **kwargs)
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def client():
+    from tfteach.distributed.client import ClusterClient
+
+    result = ClusterClient()
+    yield result
+    result.close()
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """One ps and two workers in subprocesses; tests that kill tasks use their own."""
+    from tfteach.distributed.local_cluster import LocalCluster
+
+    with LocalCluster(ps=1, workers=2, engine=TRANSPORT_ENGINE) as result:
+        yield result
+

@@ -1,0 +1,51 @@
+"""Helpers for the cluster tests, and an engine that shows a task's settings and errors.
+
+Tasks load the engine by name (``TFTEACH_ENGINE=dist_helpers:ReportingEngine``) with this
+directory on PYTHONPATH.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+from tfteach import errors
+from tfteach.distributed.default_engine import TransportEngine
+
+ENGINE = "dist_helpers:ReportingEngine"
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class ReportingEngine(TransportEngine):
+    """Shows its TFTEACH_* settings in its device description; RegisterGraph of
+    ``{"raise": class name, "message": ..., "hint": ...}`` raises that error."""
+
+    def get_status(self):
+        devices = super().get_status()
+        settings = {name: os.environ.get(name) for name in
+                    ("TFTEACH_VIRTUAL_GPUS", "TFTEACH_DEVICE_SPEED", "TFTEACH_ENGINE")}
+        devices[0]["physical_device_desc"] = json.dumps(settings)
+        return devices
+
+    def register_graph(self, graph_def, config, session_handle):
+        request = json.loads(graph_def or b"{}")
+        if request.get("raise") == "ZeroDivisionError":
+            return 1 // 0
+        if "raise" in request:
+            cls = getattr(errors, request["raise"])
+            raise cls(request["message"], hint=request.get("hint"))
+        return super().register_graph(graph_def, config, session_handle)
+
+
+def tfteach_segments() -> set[str]:
+    from tfteach.distributed import shm
+
+    return set(shm.list_segments())
+
+
+def all_methods() -> list[tuple[str, bool]]:
+    """``(path, server_streaming)`` of every RPC of both services."""
+    from tfteach.distributed.protos import tfteach_cluster_pb2 as pb
+
+    return [(f"/{service.full_name}/{method.name}", method.server_streaming)
+            for service in pb.DESCRIPTOR.services_by_name.values()
+            for method in service.methods]

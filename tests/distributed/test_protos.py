@@ -1,0 +1,49 @@
+"""The committed generated code is what `python -m tfteach.distributed.protos.regen` makes."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tfteach.distributed.protos import regen
+
+
+def test_committed_generated_code_is_current(tmp_path):
+    pytest.importorskip("grpc_tools")
+    for fresh in regen.generate(tmp_path):
+        committed = regen.PROTO_DIR / fresh.name
+        assert committed.read_text() == fresh.read_text(), (
+            f"{committed.name} is stale: run python -m tfteach.distributed.protos.regen")
+
+
+def test_regen_is_one_command(tmp_path):
+    pytest.importorskip("grpc_tools")
+    result = subprocess.run([sys.executable, "-m", "tfteach.distributed.protos.regen",
+                             "--out", str(tmp_path)], capture_output=True, text=True,
+                            cwd=Path(regen.__file__).parents[3], timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in tmp_path.glob("*.py")) == sorted(regen.GENERATED)
+
+
+def test_generated_modules_import_relative_to_the_package():
+    from tfteach.distributed.protos import tfteach_cluster_pb2_grpc as pb_grpc
+
+    assert pb_grpc.tfteach__cluster__pb2.__name__ == "tfteach.distributed.protos.tfteach_cluster_pb2"
+
+
+def test_importing_the_package_does_not_load_grpc():
+    code = ("import sys, tfteach.distributed; "
+            "print(sorted(m for m in sys.modules if m.startswith(('grpc', 'google.protobuf'))))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            cwd=Path(regen.__file__).parents[3], timeout=60)
+    assert result.stdout.strip() == "[]", result.stderr
+
+
+def test_distributed_never_imports_notebook_or_ipywidgets():
+    code = ("import sys, tfteach.distributed.local_cluster, tfteach.distributed.server, "
+            "tfteach.distributed.registry, tfteach.distributed.cli; "
+            "print(sorted(m for m in sys.modules if m.startswith(('tfteach.notebook', "
+            "'ipywidgets', 'IPython'))))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            cwd=Path(regen.__file__).parents[3], timeout=60)
+    assert result.stdout.strip() == "[]", result.stderr
