@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import warnings
 from typing import Any, Callable, Iterator, Sequence
 
 from tfteach.framework import dtypes
@@ -301,19 +302,21 @@ class Graph:
                 op.control_inputs.append(d)
 
     def _apply_device_and_colocation(self, op: Operation) -> None:
-        if self._colocation_stack:
-            target = self._colocation_stack[-1]
-            op._colocation = list(target._colocation or [target.name])
-            op._device = target._device
-            return
+        """Device functions innermost-first, then colocation (TF 1.x order)."""
         for fn in reversed(self._device_stack):
             if fn is None:
                 break
             op._set_device(fn(op))
-        for i in op.op_def.ref_inputs:
-            if i < len(op.inputs) and op.inputs[i].is_ref:
-                src = op.inputs[i].op
-                op._colocation = sorted(set(op._colocation) | set(src._colocation or [src.name]))
+        for target in self._colocation_stack:
+            op._colocation = sorted(set(op._colocation) | set(target._colocation or [target.name]))
+            if not target._device:
+                continue
+            if op._device and op._device != target._device:
+                warnings.warn(f"Tried to colocate {op.name} with an op {target.name} that had "
+                              f"a different device: {op._device} vs {target._device}. "
+                              "Ignoring colocation property.", stacklevel=4)
+            else:
+                op._device = target._device
 
     def _add_control_input(self, op: Operation, dep: Operation) -> None:
         if dep not in op.control_inputs:

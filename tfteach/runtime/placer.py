@@ -102,9 +102,19 @@ def _join(g: _Group, op: Operation, soft: bool, pinned: dict, by_name: dict) -> 
     g.types = types if g.types is None else g.types & types
     if op.name in pinned and pinned[op.name] in by_name:
         g.device = by_name[pinned[op.name]]
-    if op.device:
+    if op.device and not _overridden_by_ref_source(op):
         g.requests.append(op.device)
         g.spec = _merge(g, op, DeviceSpec.from_string(op.device), soft)
+
+
+def _overridden_by_ref_source(op: Operation) -> bool:
+    """TF: a ref input's source spec wins over an incompatible request of the consumer."""
+    mine = DeviceSpec.from_string(op.device)
+    for i in op.op_def.ref_inputs:
+        if i < len(op.inputs) and op.inputs[i].is_ref and op.inputs[i].op.device:
+            if not mine.compatible(DeviceSpec.from_string(op.inputs[i].op.device)):
+                return True
+    return False
 
 
 def _merge(g: _Group, op: Operation, new: DeviceSpec, soft: bool) -> DeviceSpec:

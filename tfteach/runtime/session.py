@@ -305,8 +305,12 @@ def _feed_value(t: Tensor, value: Any) -> np.ndarray:
         raise TypeError("The value of a feed cannot be a tf.Tensor object. Acceptable feed "
                         "values include Python scalars, strings, lists, numpy ndarrays, or "
                         "TensorHandles.")
-    arr = np.asarray(value, dtype=dt.np)
-    if isinstance(value, int) and dt.is_integer and arr.item() != value:
+    try:
+        arr = np.asarray(value, dtype=dt.np)
+        fits = not (isinstance(value, int) and dt.is_integer and arr.item() != value)
+    except OverflowError:
+        fits = False
+    if not fits:
         raise TypeError(f"Type of feed value {value} with type {type(value)} is not compatible "
                         f"with Tensor type {dt!r}. Try explicitly setting the type of the feed "
                         "tensor to a larger type (e.g. int64).")

@@ -1,0 +1,40 @@
+"""Shared fixtures: every test starts with a fresh default graph and default devices."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+_DEVICE_ENV = ("CUDA_VISIBLE_DEVICES", "TFTEACH_VIRTUAL_GPUS", "TFTEACH_DEVICE_SPEED")
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph_and_devices(monkeypatch):
+    """A fresh default graph, and device settings back to their defaults."""
+    import tfteach as tf
+    from tfteach import config
+
+    for name in _DEVICE_ENV:
+        monkeypatch.delenv(name, raising=False)
+    tf.reset_default_graph()
+    config.reset_virtual_gpus()
+    yield
+    config.reset_virtual_gpus()
+
+
+def pytest_collection_modifyitems(config, items):
+    """``gpu`` tests skip cleanly unless CuPy sees a real GPU."""
+    if not any("gpu" in item.keywords for item in items):
+        return
+    from tfteach.devices.gpu import cupy_module
+    if cupy_module() is None:
+        skip = pytest.mark.skip(reason="needs CuPy and a real NVIDIA GPU (pip install tfteach[gpu])")
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(skip)
