@@ -41,9 +41,7 @@ class MemoryBudget:
             if self.used + nbytes > self.limit:
                 raise self._oom(nbytes, shape, dtype, op_name, device_name)
             self.used += nbytes
-            self.peak = max(self.peak, self.used)
-            while self.allow_growth and self.reserved < min(self.used, self.limit):
-                self.reserved = min(self.reserved * 2, self.limit)
+            self._grew()
 
     def take(self, nbytes: int, value: Any, op_name: str, device_name: str) -> None:
         """``alloc`` without the lock, for the single-threaded executor loop."""
@@ -52,7 +50,12 @@ class MemoryBudget:
             raise self._oom(nbytes, value.shape, value.dtype, op_name, device_name)
         self.used = used
         if used > self.peak:
-            self.peak = used
+            self._grew()
+
+    def _grew(self) -> None:
+        self.peak = max(self.peak, self.used)
+        while self.allow_growth and self.reserved < min(self.used, self.limit):
+            self.reserved = min(self.reserved * 2, self.limit)
 
     def free(self, nbytes: int) -> None:
         with self._lock:

@@ -77,6 +77,7 @@ class NodeExecStats:
     output_bytes: int = 0
     thread_id: int = 0
     timeline_label: str = ""
+    op_end_rel_micros: int = 0
 
 
 @dataclass

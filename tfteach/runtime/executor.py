@@ -222,12 +222,12 @@ class Executor:
         if step.trace or dev.speed < 1.0:
             t0 = _now()
             out = node.kernel(node.ctx, *args)
+            dev.synchronize()
+            t_op = _now()
             if dev.speed < 1.0:
-                dev.synchronize()
-                time.sleep((_now() - t0) * (1.0 / dev.speed - 1.0) / 1e9)
+                time.sleep((t_op - t0) * (1.0 / dev.speed - 1.0) / 1e9)
             if step.trace:
-                dev.synchronize()
-                step.records.append((node, t0, _now(), threading.get_ident(), _nbytes(out)))
+                step.records.append((node, t0, t_op, _now(), threading.get_ident(), _nbytes(out)))
             return out
         return node.kernel(node.ctx, *args)
 
@@ -354,7 +354,7 @@ def _as_op_error(e: BaseException, node: PlanNode) -> BaseException:
 
 def _stats(step: _Step) -> StepStats:
     stats = StepStats()
-    for node, t0, t1, tid, nbytes in step.records:
+    for node, t0, t_op, t1, tid, nbytes in step.records:
         start_us = (step.t0 + t0) // 1000
         dur_us = max(1, (t1 - t0) // 1000)
         if node.transfer is not None:
@@ -364,7 +364,8 @@ def _stats(step: _Step) -> StepStats:
             continue
         stats.device_stats(node.device.name).node_stats.append(NodeExecStats(
             node.name, node.type, start_us, dur_us, nbytes, tid,
-            f"{node.name} = {node.type}({', '.join(t.op.name for t in node.op.inputs)})"))
+            f"{node.name} = {node.type}({', '.join(t.op.name for t in node.op.inputs)})",
+            max(1, (t_op - t0) // 1000)))
     return stats
 
 
