@@ -1,0 +1,118 @@
+"""Core engine benchmarks (issue 2), each as a ratio against a baseline measured in this run.
+
+1. Per-op overhead: a chain of 1000 scalar adds fed by a placeholder (goal: median <= 10 us
+   per op; TF's C++ executor ~0.4 us, Dask's threaded scheduler ~200 us). Baseline: the same
+   1000 adds as a plain Python loop over NumPy scalars.
+2. Eight independent 512x512 matmuls + add_n on CPU:0 against NumPy doing the same work
+   (goal: ratio <= 1.15).
+3. The same work split over two virtual GPUs against one virtual GPU (goal: <= 0.7x). Each
+   virtual GPU computes with one core, so two of them use both cores of this machine.
+
+Run: ``python benchmarks/bench_core.py`` (add ``--quick`` for fewer repetitions).
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import tfteach as tf  # noqa: E402
+from tfteach import config  # noqa: E402
+
+
+def _median_time(fn, repeat: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def per_op_overhead(repeat: int) -> dict:
+    tf.reset_default_graph()
+    x = tf.placeholder(tf.float32, [])
+    y = x
+    for _ in range(1000):
+        y = y + 1.0
+    sess = tf.Session()
+    t_tf = _median_time(lambda: sess.run(y, {x: 1.0}), repeat)
+
+    def numpy_chain():
+        v = np.float32(1.0)
+        one = np.float32(1.0)
+        for _ in range(1000):
+            v = v + one
+        return v
+    t_np = _median_time(numpy_chain, repeat)
+    return {"us_per_op": t_tf / 1000 * 1e6, "numpy_us_per_op": t_np / 1000 * 1e6,
+            "goal_us": 10.0}
+
+
+def _matmul_graph(devices: list[str], n: int = 8, size: int = 512):
+    tf.reset_default_graph()
+    rng = np.random.default_rng(0)
+    mats = [rng.standard_normal((size, size)).astype(np.float32) for _ in range(2 * n)]
+    products = []
+    for i in range(n):
+        with tf.device(devices[i % len(devices)]):
+            a = tf.constant(mats[2 * i])
+            b = tf.constant(mats[2 * i + 1])
+            products.append(tf.matmul(a, b))
+    with tf.device(devices[0]):
+        total = tf.add_n(products)
+    return total, mats
+
+
+def matmuls_vs_numpy(repeat: int) -> dict:
+    total, mats = _matmul_graph(["/cpu:0"])
+    sess = tf.Session()
+    t_tf = _median_time(lambda: sess.run(total), repeat)
+
+    def numpy_work():
+        out = mats[0] @ mats[1]
+        for i in range(1, 8):
+            out = out + mats[2 * i] @ mats[2 * i + 1]
+        return out
+    t_np = _median_time(numpy_work, repeat)
+    np.testing.assert_allclose(sess.run(total), numpy_work(), rtol=1e-3, atol=1e-2)
+    return {"tfteach_ms": t_tf * 1e3, "numpy_ms": t_np * 1e3, "ratio": t_tf / t_np, "goal": 1.15}
+
+
+def two_virtual_gpus_vs_one(repeat: int) -> dict:
+    config.set_virtual_gpus(2)
+    one, _ = _matmul_graph(["/gpu:0"])
+    s1 = tf.Session()
+    t1 = _median_time(lambda: s1.run(one), repeat)
+    two, _ = _matmul_graph(["/gpu:0", "/gpu:1"])
+    s2 = tf.Session()
+    t2 = _median_time(lambda: s2.run(two), repeat)
+    config.reset_virtual_gpus()
+    return {"one_gpu_ms": t1 * 1e3, "two_gpus_ms": t2 * 1e3, "ratio": t2 / t1, "goal": 0.7}
+
+
+def main(argv: list[str]) -> int:
+    repeat = 5 if "--quick" in argv else 21
+    op = per_op_overhead(repeat)
+    mm = matmuls_vs_numpy(repeat)
+    vg = two_virtual_gpus_vs_one(repeat)
+    print("tfteach core benchmarks (median of", repeat, "runs)")
+    print(f"{'benchmark':44} {'tfteach':>12} {'baseline':>12} {'ratio':>7} {'goal':>8}")
+    print(f"{'per-op overhead, 1000-op scalar chain (us/op)':44} {op['us_per_op']:12.2f} "
+          f"{op['numpy_us_per_op']:12.2f} {op['us_per_op'] / op['numpy_us_per_op']:7.1f} "
+          f"{'<=10us':>8}")
+    print(f"{'8x matmul 512 + add_n on CPU:0 vs NumPy (ms)':44} {mm['tfteach_ms']:12.2f} "
+          f"{mm['numpy_ms']:12.2f} {mm['ratio']:7.2f} {'<=1.15':>8}")
+    print(f"{'same work on 2 virtual GPUs vs 1 (ms)':44} {vg['two_gpus_ms']:12.2f} "
+          f"{vg['one_gpu_ms']:12.2f} {vg['ratio']:7.2f} {'<=0.70':>8}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
