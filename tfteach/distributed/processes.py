@@ -42,12 +42,13 @@ def pid_alive(pid: int) -> bool:
 
 
 def runs(pid: int, argv: Sequence[str]) -> bool:
-    """Whether process ``pid`` runs ``argv`` (True where /proc cannot tell)."""
+    """Whether process ``pid`` runs ``argv`` (True where /proc cannot tell, e.g. during
+    exec, when the kernel briefly shows an empty command line)."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return True
-    return cmdline.split(b"\0")[:-1] == [os.fsencode(arg) for arg in argv]
+    return not cmdline or cmdline.split(b"\0")[:-1] == [os.fsencode(arg) for arg in argv]
 
 
 def signal_group(pid: int, signum: int) -> None:

@@ -1,0 +1,129 @@
+"""`tfteach-server` (python -m tfteach.server): flags, config files, clean exit on signals."""
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dist_helpers import ENGINE, TESTS_DIR
+from tfteach import errors
+from tfteach.distributed.cli import load_cluster, parse_args
+from tfteach.distributed.client import ClusterClient
+from tfteach.distributed.processes import free_ports
+
+ROOT = Path(__file__).parents[2]
+pytestmark = pytest.mark.timeout(60)
+
+
+def _env(**extra):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), TESTS_DIR]))
+    env.pop("TFTEACH_CLUSTER_TOKEN", None)
+    env.update(extra)
+    return env
+
+
+def _start(args, env=None):
+    """Start a task; return (process, the stderr line naming its target)."""
+    proc = subprocess.Popen([sys.executable, "-m", "tfteach.server", *args],
+                            env=env or _env(), stderr=subprocess.PIPE, text=True)
+    selector = selectors.DefaultSelector()
+    selector.register(proc.stderr, selectors.EVENT_READ)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and selector.select(deadline - time.monotonic()):
+        line = proc.stderr.readline()
+        if not line or "Started server with target:" in line:
+            return proc, line
+    return proc, ""
+
+
+def _stop(proc, signum):
+    proc.send_signal(signum)
+    return proc.wait(30)
+
+
+def _port_is_free(port):
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_seed_flags_start_a_task_that_exits_cleanly_on_signal(signum):
+    ps, worker = free_ports(2)
+    proc, line = _start([f"--ps_hosts=localhost:{ps}", f"--worker_hosts=localhost:{worker}",
+                         "--job_name=ps", "--task_index=0"])
+    try:
+        assert line.strip().endswith(f"Started server with target: grpc://localhost:{ps}")
+        status = ClusterClient().worker(f"localhost:{ps}").get_status(timeout=10)
+        assert status["task"] == "/job:ps/replica:0/task:0"
+    finally:
+        code = _stop(proc, signum)
+    assert code == 0 and _port_is_free(ps)
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("wrapped", [True, False], ids=["with-cluster-key", "bare-dict"])
+def test_cluster_json_in_either_form(tmp_path, wrapped):
+    ports = free_ports(2)
+    cluster = {"ps": [f"localhost:{ports[0]}"], "worker": [f"localhost:{ports[1]}"]}
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps({"cluster": cluster, "note": "x"} if wrapped else cluster))
+    proc, line = _start(["--cluster", str(path), "--job", "worker", "--task", "0"])
+    try:
+        assert f"grpc://localhost:{ports[1]}" in line
+    finally:
+        assert _stop(proc, signal.SIGTERM) == 0
+
+
+@pytest.mark.cluster
+def test_token_and_virtual_gpus_reach_the_task_from_env_and_flag():
+    port = free_ports(1)[0]
+    proc, line = _start([f"--worker_hosts=localhost:{port}", "--job", "worker", "--task", "0",
+                         "--virtual-gpus", "3", "--engine", ENGINE],
+                        env=_env(TFTEACH_CLUSTER_TOKEN="tok"))
+    try:
+        assert line
+        with pytest.raises(errors.UnauthenticatedError):
+            ClusterClient().worker(f"localhost:{port}").get_status(timeout=10)
+        device = ClusterClient("tok").worker(f"localhost:{port}").get_status(10)["devices"][0]
+        assert json.loads(device["physical_device_desc"])["TFTEACH_VIRTUAL_GPUS"] == "3"
+    finally:
+        assert _stop(proc, signal.SIGINT) == 0
+
+
+@pytest.mark.cluster
+def test_non_loopback_address_without_token_exits_1_with_the_reason():
+    result = subprocess.run([sys.executable, "-m", "tfteach.server",
+                             "--worker_hosts=0.0.0.0:1", "--job", "worker", "--task", "0"],
+                            env=_env(), capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert "without a cluster token" in result.stderr and "--insecure" in result.stderr
+
+
+def test_the_token_cannot_be_given_on_the_command_line():
+    with pytest.raises(SystemExit):
+        parse_args(["--token", "secret", "--job", "ps"])
+
+
+def test_seed_flags_and_extra_jobs_build_the_cluster():
+    args, jobs = parse_args(["--ps_hosts=a:1,b:1", "--worker_hosts", "c:1",
+                             "--chief_hosts=d:1", "--job_name=ps", "--task_index=1"])
+    assert (args.job, args.task) == ("ps", 1)
+    assert load_cluster(None, jobs) == {"ps": ["a:1", "b:1"], "worker": ["c:1"],
+                                        "chief": ["d:1"]}
+
+
+def test_sparse_jobs_in_json_get_integer_indices(tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"worker": {"1": "w1:1", "3": "w3:1"}}))
+    assert load_cluster(str(path), {}) == {"worker": {1: "w1:1", 3: "w3:1"}}

@@ -1,0 +1,102 @@
+"""The master's wait for tasks, and what a client sees when a task is missing or dies."""
+import logging
+import threading
+
+import numpy as np
+import pytest
+
+from tfteach import errors
+from tfteach.distributed.client import wait_for_task, wait_for_tasks
+from tfteach.distributed.processes import free_ports
+
+PS0 = "/job:ps/replica:0/task:0"
+
+
+def test_waiting_for_a_missing_task_logs_and_then_names_it(client, caplog):
+    caplog.set_level(logging.INFO, logger="tfteach.distributed")
+    address = f"localhost:{free_ports(1)[0]}"
+    with pytest.raises(errors.UnavailableError) as info:
+        wait_for_tasks(client, [(PS0, address)], operation_timeout_in_ms=800,
+                       log_period_s=0.2)
+    assert f"CreateSession still waiting for response from worker: {PS0}" in caplog.text
+    assert "Hint: is that task started? is the address right?" in caplog.text
+    assert f"timed out after 800 ms: no response from worker: {PS0} ({address})" in \
+        info.value.message
+    assert "Is that task started?" in str(info.value)
+
+
+def test_waiting_returns_as_soon_as_a_late_task_starts(make_server, client):
+    port = free_ports(1)[0]
+    timer = threading.Timer(0.3, make_server, ({"ps": [f"localhost:{port}"]},))
+    timer.start()
+    answers = wait_for_tasks(client, [(PS0, f"localhost:{port}")],
+                             operation_timeout_in_ms=30000)
+    timer.join()
+    assert answers[PS0]["task"] == PS0
+
+
+def test_wait_for_task_returns_the_status_of_a_live_task(make_server, client):
+    server = make_server({"ps": ["localhost:0"]})
+    assert wait_for_task(server.target, timeout=10, client=client)["devices"][0]["name"] == \
+        f"{PS0}/device:CPU:0"
+
+
+def test_wait_for_task_raises_naming_the_task(client):
+    with pytest.raises(errors.UnavailableError, match="no response from worker: /job:w"):
+        wait_for_task(f"localhost:{free_ports(1)[0]}", timeout=0.3, client=client,
+                      task_name="/job:w/replica:0/task:3")
+
+
+def test_a_wrong_token_is_not_waited_out(make_server, client):
+    server = make_server({"ps": ["localhost:0"]}, token="right")
+    with pytest.raises(errors.UnauthenticatedError):
+        wait_for_tasks(client, [(PS0, server.target)], operation_timeout_in_ms=30000)
+
+
+def test_typed_calls_move_tensors_both_ways(make_server, client):
+    server = make_server()
+    worker = client.worker(server.target)
+    handle = worker.register_graph(b'{"probe": "echo"}')
+    feeds = {"x": np.arange(6.0).reshape(2, 3), "s": np.array([b"a", b"bc"], dtype=object)}
+    tensors, _ = worker.run_graph(handle, 4, feeds, ["x", "s"])
+    np.testing.assert_array_equal(tensors["x"], feeds["x"])
+    assert tensors["s"].tolist() == [b"a", b"bc"]
+    assert worker.get_status()["last_step"] == 4
+    worker.deregister_graph(handle)
+    with pytest.raises(errors.AbortedError, match="Graph handle is not found"):
+        worker.run_graph(handle, 5)
+
+
+def test_master_calls_reach_the_engine(make_server, client):
+    server = make_server()
+    master = client.master(server.target)
+    local, remote = master.list_devices()
+    assert [d["name"] for d in local] == ["/job:local/replica:0/task:0/device:CPU:0"]
+    assert remote == []
+    with pytest.raises(errors.UnimplementedError, match="CreateSession") as info:
+        master.create_session(b"graph")
+    assert "Hint:" in str(info.value)
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(60)
+def test_a_task_dying_mid_call_is_unavailable_naming_it():
+    from tfteach.distributed.local_cluster import LocalCluster
+
+    with LocalCluster(ps=0, workers=1) as cluster:
+        worker = cluster_client(cluster).worker(cluster.target("worker", 0),
+                                                "/job:worker/replica:0/task:0")
+        failures = []
+        call = threading.Thread(target=lambda: failures.append(
+            pytest.raises(errors.UnavailableError, worker.recv_tensor, 1, "never", 30)))
+        call.start()
+        worker.get_status(timeout=10)       # the channel is up; the recv is in flight
+        cluster.kill("worker", 0)
+        call.join(30)
+        assert failures and "/job:worker/replica:0/task:0" in failures[0].value.message
+
+
+def cluster_client(cluster):
+    from tfteach.distributed.client import ClusterClient
+
+    return ClusterClient(cluster.token)
