@@ -14,7 +14,8 @@ def test_round_trip_runs_the_same_program():
     x = tf.placeholder(tf.float32, [None, 2], name="x")
     with tf.device("/gpu:1"):
         y = tf.reduce_sum(x * v, axis=1, name="y")
-    with tf.control_dependencies([v.initializer]):
+    ctl = tf.no_op(name="ctl")
+    with tf.control_dependencies([ctl]):
         z = tf.identity(y, name="z")
     g = tf.get_default_graph()
     data = graph_to_json(g.get_operations())
@@ -22,8 +23,9 @@ def test_round_trip_runs_the_same_program():
     assert [(o.name, o.type, o.device) for o in g2.get_operations()] == \
            [(o.name, o.type, o.device) for o in g.get_operations()]
     assert g2.get_operation_by_name("v/read").colocation_groups() == [b"loc:@v"]
-    assert [c.name for c in g2.get_operation_by_name("z").control_inputs] == ["v/Assign"]
+    assert [c.name for c in g2.get_operation_by_name("z").control_inputs] == ["ctl"]
     sess = tf.Session(graph=g2)
+    sess.run(g2.get_operation_by_name("v/Assign"))
     out = sess.run("z:0", {"x:0": [[1.0, 1.0], [2.0, 0.0]]})
     assert out.tolist() == [3.0, 2.0]
 
