@@ -39,14 +39,31 @@ def test_object_arrays_of_other_things_are_refused():
         wire.to_proto(np.array([1, None], dtype=object))
 
 
-def test_stream_chunks_and_assembles_into_one_buffer():
+def test_stream_sends_the_header_then_chunks_and_assembles_into_one_buffer():
     value = np.random.default_rng(0).standard_normal(10_000)
     messages = list(wire.stream(value, chunk_bytes=4096))
-    assert len(messages) == -(-value.nbytes // 4096)
-    assert messages[0].HasField("header") and not messages[1].HasField("header")
+    assert len(messages) == 1 + -(-value.nbytes // 4096)
+    parsed = [pb.RecvTensorResponse.FromString(m) for m in messages]   # plain protobuf
+    assert parsed[0].HasField("header") and not parsed[0].chunk
+    assert not parsed[1].HasField("header") and len(parsed[1].chunk) == 4096
     back, is_dead = wire.assemble(iter(messages))
     np.testing.assert_array_equal(back, value)
     assert not is_dead
+
+
+def test_chunk_lengths_of_every_varint_size_parse():
+    for size in (1, 127, 128, 16383, 16384, 70000):
+        value = np.arange(size, dtype=np.uint8)
+        messages = list(wire.stream(value, chunk_bytes=size))
+        assert pb.RecvTensorResponse.FromString(messages[1]).chunk == value.tobytes()
+        np.testing.assert_array_equal(wire.assemble(iter(messages))[0], value)
+
+
+def test_a_peer_that_sends_header_and_chunk_together_is_understood():
+    value = np.arange(6, dtype=np.int32)
+    header, content = wire.encode(value)
+    only = pb.RecvTensorResponse(header=header, chunk=content.tobytes()).SerializeToString()
+    np.testing.assert_array_equal(wire.assemble(iter([only]))[0], value)
 
 
 def test_dead_flag_crosses():
@@ -62,14 +79,21 @@ def test_short_stream_is_data_loss():
 
 def test_too_long_stream_is_data_loss():
     messages = list(wire.stream(np.zeros(10), chunk_bytes=40))
-    messages.append(pb.RecvTensorResponse(chunk=b"x"))
+    messages.append(pb.RecvTensorResponse(chunk=b"x").SerializeToString())
     with pytest.raises(errors.DataLossError, match="more than the 80 bytes"):
+        wire.assemble(iter(messages))
+
+
+def test_malformed_chunk_is_data_loss():
+    messages = list(wire.stream(np.zeros(10), chunk_bytes=40))
+    messages[1] = b"\x12\xff\xff\xff"
+    with pytest.raises(errors.DataLossError, match="malformed RecvTensor chunk"):
         wire.assemble(iter(messages))
 
 
 def test_stream_without_header_is_data_loss():
     with pytest.raises(errors.DataLossError, match="before the tensor header"):
-        wire.assemble(iter([pb.RecvTensorResponse(chunk=b"abc")]))
+        wire.assemble(iter([pb.RecvTensorResponse(chunk=b"abc").SerializeToString()]))
 
 
 @pytest.mark.parametrize("header, message", [

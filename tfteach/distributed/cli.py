@@ -103,21 +103,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _watch_parent(stop: threading.Event) -> None:
-    """Exit (via ``stop``) when the parent that started this task dies."""
+    """Exit (via ``stop``) when the owner that started this task (``TFTEACH_PARENT_PID``)
+    dies. If the owner is our direct parent, Linux also signals us (PR_SET_PDEATHSIG); a
+    task restarted by someone else (the JupyterLab extension) relies on the polling thread."""
     parent = os.environ.get(PARENT_PID_ENV)
     if not parent or not parent.isdigit():
         return
-    parent_pid, spawner_pid = int(parent), os.getppid()
-    _set_parent_death_signal()
+    from .processes import pid_alive
+
+    owner = int(parent)
+    if os.getppid() == owner:
+        _set_parent_death_signal()
 
     def watch() -> None:
-        from .processes import pid_alive
-
         while not stop.wait(0.5):
-            if os.getppid() != spawner_pid or not pid_alive(parent_pid):
+            if not pid_alive(owner):
                 stop.set()
     threading.Thread(target=watch, name="tfteach-parent-watch", daemon=True).start()
-    if os.getppid() != spawner_pid:     # the parent died before we got here
+    if not pid_alive(owner):            # the owner died before we got here
         stop.set()
 
 

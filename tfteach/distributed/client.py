@@ -34,6 +34,7 @@ CHANNEL_OPTIONS = (
     ("grpc.max_reconnect_backoff_ms", 1000),
     ("grpc.enable_retries", 0),
 )
+RECV_TENSOR = "/tfteach.cluster.WorkerService/RecvTensor"
 LOG_PERIOD_S = 10.0
 DEFAULT_OPERATION_TIMEOUT_MS = 60000
 _PROBE_TIMEOUT_S = 1.0
@@ -173,9 +174,11 @@ class WorkerClient(_Stub):
 
         request = pb.RecvTensorRequest(step_id=step_id, rendezvous_key=key, timeout_s=timeout,
                                        shm_host=shm.host_key() if use_shm else "")
+        raw_call = self.client.channel(self.address).unary_stream(
+            RECV_TENSOR, request_serializer=pb.RecvTensorRequest.SerializeToString,
+            response_deserializer=None)         # raw bytes: wire.assemble parses them
         try:
-            responses = self._stub.RecvTensor(request, timeout=timeout + 30.0,
-                                              metadata=self.client.metadata)
+            responses = raw_call(request, timeout=timeout + 30.0, metadata=self.client.metadata)
             return wire.assemble(iter(responses))
         except grpc.RpcError as err:
             raise error_from_rpc(err, self.task_name, self.address) from None

@@ -25,8 +25,7 @@ from .client import ClusterClient
 from .cluster_spec import ClusterSpec
 from .engine_api import EngineFactory, TaskInfo, engine_factory
 from .protos import tfteach_cluster_pb2 as pb
-from .protos import tfteach_cluster_pb2_grpc as pb_grpc
-from .services import MasterServicer, WorkerServicer
+from .services import add_services
 
 MAX_WORKERS = 64
 SERVER_OPTIONS = (
@@ -153,9 +152,7 @@ class Server:
         self._engine = engine_factory(self._engine_factory)(TaskInfo(
             self._cluster, self._job_name, self._task_index, self._address, self._config,
             self._client))
-        pb_grpc.add_MasterServiceServicer_to_server(MasterServicer(self._engine), server)
-        pb_grpc.add_WorkerServiceServicer_to_server(
-            WorkerServicer(self._engine, self._task_name), server)
+        add_services(server, self._engine, self._task_name)
         self._grpc = server
         self._finalizer = weakref.finalize(self, _stop_grpc, server)
         with _live_lock:

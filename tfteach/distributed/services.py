@@ -27,6 +27,28 @@ MAX_RECV_TIMEOUT_S = 3600.0
 _DEVICE_FIELDS = ("name", "device_type", "memory_limit", "physical_device_desc", "incarnation")
 
 
+def add_services(server: grpc.Server, engine: Engine, task_name: str) -> None:
+    """Serve MasterService and WorkerService on ``server``. Handlers come from the .proto's
+    descriptors; a response that is already ``bytes`` (RecvTensor chunks) goes out as is."""
+    for servicer in (MasterServicer(engine), WorkerServicer(engine, task_name)):
+        service = pb.DESCRIPTOR.services_by_name[servicer.service_name]
+        handlers = {method.name: _handler(servicer, method) for method in service.methods}
+        server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler(service.full_name, handlers),))
+
+
+def _handler(servicer: Any, method: Any) -> grpc.RpcMethodHandler:
+    request_class = getattr(pb, method.input_type.name)
+    make = grpc.unary_stream_rpc_method_handler if method.server_streaming \
+        else grpc.unary_unary_rpc_method_handler
+    return make(getattr(servicer, method.name), request_deserializer=request_class.FromString,
+                response_serializer=_serialize)
+
+
+def _serialize(message: Any) -> bytes:
+    return message if isinstance(message, bytes) else message.SerializeToString()
+
+
 def device_attributes(device: dict[str, Any]) -> pb.DeviceAttributes:
     """An engine's device dict as a DeviceAttributes message."""
     return pb.DeviceAttributes(**{key: device[key] for key in _DEVICE_FIELDS if key in device})
@@ -34,6 +56,8 @@ def device_attributes(device: dict[str, Any]) -> pb.DeviceAttributes:
 
 class MasterServicer(pb_grpc.MasterServiceServicer):
     """TF's MasterService roles on top of ``engine``."""
+
+    service_name = "MasterService"
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -77,6 +101,8 @@ class MasterServicer(pb_grpc.MasterServiceServicer):
 class WorkerServicer(pb_grpc.WorkerServiceServicer):
     """TF's WorkerService roles on top of ``engine``, for the task named ``task_name``."""
 
+    service_name = "WorkerService"
+
     def __init__(self, engine: Engine, task_name: str) -> None:
         self.engine = engine
         self.task_name = task_name
@@ -119,7 +145,7 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
 
     @rpc_stream
     def RecvTensor(self, request: pb.RecvTensorRequest,
-                   context: grpc.ServicerContext) -> Iterator[pb.RecvTensorResponse]:
+                   context: grpc.ServicerContext) -> Iterator[bytes]:
         value, is_dead = self._wait_for_tensor(request, context)
         shm_ok = bool(request.shm_host) and request.shm_host == shm.host_key()
         yield from wire.stream(value, is_dead=is_dead, shm_ok=shm_ok)

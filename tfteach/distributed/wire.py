@@ -3,9 +3,10 @@
 - Numeric and bool tensors: ``dtype`` is numpy's dtype string (``"<f4"``), content is the
   C-order bytes. String tensors: ``dtype="string"``, content is the element lengths (int64)
   followed by the concatenated bytes; they decode to an object array of ``bytes`` as in TF.
-- Streams (RecvTensor): the first message holds the header and the first chunk, later ones
-  only chunks of at most ``CHUNK_BYTES``; the receiver assembles them into one preallocated
-  buffer. A header may instead name a shared-memory segment (see ``shm``) holding the bytes.
+- Streams (RecvTensor): the first message holds only the header, later ones only chunks of
+  at most ``CHUNK_BYTES``; the receiver copies each chunk once, into one preallocated
+  buffer. A header may instead name a shared-memory segment (see ``shm``) holding the bytes;
+  if /dev/shm is missing or full the tensor is streamed.
 Invariants: headers from the network are validated before any allocation or view (dtype
 kind, non-negative shape, nbytes = product(shape) * itemsize <= MAX_TENSOR_BYTES), so a bad
 peer gets a DataLossError, never a crash; running out of memory is ResourceExhaustedError.
@@ -101,51 +102,106 @@ def from_named(named: Iterable[pb.NamedTensor]) -> dict[str, np.ndarray]:
 
 
 def stream(value: object, is_dead: bool = False, shm_ok: bool = False,
-           chunk_bytes: int = CHUNK_BYTES) -> Iterator[pb.RecvTensorResponse]:
-    """RecvTensor responses for ``value``: through shared memory if ``shm_ok`` and large,
-    else the header with the first chunk, then the remaining chunks."""
+           chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
+    """Serialized RecvTensorResponse messages for ``value``: the header alone (naming a
+    shared-memory segment if ``shm_ok`` and the tensor is large), then the content chunks.
+
+    Chunk messages are built by hand (field tag, length, bytes) in one copy from the tensor;
+    they are ordinary protobuf, so any client can parse them."""
     header, content = encode(value)
     header.is_dead = is_dead
-    if shm_ok and header.nbytes >= shm.THRESHOLD_BYTES and shm.available():
-        header.shm_name = shm.export(content)
-        try:
-            yield pb.RecvTensorResponse(header=header)
-        except GeneratorExit:          # the call was cancelled: nobody will take it
-            shm.release(header.shm_name)
-            raise
+    if shm_ok and header.nbytes >= shm.THRESHOLD_BYTES:
+        header.shm_name = _export_or_empty(content)
+    yield pb.RecvTensorResponse(header=header).SerializeToString()
+    if header.shm_name:
         return
-    yield pb.RecvTensorResponse(header=header, chunk=content[:chunk_bytes].tobytes())
-    for start in range(chunk_bytes, header.nbytes, chunk_bytes):
-        yield pb.RecvTensorResponse(chunk=content[start:start + chunk_bytes].tobytes())
+    for start in range(0, header.nbytes, chunk_bytes):
+        piece = content[start:start + chunk_bytes]
+        yield b"".join((_CHUNK_TAG, _varint(len(piece)), piece))
 
 
-def assemble(responses: Iterator[pb.RecvTensorResponse]) -> tuple[np.ndarray, bool]:
-    """Rebuild ``(tensor, is_dead)`` from a RecvTensor stream, into one preallocated buffer."""
-    first = next(responses, None)
+def assemble(messages: Iterator[bytes]) -> tuple[np.ndarray, bool]:
+    """Rebuild ``(tensor, is_dead)`` from serialized RecvTensor responses, copying every
+    chunk once, straight into one preallocated buffer."""
+    first = next(messages, None)
+    first = pb.RecvTensorResponse.FromString(first) if first is not None else None
     if first is None or not first.HasField("header"):
         raise errors.DataLossError("RecvTensor stream ended before the tensor header")
     header = first.header
     check_header(header)
-    try:
-        buffer = np.empty(header.nbytes, dtype=np.uint8)
-    except MemoryError:
-        raise errors.ResourceExhaustedError(
-            f"Out of memory receiving a tensor of {header.nbytes} bytes",
-            hint="Send smaller tensors, or give this process more memory.") from None
+    buffer = _allocate(header.nbytes)
     if header.shm_name:
         shm.take(header.shm_name, header.nbytes, memoryview(buffer))
         filled = header.nbytes
     else:
         filled = _fill(buffer, 0, first.chunk)
-    for message in responses:
-        filled = _fill(buffer, filled, message.chunk)
+    for message in messages:
+        filled = _fill(buffer, filled, _chunk_of(message))
     if filled != header.nbytes:
         raise errors.DataLossError(
             f"RecvTensor stream ended after {filled} of {header.nbytes} bytes")
     return decode(header, buffer), header.is_dead
 
 
-def _fill(buffer: np.ndarray, offset: int, chunk: bytes) -> int:
+_CHUNK_TAG = bytes([(2 << 3) | 2])      # field 2 (chunk), wire type 2 (length-delimited)
+_shm_full_warned = False
+
+
+def _varint(number: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, number = number & 0x7F, number >> 7
+        out.append(byte | (0x80 if number else 0))
+        if not number:
+            return bytes(out)
+
+
+def _chunk_of(message: bytes) -> memoryview:
+    """The chunk of a serialized chunk-only message, without copying; any other message
+    is parsed as protobuf."""
+    if message[:1] == _CHUNK_TAG:
+        length, shift, pos = 0, 0, 1
+        while pos < len(message) and pos < 11:
+            byte = message[pos]
+            length |= (byte & 0x7F) << shift
+            pos, shift = pos + 1, shift + 7
+            if not byte & 0x80:
+                if pos + length == len(message):
+                    return memoryview(message)[pos:]
+                break
+    try:
+        return memoryview(pb.RecvTensorResponse.FromString(message).chunk)
+    except Exception:  # noqa: BLE001 - protobuf raises DecodeError, or others on garbage
+        raise errors.DataLossError("Received a malformed RecvTensor chunk") from None
+
+
+def _export_or_empty(content: memoryview) -> str:
+    """Put ``content`` in a shared-memory segment; "" (stream instead) if that fails."""
+    global _shm_full_warned
+    if not shm.available():
+        return ""
+    try:
+        return shm.export(content)
+    except OSError as exc:
+        if not _shm_full_warned:
+            _shm_full_warned = True
+            from . import tflog
+            tflog.warning(f"Shared memory is not usable ({exc}); sending large tensors over "
+                          "gRPC instead. Hint: a Docker container's /dev/shm is 64 MB unless "
+                          "started with --shm-size.")
+        return ""
+
+
+def _allocate(nbytes: int) -> np.ndarray:
+    try:
+        return np.empty(nbytes, dtype=np.uint8)
+    except MemoryError:
+        raise errors.ResourceExhaustedError(
+            f"Out of memory receiving a tensor of {nbytes} bytes",
+            hint="Send smaller tensors, or give this process more memory.") from None
+
+
+def _fill(buffer: np.ndarray, offset: int, chunk: bytes | memoryview) -> int:
     end = offset + len(chunk)
     if end > buffer.nbytes:
         raise errors.DataLossError(

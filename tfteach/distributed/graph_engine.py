@@ -1,0 +1,288 @@
+"""``GraphEngine``: the engine every tfteach server runs, worker and master in one.
+
+Worker role (TF's WorkerService): the task's devices (its own config and environment), one
+resource container that outlives sessions, a rendezvous for ``_Send``, a pool that pulls
+``_Recv`` tensors, and registered partitions (graph + plans) run by the core executor.
+
+Master role (TF's MasterService): sessions over the whole cluster. CreateSession waits for
+the tasks (``device_filters`` decide which), collects their devices, and keeps the client's
+graph. RunStep places the whole graph on all those devices (ops with no device go to this
+task), partitions the needed ops by task (``partition``), registers each part with its
+worker (cached per fetch/feed/target set and graph version), runs all parts in parallel
+under one step id, and returns the fetches with merged step stats and placement log.
+A failed part aborts the step everywhere, so no task is left waiting.
+"""
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from tfteach import errors
+from tfteach.devices import discovery
+from tfteach.devices.base import Device
+from tfteach.framework.device_spec import DeviceSpec
+from tfteach.framework.graph import Graph
+from tfteach.framework.graph_io import graph_from_json
+from tfteach.runtime import placer
+from tfteach.runtime.config import ConfigProto, StepStats, TransferStats
+from tfteach.runtime.executor import Executor, to_fetch_value
+from tfteach.runtime.plan import build_plan, needed_ops
+from tfteach.runtime.resources import ResourceMgr
+
+from . import transport_ops
+from .client import wait_for_tasks
+from .engine_api import RunResult, TaskInfo
+from .partition import Partitioner, task_of
+from .rendezvous import Rendezvous
+
+
+class _RemoteDevice(Device):
+    """Another task's device, as the master's placer sees it (no kernels run here)."""
+
+    def __init__(self, attrs: dict) -> None:
+        spec = DeviceSpec.from_string(attrs["name"])
+        super().__init__(spec, attrs.get("physical_device_desc", ""),
+                         int(attrs.get("memory_limit", 0)))
+
+
+class _Partition:
+    """A registered graph partition on this worker."""
+
+    def __init__(self, engine: "GraphEngine", graph: Graph, targets: list[str]) -> None:
+        self.graph = graph
+        self.targets = [graph.get_operation_by_name(n) for n in targets]
+        self.devices = {op.name: engine.device(op.device, op) for op in graph.get_operations()}
+        self.resources = transport_ops.StepResources(engine)
+        self.plans: dict[tuple, Any] = {}
+        self.lock = threading.Lock()
+
+
+class GraphEngine:
+    """Worker and master roles of one task (see the module docstring)."""
+
+    def __init__(self, task: TaskInfo) -> None:
+        self.task = task
+        cfg = _config(task.config)
+        self.devices = discovery.local_devices(task.job_name, task.task_index,
+                                               cfg.device_count, cfg.gpu_options)
+        self._by_name = {d.name: d for d in self.devices}
+        self.resources = ResourceMgr()
+        self.rendezvous = Rendezvous()
+        self.executor = Executor()
+        self.pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="tfteach-rpc")
+        self._parts: dict[str, _Partition] = {}
+        self._sessions: dict[str, "_MasterSession"] = {}
+        self._steps = 0
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"GraphEngine(task={self.task.task_name!r}, devices={len(self.devices)})"
+
+    # ---- worker role ------------------------------------------------------------------
+    def device(self, name: str, op: Any = None) -> Device:
+        dev = self._by_name.get(name)
+        if dev is None:
+            raise errors.InvalidArgumentError(
+                f"Operation '{getattr(op, 'name', '?')}' was assigned to {name}, which is not a "
+                f"device of task {self.task.task_name} (it has "
+                f"{', '.join(sorted(self._by_name))})",
+                hint="the task's devices changed since the session placed the graph (was it "
+                     "restarted with other settings?); create a new session.")
+        return dev
+
+    def get_status(self) -> list[dict[str, Any]]:
+        return [_attrs(d) for d in self.devices]
+
+    def last_step(self) -> int:
+        return self._steps
+
+    def register_graph(self, graph_def: bytes, config: bytes, session_handle: str) -> str:
+        try:
+            spec = json.loads(config or b"{}")
+            graph = graph_from_json(graph_def)
+        except (ValueError, KeyError, TypeError) as e:
+            raise errors.InvalidArgumentError(f"RegisterGraph on {self.task.task_name}: malformed "
+                                              f"graph: {e}") from None
+        part = _Partition(self, graph, list(spec.get("targets", [])))
+        handle = secrets.token_hex(8)
+        with self._lock:
+            self._parts[handle] = part
+        return handle
+
+    def run_graph(self, graph_handle: str, step_id: int, feeds: Mapping[str, Any],
+                  fetch_names: Sequence[str], options: bytes) -> RunResult:
+        part = self._part(graph_handle)
+        opts = json.loads(options or b"{}")
+        with part.lock:
+            fetches = [part.graph.get_tensor_by_name(n) for n in fetch_names]
+            fed = {part.graph.get_tensor_by_name(k): np.asarray(v) for k, v in feeds.items()}
+            plan = self._plan(part, fetches, fed)
+            part.resources.step_id = step_id
+            part.resources.timeout_s = float(opts.get("timeout_s", 60.0))
+            values = {plan.feed_slots[t]: part.devices[t.op.name].from_host(v)
+                      for t, v in fed.items()}
+            raw, stats = self.executor.run(plan, values, part.resources,
+                                           trace=bool(opts.get("trace")))
+        self._steps += 1
+        out = {t.name: to_fetch_value(v, part.devices[t.op.name], t.is_ref, t.op)
+               for t, v in zip(fetches, raw)}
+        meta = json.dumps({"step_stats": _with_transfers(stats, part.graph).to_dict()}) if stats else ""
+        return RunResult({k: np.asarray(v) for k, v in out.items()}, meta.encode())
+
+    def _plan(self, part: _Partition, fetches: list, fed: dict) -> Any:
+        key = (tuple(t.name for t in fetches), tuple(sorted(t.name for t in fed)))
+        plan = part.plans.get(key)
+        if plan is None:
+            plan = build_plan(part.graph.get_operations(), part.devices, fetches,
+                              part.targets, list(fed))
+            for node in plan.nodes:
+                node.ctx.resources = part.resources
+            part.plans[key] = plan
+        return plan
+
+    def _part(self, handle: str) -> _Partition:
+        part = self._parts.get(handle)
+        if part is None:
+            raise errors.AbortedError(f"Graph handle is not found: {handle!r} on task "
+                                      f"{self.task.task_name}",
+                                      hint="the task restarted since the session registered its "
+                                           "graph; run the step again (a new session re-registers).")
+        return part
+
+    def pull(self, step_id: int, attrs: dict, device: Device, pending: Any,
+             timeout: float) -> None:
+        """Fetch a ``_Recv``'s tensor on a pool thread and resolve ``pending`` with it."""
+        def work() -> None:
+            try:
+                if attrs["src_task"] == self.task.task_name:
+                    value, _ = self.rendezvous.recv(step_id, attrs["key"], timeout)
+                else:
+                    worker = self.task.client.worker(attrs["src_address"], attrs["src_task"])
+                    value, _ = worker.recv_tensor(step_id, attrs["key"], timeout=timeout)
+                pending.resolve(device.from_host(np.asarray(value)))
+            except BaseException as e:  # noqa: BLE001 (reported through the step)
+                pending.resolve(error=e)
+        self.pool.submit(work)
+
+    def cleanup_graph(self, step_id: int) -> None:
+        self.rendezvous.abort_step(step_id, errors.AbortedError(
+            f"Step {step_id} was aborted on {self.task.task_name}"))
+        self.rendezvous.cleanup_step(step_id)
+
+    def deregister_graph(self, graph_handle: str) -> None:
+        with self._lock:
+            self._parts.pop(graph_handle, None)
+
+    def cleanup_all(self, containers: Sequence[str]) -> None:
+        self.rendezvous.abort_all()
+        self.resources.clear()
+
+    def put_tensor(self, step_id: int, key: str, value: Any, is_dead: bool = False) -> None:
+        self.rendezvous.send(step_id, key, value, is_dead)
+
+    def recv_tensor(self, step_id: int, key: str, timeout: float) -> tuple[Any, bool]:
+        return self.rendezvous.recv(step_id, key, timeout)
+
+    # ---- master role ------------------------------------------------------------------
+    def create_session(self, graph_def: bytes, config: bytes) -> str:
+        from .master import MasterSession
+        cfg = ConfigProto.from_dict(json.loads(config or b"{}"))
+        graph = graph_from_json(graph_def)
+        sess = MasterSession(self, graph, cfg)
+        sess.connect()
+        handle = secrets.token_hex(8)
+        with self._lock:
+            self._sessions[handle] = sess
+        return handle
+
+    def extend_session(self, session_handle: str, graph_def: bytes,
+                       current_graph_version: int) -> int:
+        sess = self._session(session_handle)
+        if current_graph_version != sess.graph.version:
+            raise errors.FailedPreconditionError(
+                f"Graph version {current_graph_version} does not match the session's "
+                f"{sess.graph.version}", hint="create a new session.")
+        graph_from_json(graph_def, sess.graph)
+        return sess.graph.version
+
+    def run_step(self, session_handle: str, feeds: Mapping[str, Any], fetches: Sequence[str],
+                 targets: Sequence[str], options: bytes) -> RunResult:
+        return self._session(session_handle).run(feeds, fetches, targets,
+                                                 json.loads(options or b"{}"))
+
+    def close_session(self, session_handle: str) -> None:
+        with self._lock:
+            sess = self._sessions.pop(session_handle, None)
+        if sess is not None:
+            sess.close()
+
+    def list_devices(self, session_handle: str) -> tuple[list[dict], list[dict]]:
+        sess = self._sessions.get(session_handle)
+        remote = [_attrs(d) for d in sess.devices if d.name not in self._by_name] if sess else []
+        return self.get_status(), remote
+
+    def reset(self, containers: Sequence[str], device_filters: Sequence[str]) -> None:
+        with self._lock:
+            sessions, self._sessions = list(self._sessions.values()), {}
+        for s in sessions:
+            s.close()
+        from .master import cluster_targets
+        for name, address in cluster_targets(self.task, list(device_filters)):
+            if name == self.task.task_name:
+                self.cleanup_all(containers)
+            else:
+                try:
+                    self.task.client.worker(address, name).cleanup_all(containers)
+                except errors.UnavailableError:
+                    pass
+
+    def close(self) -> None:
+        self.rendezvous.abort_all(errors.CancelledError(
+            f"Task {self.task.task_name} is shutting down"))
+        self.executor.close()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+    def _session(self, handle: str) -> Any:
+        sess = self._sessions.get(handle)
+        if sess is None:
+            raise errors.AbortedError(f"Session {handle} is not found on "
+                                      f"{self.task.task_name}",
+                                      hint="the master task restarted or the session was "
+                                           "closed; create a new session.")
+        return sess
+
+
+def _config(value: Any) -> ConfigProto:
+    if isinstance(value, ConfigProto):
+        return value
+    if isinstance(value, (bytes, str)) and value:
+        return ConfigProto.from_dict(json.loads(value))
+    if isinstance(value, dict):
+        return ConfigProto.from_dict(value)
+    return ConfigProto()
+
+
+def _attrs(d: Device) -> dict:
+    return {"name": d.name, "device_type": d.device_type, "memory_limit": d.memory_limit,
+            "physical_device_desc": d.description, "incarnation": 1}
+
+
+def _with_transfers(stats: StepStats, graph: Graph) -> StepStats:
+    """Report each finished ``_Recv`` as a cross-task transfer (and hide ``_Send``)."""
+    for ds in stats.dev_stats:
+        keep = []
+        for n in ds.node_stats:
+            if n.op == "_Recv":
+                attrs = graph.get_operation_by_name(n.node_name).attrs
+                stats.transfers.append(TransferStats(
+                    attrs["tensor"], attrs["src_device"], ds.device, attrs["tensor"].split(":")[0],
+                    n.node_name, n.all_start_micros, n.all_end_rel_micros, n.output_bytes))
+            elif n.op != "_Send":
+                keep.append(n)
+        ds.node_stats = keep
+    return stats

@@ -1,0 +1,224 @@
+"""A master session: one client's graph, placed and run over the cluster's tasks.
+
+State: the client's ``graph`` (extended by ExtendSession), ``config``, the tasks it talks to
+(``targets``: task name -> address, chosen by ``device_filters``), their ``devices``, the
+current ``placement`` and the graph version it was made for, ``pinned`` stateful placements,
+and ``registered``: per (fetches, feeds, targets) the worker graph handles of each part.
+
+A step: place (if the graph grew) -> partition (cached) -> RunGraph on every part in parallel
+under one step id -> fetches + merged step stats + the placement log (printed by the client,
+so it appears in the notebook). Any failure aborts the step on every task it reached.
+"""
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from concurrent.futures import FIRST_EXCEPTION, wait
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from tfteach import errors
+from tfteach.framework.device_spec import DeviceSpec
+from tfteach.runtime import placer
+from tfteach.runtime.config import ConfigProto, StepStats
+from tfteach.runtime.plan import needed_ops
+from tfteach.runtime.session import device_mapping_text
+
+from .client import wait_for_tasks
+from .engine_api import RunResult, TaskInfo, as_run_result
+from .partition import Partitioner
+
+
+def cluster_targets(task: TaskInfo, device_filters: list[str]) -> list[tuple[str, str]]:
+    """``(task name, address)`` of every task matching ``device_filters`` (all if none)."""
+    filters = [DeviceSpec.from_string(f) for f in device_filters]
+    out = []
+    for job in task.cluster.jobs:
+        for i in task.cluster.task_indices(job):
+            spec = DeviceSpec(job, 0, i)
+            if not filters or any(f.compatible(spec) for f in filters):
+                name = f"/job:{job}/replica:0/task:{i}"
+                address = task.address if name == task.task_name else task.cluster.task_address(job, i)
+                out.append((name, address))
+    return out
+
+
+class MasterSession:
+    """See the module docstring."""
+
+    def __init__(self, engine: Any, graph: Any, config: ConfigProto) -> None:
+        self.engine = engine
+        self.graph = graph
+        self.config = config
+        self.targets: dict[str, str] = {}
+        self.devices: list = []
+        self.placement: placer.Placement | None = None
+        self.placed_version = -1
+        self.pinned: dict[str, str] = {}
+        self.registered: dict[tuple, list] = {}
+        self.lock = threading.Lock()
+        self.log: list[str] = []
+
+    # ---- CreateSession ---------------------------------------------------------------
+    def connect(self) -> None:
+        """Wait for the filtered tasks (TF's logged wait), then collect their devices."""
+        from .graph_engine import _RemoteDevice
+        me = self.engine.task
+        self.targets = dict(cluster_targets(me, self.config.device_filters))
+        others = [(n, a) for n, a in self.targets.items() if n != me.task_name]
+        answers = wait_for_tasks(me.client, others, self.config.operation_timeout_in_ms or None)
+        devices = [d for d in self.engine.devices if me.task_name in self.targets]
+        for name, _ in others:
+            devices += [_RemoteDevice(a) for a in answers[name]["devices"]]
+        filters = [DeviceSpec.from_string(f) for f in self.config.device_filters]
+        self.devices = [d for d in devices if not filters or any(f.compatible(d.spec)
+                                                                 for f in filters)]
+        if self.config.log_device_placement:
+            self.log.append(device_mapping_text(self.devices))
+
+    # ---- RunStep ----------------------------------------------------------------------
+    def run(self, feeds: Mapping[str, Any], fetches: Sequence[str], targets: Sequence[str],
+            options: dict) -> RunResult:
+        with self.lock:
+            self._place()
+            fetch_t = [self.graph.get_tensor_by_name(n) for n in fetches]
+            fed = {self.graph.get_tensor_by_name(k): np.asarray(v) for k, v in feeds.items()}
+            target_ops = [self.graph.get_operation_by_name(n) for n in targets]
+            parts = self._register(fetch_t, fed, target_ops)
+            log, self.log = self.log, []
+        step_id = secrets.randbits(62) or 1
+        tensors, stats = self._run_parts(parts, step_id, fed, options)
+        for t, v in fed.items():
+            if t.name in fetches:
+                tensors[t.name] = v
+        meta = {"log": log, "placement": {n: d.name for n, d in self.placement.devices.items()}}
+        if stats is not None:
+            meta["step_stats"] = stats.to_dict()
+        return RunResult(tensors, json.dumps(meta).encode())
+
+    def _place(self) -> None:
+        if self.placed_version == self.graph.version:
+            return
+        me = self.engine.task
+        ops = self.graph.get_operations()
+        self.placement = placer.place(ops, self.devices, self.config.allow_soft_placement,
+                                      self.pinned, DeviceSpec(me.job_name, 0, me.task_index))
+        for op in ops:
+            if op.op_def.stateful:
+                self.pinned.setdefault(op.name, self.placement.devices[op.name].name)
+        self.placed_version = self.graph.version
+        self.registered.clear()
+        if self.config.log_device_placement:
+            self.log.extend(self.placement.log_lines())
+
+    def _register(self, fetches: list, fed: dict, targets: list) -> list:
+        key = (tuple(t.name for t in fetches), tuple(sorted(t.name for t in fed)),
+               tuple(op.name for op in targets))
+        if key in self.registered:
+            return self.registered[key]
+        need = needed_ops([t.op for t in fetches if t not in fed] + targets, set(fed))
+        ops = [op for op in self.graph.get_operations() if op._id in need]
+        parts = Partitioner(self.placement.devices, self.targets).run(ops, set(fed), fetches)
+        registered = []
+        for task, part in parts.items():
+            worker = self._worker(task)
+            config = json.dumps({"targets": part.targets()}).encode()
+            handle = worker.register_graph(json.dumps(part.graph_def()).encode(), config, "")
+            registered.append((task, worker, handle, part))
+        self.registered[key] = registered
+        return registered
+
+    def _worker(self, task: str) -> Any:
+        if task == self.engine.task.task_name:
+            return _LocalWorker(self.engine)
+        return self.engine.task.client.worker(self.targets[task], task)
+
+    def _run_parts(self, parts: list, step_id: int, fed: dict, options: dict) -> tuple:
+        timeout_s = (options.get("timeout_in_ms") or self.config.operation_timeout_in_ms
+                     or 60000) / 1000
+        opts = json.dumps({"trace": bool(options.get("trace")), "timeout_s": timeout_s}).encode()
+        futures = []
+        for task, worker, handle, part in parts:
+            feeds = {ph: fed[self.graph.get_tensor_by_name(src)] for ph, src in part.feeds.items()}
+            futures.append((task, worker, self.engine.pool.submit(
+                worker.run_graph, handle, step_id, feeds, part.fetches, opts)))
+        done, _ = wait([f for _, _, f in futures], return_when=FIRST_EXCEPTION)
+        if any(f.exception() is not None for f in done):
+            self._abort(parts, step_id)
+        tensors: dict = {}
+        stats = StepStats() if options.get("trace") else None
+        failures = []
+        for task, worker, fut in futures:
+            try:
+                out, meta = fut.result()
+                tensors.update(out)
+                _merge_stats(stats, meta)
+            except Exception as e:  # noqa: BLE001 (the step fails with the root cause)
+                failures.append(e)
+        self._cleanup(parts, step_id)
+        if failures:
+            raise _root_cause(failures)
+        return tensors, stats
+
+    def _abort(self, parts: list, step_id: int) -> None:
+        for _, worker, _, _ in parts:
+            self.engine.pool.submit(_quietly, worker.cleanup_graph, step_id)
+
+    def _cleanup(self, parts: list, step_id: int) -> None:
+        for _, worker, _, _ in parts:
+            _quietly(worker.cleanup_graph, step_id)
+
+    def close(self) -> None:
+        for registered in self.registered.values():
+            for _, worker, handle, _ in registered:
+                _quietly(worker.deregister_graph, handle)
+        self.registered.clear()
+
+
+class _LocalWorker:
+    """This task's own worker role, called directly (no RPC) with the client's signature."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+
+    def register_graph(self, graph_def: bytes, config: bytes, session_handle: str) -> str:
+        return self.engine.register_graph(graph_def, config, session_handle)
+
+    def run_graph(self, handle: str, step_id: int, feeds: dict, fetches: list,
+                  options: bytes) -> tuple:
+        result = as_run_result(self.engine.run_graph(handle, step_id, feeds, fetches, options))
+        return dict(result.tensors), result.metadata
+
+    def cleanup_graph(self, step_id: int) -> None:
+        self.engine.cleanup_graph(step_id)
+
+    def deregister_graph(self, handle: str) -> None:
+        self.engine.deregister_graph(handle)
+
+
+def _merge_stats(stats: StepStats | None, meta: bytes) -> None:
+    if stats is None or not meta:
+        return
+    part = StepStats.from_dict(json.loads(meta)["step_stats"])
+    stats.dev_stats.extend(part.dev_stats)
+    stats.transfers.extend(part.transfers)
+
+
+def _root_cause(failures: list[Exception]) -> Exception:
+    """The error that caused the others: aborts and cancellations follow from it."""
+    def rank(e: Exception) -> int:
+        if isinstance(e, errors.UnavailableError):
+            return 0
+        if isinstance(e, (errors.AbortedError, errors.CancelledError)):
+            return 2
+        return 1
+    return min(failures, key=rank)
+
+
+def _quietly(fn: Any, *args: Any) -> None:
+    try:
+        fn(*args)
+    except Exception:  # noqa: BLE001 (cleanup of a task that may be gone)
+        pass

@@ -1,0 +1,136 @@
+"""Cutting a placed graph into one graph def per task (TF's ``SplitByWorker``).
+
+Input: the ops a step needs (topological order), their assigned devices, the fed tensors.
+Output: ``{task_name: TaskPart}``, where each part holds a graph def (every node pinned to its
+assigned full device name), the feed keys it expects and the fetch names it returns.
+
+Rules:
+- an edge whose ends are on two tasks becomes ``_Send`` (producer's device) + ``_Recv``
+  (first consumer's device), one ``_Recv`` per (tensor, destination task);
+- a control edge across tasks sends a dummy scalar: ``Const`` (with the control input) ->
+  ``_Send`` -> ``_Recv``, and the ``_Recv`` becomes the control input;
+- a fed tensor becomes a ``Placeholder`` in each task that consumes it; the master feeds it;
+- every ``_Send`` and every op without a consumer in its part is a target of that part.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tfteach.framework import dtypes
+from tfteach.framework.graph import Operation, Tensor
+from tfteach.framework.graph_io import node_to_dict
+from tfteach.framework.tensor_shape import TensorShape
+
+
+_ZERO_F32 = {"array": "AAAAAA==", "dtype": "<f4", "shape": []}   # float32 0.0, base64
+
+
+def task_of(device_name: str) -> str:
+    """``/job:w/replica:0/task:1/device:CPU:0`` -> ``/job:w/replica:0/task:1``."""
+    return device_name.rsplit("/device:", 1)[0]
+
+
+@dataclass
+class TaskPart:
+    task: str
+    nodes: list = field(default_factory=list)
+    names: set = field(default_factory=set)
+    feeds: dict = field(default_factory=dict)       # placeholder tensor name -> fed tensor name
+    fetches: list = field(default_factory=list)     # tensor names this part returns
+    consumed: set = field(default_factory=set)
+
+    def add(self, node: dict) -> None:
+        self.nodes.append(node)
+        self.names.add(node["name"])
+
+    def graph_def(self) -> dict:
+        return {"version": 1, "node": self.nodes}
+
+    def targets(self) -> list[str]:
+        return [n["name"] for n in self.nodes
+                if n["name"] not in self.consumed or n["op"] == "_Send"]
+
+
+class Partitioner:
+    """Builds the per-task graph defs of one step (see the module docstring)."""
+
+    def __init__(self, placement: dict, addresses: dict) -> None:
+        self.placement = placement        # op name -> Device
+        self.addresses = addresses        # task name -> host:port
+        self.parts: dict[str, TaskPart] = {}
+        self.recvs: dict[tuple, str] = {}
+
+    def part(self, task: str) -> TaskPart:
+        if task not in self.parts:
+            self.parts[task] = TaskPart(task)
+        return self.parts[task]
+
+    def run(self, ops: list[Operation], fed: set[Tensor], fetches: list[Tensor]) -> dict:
+        for op in ops:
+            self._add_op(op, fed)
+        for t in fetches:
+            if t not in fed:
+                self.part(task_of(self.placement[t.op.name].name)).fetches.append(t.name)
+        return self.parts
+
+    def _add_op(self, op: Operation, fed: set[Tensor]) -> None:
+        dev = self.placement[op.name].name
+        part = self.part(task_of(dev))
+        node = node_to_dict(op, dev)
+        node["colocation"] = []
+        node["input"] = [self._input(t, part, dev, fed) for t in op.inputs]
+        node["input"] += [self._control(c, part, dev) for c in op.control_inputs]
+        part.add(node)
+
+    def _input(self, t: Tensor, part: TaskPart, dev: str, fed: set[Tensor]) -> str:
+        if t in fed:
+            name = f"_feed/{t.op.name}_{t.value_index}"
+            if name not in part.names:
+                part.add(_placeholder(name, t, dev))
+                part.feeds[f"{name}:0"] = t.name
+            return f"{name}:0"
+        src_dev = self.placement[t.op.name].name
+        if task_of(src_dev) == part.task:
+            part.consumed.add(t.op.name)
+            return t.name
+        return self._recv(t.name, t.dtype, t.shape, src_dev, part, dev) + ":0"
+
+    def _control(self, c: Operation, part: TaskPart, dev: str) -> str:
+        src_dev = self.placement[c.name].name
+        if task_of(src_dev) == part.task:
+            part.consumed.add(c.name)
+            return f"^{c.name}"
+        src_part = self.part(task_of(src_dev))
+        const = f"_ctl/{c.name}"
+        if const not in src_part.names:
+            src_part.add({"name": const, "op": "Const", "device": src_dev, "input": [f"^{c.name}"],
+                          "attr": {"value": _ZERO_F32,
+                                   "dtype": {"dtype": "float32"}}, "colocation": []})
+            src_part.consumed.add(c.name)
+        return "^" + self._recv(f"{const}:0", dtypes.float32, TensorShape([]), src_dev, part, dev)
+
+    def _recv(self, tensor: str, dtype, shape, src_dev: str, part: TaskPart, dev: str) -> str:
+        key = (tensor, part.task)
+        if key in self.recvs:
+            return self.recvs[key]
+        rkey = f"{src_dev};0000000000000001;{dev};{tensor};0:0"
+        src_part = self.part(task_of(src_dev))
+        src_part.consumed.add(tensor.rsplit(":", 1)[0])
+        dst = part.task.strip("/").replace("/", "_").replace(":", "")
+        src_part.add({"name": f"_send/{tensor.replace(':', '_')}/to_{dst}", "op": "_Send",
+                      "device": src_dev, "input": [tensor], "colocation": [],
+                      "attr": {"key": rkey, "T": {"dtype": dtype.name}}})
+        name = f"_recv/{tensor.replace(':', '_')}"
+        part.add({"name": name, "op": "_Recv", "device": dev, "input": [], "colocation": [],
+                  "attr": {"key": rkey, "dtype": {"dtype": dtype.name},
+                           "shape": {"shape": None if shape.dims is None else list(shape.dims)},
+                           "src_device": src_dev, "src_task": task_of(src_dev),
+                           "src_address": self.addresses[task_of(src_dev)], "tensor": tensor}})
+        self.recvs[key] = name
+        return name
+
+
+def _placeholder(name: str, t: Tensor, dev: str) -> dict:
+    shape = None if t.shape.dims is None else list(t.shape.dims)
+    return {"name": name, "op": "Placeholder", "device": dev, "input": [], "colocation": [],
+            "attr": {"dtype": {"dtype": t.dtype.name}, "shape": {"shape": shape}}}

@@ -1,0 +1,144 @@
+"""``Session("grpc://host:port")``: a client session whose master is a cluster task.
+
+The client keeps the graph; the master gets it on the first run (CreateSession) and the new
+ops whenever it grew (ExtendSession). Each ``run`` is one RunStep with feeds, fetches and
+targets by name. What the master reports for the learner (the ``Device mapping`` header and
+the placement log when ``log_device_placement`` is on) is printed here, on the client's
+stdout, so it shows in the notebook. While CreateSession waits for tasks that do not answer,
+the client prints TF's waiting line every 10 s with a hint; after
+``operation_timeout_in_ms`` the master gives up with UnavailableError.
+
+Tokens: ``TFTEACH_CLUSTER_TOKEN`` from the environment, or the token of a LocalCluster started
+in this process whose task owns the address (``remember_token``).
+"""
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from typing import Any
+
+import numpy as np
+
+from tfteach import errors
+from tfteach.framework.graph_io import graph_to_json
+from tfteach.runtime.config import ConfigProto, RunMetadata, RunOptions, StepStats
+from tfteach.runtime.session import BaseSession
+
+from . import security
+from .client import ClusterClient, strip_scheme
+
+_tokens: dict[str, str] = {}
+_clients: dict[str, ClusterClient] = {}
+_lock = threading.Lock()
+WAIT_LOG_PERIOD_S = 10.0
+
+
+def remember_token(address: str, token: str) -> None:
+    """Let sessions in this process reach ``address`` with ``token`` (LocalCluster calls it)."""
+    with _lock:
+        _tokens[strip_scheme(address)] = token
+        _clients.pop(strip_scheme(address), None)
+
+
+def client_for(address: str) -> ClusterClient:
+    address = strip_scheme(address)
+    with _lock:
+        client = _clients.get(address)
+        if client is None:
+            token = _tokens.get(address) or security.token_from_env()
+            client = _clients[address] = ClusterClient(token, security.TLSConfig.from_env())
+        return client
+
+
+class RemoteSession(BaseSession):
+    """A session run by a cluster's master task."""
+
+    def __init__(self, target: str, graph: Any = None, config: ConfigProto | None = None) -> None:
+        super().__init__(target, graph, config)
+        self.address = strip_scheme(target)
+        self._master = client_for(self.address).master(self.address)
+        self._handle: str | None = None
+        self._sent = 0
+        self._lock = threading.RLock()
+
+    def _ensure_session(self) -> None:
+        ops = self.graph.get_operations()
+        if self._handle is None:
+            self._handle = self._create(graph_to_json(ops))
+            self._sent = len(ops)
+        elif len(ops) > self._sent:
+            self._master.extend_session(self._handle, graph_to_json(ops[self._sent:]), self._sent)
+            self._sent = len(ops)
+
+    def _create(self, graph_def: bytes) -> str:
+        config = json.dumps(self.config.to_dict()).encode()
+        done = threading.Event()
+        waiter = threading.Thread(target=self._say_waiting, args=(done,), daemon=True)
+        waiter.start()
+        try:
+            handle, _ = self._master.create_session(graph_def, config)
+            return handle
+        finally:
+            done.set()
+
+    def _say_waiting(self, done: threading.Event) -> None:
+        while not done.wait(WAIT_LOG_PERIOD_S):
+            print(f"CreateSession still waiting for response from the workers of "
+                  f"grpc://{self.address}\nHint: is every task of the cluster started? is each "
+                  "address right? (the master task's log names the missing task)", flush=True)
+
+    def _run_flat(self, tensors: list, targets: list, feeds: dict, options: RunOptions,
+                  run_metadata: RunMetadata | None) -> list:
+        with self._lock:
+            self._ensure_session()
+            trace = options.trace_level >= RunOptions.FULL_TRACE and run_metadata is not None
+            opts = json.dumps({"trace": trace, "timeout_in_ms": options.timeout_in_ms}).encode()
+            fetches = list(dict.fromkeys(t.name for t in tensors if t is not None))
+            out, meta = self._master.run_step(self._handle, {t.name: v for t, v in feeds.items()},
+                                              fetches, [op.name for op in targets], opts)
+        info = json.loads(meta or b"{}")
+        if info.get("log"):
+            print("\n".join(info["log"]), file=sys.stdout)
+        if run_metadata is not None:
+            run_metadata.placement = info.get("placement", {})
+            if "step_stats" in info:
+                run_metadata.step_stats = StepStats.from_dict(info["step_stats"])
+        return [None if t is None else _value(out[t.name]) for t in tensors]
+
+    def list_devices(self) -> list:
+        from tfteach.runtime.session import DeviceAttributes
+        with self._lock:
+            self._ensure_session()
+            local, remote = self._master.list_devices(self._handle)
+        return [_Attrs(d) for d in sorted(local + remote, key=lambda d: d["name"])]
+
+    def close(self) -> None:
+        if not getattr(self, "_closed", True) and self._handle is not None:
+            try:
+                self._master.close_session(self._handle)
+            except errors.OpError:
+                pass
+        super().close()
+
+    @staticmethod
+    def reset(target: str, containers: list | None = None, config: Any = None) -> None:
+        address = strip_scheme(target)
+        filters = list(getattr(config, "device_filters", []) or [])
+        client_for(address).master(address).reset(containers or [], filters)
+
+
+class _Attrs:
+    def __init__(self, d: dict) -> None:
+        self.name = d["name"]
+        self.device_type = d["device_type"]
+        self.memory_limit_bytes = d["memory_limit"]
+        self.incarnation = d.get("incarnation", 0)
+
+    def __repr__(self) -> str:
+        return f"_DeviceAttributes({self.name}, {self.device_type}, {self.memory_limit_bytes})"
+
+
+def _value(v: Any) -> Any:
+    v = np.asarray(v) if not isinstance(v, np.ndarray) else v
+    return v[()] if v.ndim == 0 else v

@@ -1,0 +1,54 @@
+"""``_Send`` and ``_Recv``: the ops that carry a tensor from one task to another.
+
+The master cuts every cross-task edge into a ``_Send`` in the producer's partition and a
+``_Recv`` in the consumer's, both with the same rendezvous ``key`` (TF's format:
+``send_device;incarnation;recv_device;tensor_name;0:0``). ``_Send`` leaves the value in its
+task's rendezvous; ``_Recv`` pulls it with RecvTensor (shared memory between processes on
+one host). ``_Recv`` is a waiting kernel: it returns a ``Pending`` and a pool thread does the
+pull, so it never blocks a device thread. Kernels reach their task's engine through
+``ctx.resources`` (a ``StepResources``: the task's container plus the current step id).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from tfteach.framework.registry import ALL_TYPES, register_op
+from tfteach.ops.common import no_output_fn
+from tfteach.runtime.executor import Pending
+
+
+def _send_kernel(ctx: Any, value: Any) -> None:
+    res = ctx.resources
+    res.engine.rendezvous.send(res.step_id, ctx.attrs["key"], ctx.device.to_host(value))
+
+
+def _recv_kernel(ctx: Any) -> Pending:
+    res = ctx.resources
+    pending = Pending()
+    res.engine.pull(res.step_id, ctx.attrs, ctx.device, pending, res.timeout_s)
+    return pending
+
+
+register_op("_Send", no_output_fn, _send_kernel, gpu_types=ALL_TYPES, stateful=True)
+register_op("_Recv", lambda op: [(op.attrs["dtype"], op.attrs["shape"])], _recv_kernel,
+            gpu_types=ALL_TYPES, dtype_attr="dtype", stateful=True, is_async=True)
+
+
+class StepResources:
+    """What kernels of a registered partition see: the task's container and the step id."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+        self.step_id = 0
+        self.timeout_s = 60.0
+
+    def variable(self, *args: Any) -> Any:
+        return self.engine.resources.variable(*args)
+
+    def rng(self, *args: Any) -> Any:
+        return self.engine.resources.rng(*args)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.engine.resources, name)
