@@ -38,7 +38,8 @@ from tfteach.ops.state_ops import (Variable, all_variables, assign, assign_add, 
                                    trainable_variables, variables_initializer)
 from tfteach.runtime.config import (ConfigProto, GPUOptions, GraphOptions, RunMetadata,
                                     RunOptions)
-from tfteach.runtime.session import (InteractiveSession, Session, get_default_session)
+from tfteach.runtime.session import (InteractiveSession, Session, get_default_session,
+                                     register_target_factory)
 
 __version__ = "0.1.0"
 sub = subtract
@@ -89,11 +90,35 @@ _LAZY = {"train": "tfteach.train", "nn": "tfteach.nn", "layers": "tfteach.layers
          "initializers": "tfteach.initializers", "lessons": "tfteach.lessons"}
 
 
+def _grpc_session(target, graph=None, config=None):
+    from tfteach.distributed.remote_session import RemoteSession
+    return RemoteSession(target, graph, config)
+
+
+def _grpc_reset(target, containers=None, config=None):
+    from tfteach.distributed.remote_session import RemoteSession
+    RemoteSession.reset(target, containers, config)
+
+
+register_target_factory("grpc://", _grpc_session, _grpc_reset)
+
+
+def _attach_cluster_api(train_module):
+    """``tf.train.ClusterSpec``/``Server`` live in tfteach.distributed (train cannot import it)."""
+    from tfteach.distributed import cluster_spec, graph_engine, server
+    from tfteach.distributed.engine_api import set_engine_factory
+    set_engine_factory(graph_engine.GraphEngine)
+    train_module.ClusterSpec = cluster_spec.ClusterSpec
+    train_module.Server = server.Server
+
+
 def __getattr__(name):
     """Submodules load on first use, so `import tfteach` stays fast."""
     if name in _LAZY:
         import importlib
         module = importlib.import_module(_LAZY[name])
+        if name == "train":
+            _attach_cluster_api(module)
         globals()[name] = module
         return module
     raise AttributeError(f"module 'tfteach' has no attribute '{name}'")

@@ -42,6 +42,7 @@ class Pending:
         self._lock = threading.Lock()
         self._result: tuple | None = None
         self.on_cancel: Callable[[], None] | None = None
+        self.started_ns: int | None = None
 
     def resolve(self, value: Any = None, error: BaseException | None = None) -> None:
         with self._lock:
@@ -227,7 +228,11 @@ class Executor:
             if dev.speed < 1.0:
                 time.sleep((t_op - t0) * (1.0 / dev.speed - 1.0) / 1e9)
             if step.trace:
-                step.records.append((node, t0, t_op, _now(), threading.get_ident(), _nbytes(out)))
+                if isinstance(out, Pending):
+                    out.started_ns = t0
+                else:
+                    step.records.append((node, t0, t_op, _now(), threading.get_ident(),
+                                         _nbytes(out)))
             return out
         return node.kernel(node.ctx, *args)
 
@@ -282,6 +287,10 @@ class Executor:
                 return
             if step.error is not None:
                 return
+            if step.trace and pending.started_ns is not None:
+                t1 = _now()
+                step.records.append((node, pending.started_ns, t1, t1, threading.get_ident(),
+                                     _nbytes(value)))
             stack: list[int] = []
             self._finish(step, node, value, stack, None)
             for i in stack:

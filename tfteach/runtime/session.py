@@ -31,11 +31,15 @@ from tfteach.runtime.plan import build_plan
 from tfteach.runtime.resources import ResourceMgr
 
 _remote_factories: dict[str, Callable] = {}
+_remote_resets: dict[str, Callable] = {}
 
 
-def register_target_factory(prefix: str, factory: Callable) -> None:
-    """Let ``Session(target)`` for targets starting with ``prefix`` be built by ``factory``."""
+def register_target_factory(prefix: str, factory: Callable, reset: Callable | None = None) -> None:
+    """Let ``Session(target)`` for targets starting with ``prefix`` be built by ``factory``
+    (and ``Session.reset(target)`` be done by ``reset``)."""
     _remote_factories[prefix] = factory
+    if reset is not None:
+        _remote_resets[prefix] = reset
 
 
 # ---- default session stack ----------------------------------------------------------------
@@ -169,6 +173,15 @@ class Session(BaseSession):
 
     def list_devices(self) -> list[DeviceAttributes]:
         return [DeviceAttributes(d) for d in sorted(self.devices, key=lambda d: d.name)]
+
+    @staticmethod
+    def reset(target: str, containers: list | None = None, config: Any = None) -> None:
+        """Clear the resource containers (variables) of a cluster's tasks, closing sessions."""
+        for prefix, reset in _remote_resets.items():
+            if target.startswith(prefix):
+                return reset(target, containers, config)
+        raise ValueError(f"Session.reset needs a cluster target such as 'grpc://host:port', "
+                         f"got {target!r} (a local session's variables end with the session).")
 
     def close(self) -> None:
         if not getattr(self, "_closed", True):
