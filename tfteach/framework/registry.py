@@ -76,8 +76,28 @@ def get(op_type: str) -> OpDef:
 
 
 def set_gradient(op_type: str, grad: Callable) -> None:
-    """Attach a gradient function to an op type (used next to the op's registration)."""
+    """Attach a gradient function to an op type (used next to the op's registration).
+
+    ``grad(op, *output_grads) -> [input_grad or None per input]``, TF's convention.
+    """
     get(op_type).grad = grad
+
+
+def NOT_DIFFERENTIABLE(op: Any, *grads: Any) -> list:
+    """The gradient of an op that has none: no gradient reaches any of its inputs."""
+    return [None] * len(op.inputs)
+
+
+def not_differentiable(*op_types: str) -> None:
+    """TF's ``ops.NotDifferentiable``: gradients stop at these ops (no LookupError)."""
+    for op_type in op_types:
+        get(op_type).grad = NOT_DIFFERENTIABLE
+
+
+def has_gradient(op_type: str) -> bool:
+    """Whether ``op_type`` has a real gradient function (not None, not NOT_DIFFERENTIABLE)."""
+    grad = get(op_type).grad
+    return grad is not None and grad is not NOT_DIFFERENTIABLE
 
 
 def registered_types() -> Iterable[str]:

@@ -1,20 +1,22 @@
 """Array ops: creation, shape and type changes.
 
-Each op is registered once with its shape function and its kernel (against ``xp``), side by
-side; gradients for these ops live in ``tfteach.ops.gradients_impl`` via ``set_gradient``
-next to their math. Ops: Const, Placeholder, PlaceholderWithDefault, Identity, StopGradient,
-Fill, ZerosLike, OnesLike, Shape, Size, Rank, Reshape, Transpose, ConcatV2, Split, Cast,
-ExpandDims, Squeeze, Pack, Tile, Slice.
+Each op is registered once with its shape function, its kernel (against ``xp``) and its
+gradient (``set_gradient`` right after the registration; TF's ``grad(op, *grads)``
+convention), side by side. Ops: Const, Placeholder, PlaceholderWithDefault, Identity,
+StopGradient, Fill, ZerosLike, OnesLike, Shape, Size, Rank, Reshape, Transpose, ConcatV2,
+ConcatOffset, Split, Cast, ExpandDims, Squeeze, Pack, Unpack, Tile, Range, Slice, Pad,
+BroadcastTo, BroadcastGradientArgs, InvertPermutation.
 """
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 import numpy as np
 
 from tfteach.framework import dtypes
 from tfteach.framework.graph import Tensor, get_default_graph
-from tfteach.framework.registry import ALL_TYPES, register_op
+from tfteach.framework.registry import ALL_TYPES, not_differentiable, register_op, set_gradient
 from tfteach.framework.tensor_shape import TensorShape, as_shape, unknown_shape
 from tfteach.ops.common import (axis_list, const_value, convert_to_tensor, graph_of,
                                 same_dtype, same_shape_fn, shape_error)
@@ -95,6 +97,7 @@ def placeholder(dtype: Any, shape: Any = None, name: str | None = None) -> Tenso
 
 register_op("PlaceholderWithDefault", lambda op: [(op.inputs[0].dtype, op.attrs["shape"])],
             lambda ctx, x: x, gpu_types=ALL_TYPES, dtype_attr="dtype")
+set_gradient("PlaceholderWithDefault", lambda op, grad: [grad])
 
 
 def placeholder_with_default(input: Any, shape: Any, name: str | None = None) -> Tensor:
@@ -106,6 +109,8 @@ def placeholder_with_default(input: Any, shape: Any, name: str | None = None) ->
 # ---- Identity, StopGradient --------------------------------------------------------------
 register_op("Identity", same_shape_fn, lambda ctx, x: x, gpu_types=ALL_TYPES)
 register_op("StopGradient", same_shape_fn, lambda ctx, x: x, gpu_types=ALL_TYPES)
+set_gradient("Identity", lambda op, grad: [grad])
+not_differentiable("StopGradient")
 
 
 def identity(input: Any, name: str | None = None) -> Tensor:
@@ -135,6 +140,14 @@ def _fill_kernel(ctx, dims, value):
 register_op("Fill", _fill_shape, _fill_kernel)
 
 
+def _fill_grad(op, grad):
+    from tfteach.ops.math_ops import reduce_sum
+    return [None, reduce_sum(grad)]
+
+
+set_gradient("Fill", _fill_grad)
+
+
 def fill(dims: Any, value: Any, name: str | None = None) -> Tensor:
     g = graph_of([dims, value])
     with g.as_default():
@@ -162,6 +175,7 @@ def _filled(shape: Any, dtype: Any, value: int, name: str) -> Tensor:
 
 register_op("ZerosLike", same_shape_fn, lambda ctx, x: ctx.xp.zeros_like(x))
 register_op("OnesLike", same_shape_fn, lambda ctx, x: ctx.xp.ones_like(x))
+not_differentiable("ZerosLike", "OnesLike")
 
 
 def zeros_like(tensor: Any, dtype: Any = None, name: str | None = None) -> Tensor:
@@ -181,6 +195,7 @@ register_op("Size", lambda op: [(dtypes.int32, TensorShape([]))],
             lambda ctx, x: np.array(x.size, dtype=np.int32), host_kernel=True)
 register_op("Rank", lambda op: [(dtypes.int32, TensorShape([]))],
             lambda ctx, x: np.array(x.ndim, dtype=np.int32), host_kernel=True)
+not_differentiable("Shape", "Size", "Rank")
 
 
 def shape(input: Any, name: str | None = None, out_type: Any = dtypes.int32) -> Tensor:
@@ -225,6 +240,20 @@ def _reshape_kernel(ctx, x, s):
 register_op("Reshape", _reshape_shape, _reshape_kernel, gpu_types=ALL_TYPES)
 
 
+def shape_of(t: Tensor) -> Any:
+    """``t``'s shape: a constant list when fully known, else a ``Shape`` op (for gradients)."""
+    if t.shape.is_fully_defined():
+        return t.shape.as_list()
+    return shape(t)
+
+
+def _reshape_grad(op, grad):
+    return [reshape(grad, shape_of(op.inputs[0])), None]
+
+
+set_gradient("Reshape", _reshape_grad)
+
+
 def reshape(tensor: Any, shape: Any, name: str | None = None) -> Tensor:
     t = convert_to_tensor(tensor)
     with t.graph.as_default():
@@ -246,6 +275,25 @@ def _transpose_shape(op):
 
 register_op("Transpose", _transpose_shape,
             lambda ctx, x, p: ctx.xp.transpose(x, tuple(int(i) for i in ctx.device.to_host(p))))
+
+
+def _transpose_grad(op, grad):
+    perm = const_value(op.inputs[1])
+    inverse = (np.argsort(perm).astype(np.int32) if perm is not None
+               else invert_permutation(op.inputs[1]))
+    return [transpose(grad, inverse), None]
+
+
+set_gradient("Transpose", _transpose_grad)
+
+register_op("InvertPermutation", same_shape_fn,
+            lambda ctx, p: np.argsort(ctx.device.to_host(p)).astype(np.int32), host_kernel=True)
+not_differentiable("InvertPermutation")
+
+
+def invert_permutation(x: Any, name: str | None = None) -> Tensor:
+    t = convert_to_tensor(x, dtype=dtypes.int32)
+    return _create("InvertPermutation", [t], {"T": t.dtype}, name or "InvertPermutation").outputs[0]
 
 
 def transpose(a: Any, perm: Any = None, name: str = "transpose") -> Tensor:
@@ -286,6 +334,35 @@ register_op("ConcatV2", _concat_shape,
             lambda ctx, *xs: ctx.xp.concatenate(xs[:-1], axis=int(ctx.device.to_host(xs[-1]))))
 
 
+def _concat_grad(op, grad):
+    """Each input's slice of ``grad``, at offsets from ``ConcatOffset`` (as TF does)."""
+    *values, axis = op.inputs
+    shapes = [shape(v) for v in values]
+    offsets = op.graph.create_op("ConcatOffset", [axis] + shapes, {"N": len(values)},
+                                 name="ConcatOffset").outputs
+    return [slice_(grad, o, s) for o, s in zip(offsets, shapes)] + [None]
+
+
+set_gradient("ConcatV2", _concat_grad)
+
+
+def _concat_offset_kernel(ctx, axis, *shapes):
+    shapes = [np.asarray(ctx.device.to_host(s)) for s in shapes]
+    ax = int(ctx.device.to_host(axis)) % max(len(shapes[0]), 1)
+    out, at = [], 0
+    for s in shapes:
+        offset = np.zeros_like(s)
+        offset[ax] = at
+        at += int(s[ax])
+        out.append(offset)
+    return tuple(out)
+
+
+register_op("ConcatOffset", lambda op: [(dtypes.int32, t.shape) for t in op.inputs[1:]],
+            _concat_offset_kernel, host_kernel=True)
+not_differentiable("ConcatOffset")
+
+
 def concat(values: list, axis: int, name: str = "concat") -> Tensor:
     ts = [convert_to_tensor(v) for v in values]
     same_dtype("ConcatV2", ts, "values")
@@ -317,6 +394,7 @@ def _split_shape(op):
 register_op("Split", _split_shape,
             lambda ctx, a, x: tuple(ctx.xp.split(x, ctx.attrs["num_split"],
                                                  axis=int(ctx.device.to_host(a)))))
+set_gradient("Split", lambda op, *grads: [None, concat(list(grads), op.inputs[0])])
 
 
 def split(value: Any, num_or_size_splits: int, axis: int = 0, name: str = "split") -> list:
@@ -336,6 +414,15 @@ def _cast_kernel(ctx, x):
 
 register_op("Cast", lambda op: [(op.attrs["DstT"], op.inputs[0].shape)], _cast_kernel,
             dtype_attr="SrcT")
+
+
+def _cast_grad(op, grad):
+    if op.attrs["SrcT"].is_floating and op.attrs["DstT"].is_floating:
+        return [cast(grad, op.attrs["SrcT"])]
+    return [None]
+
+
+set_gradient("Cast", _cast_grad)
 
 
 def cast(x: Any, dtype: Any, name: str | None = None) -> Tensor:
@@ -365,6 +452,7 @@ def _expand_shape(op):
 register_op("ExpandDims", _expand_shape,
             lambda ctx, x, a: ctx.xp.expand_dims(x, int(ctx.device.to_host(a))),
             gpu_types=ALL_TYPES)
+set_gradient("ExpandDims", lambda op, grad: [reshape(grad, shape_of(op.inputs[0])), None])
 
 
 def expand_dims(input: Any, axis: int, name: str | None = None) -> Tensor:
@@ -386,6 +474,7 @@ def _squeeze_shape(op):
 register_op("Squeeze", _squeeze_shape,
             lambda ctx, x: ctx.xp.squeeze(x, axis=tuple(ctx.attrs["squeeze_dims"]) or None),
             gpu_types=ALL_TYPES)
+set_gradient("Squeeze", lambda op, grad: [reshape(grad, shape_of(op.inputs[0]))])
 
 
 def squeeze(input: Any, axis: Any = None, name: str | None = None) -> Tensor:
@@ -406,6 +495,39 @@ def _pack_shape(op):
 
 
 register_op("Pack", _pack_shape, lambda ctx, *xs: ctx.xp.stack(xs, axis=ctx.attrs["axis"]))
+set_gradient("Pack", lambda op, grad: unstack(grad, num=len(op.inputs), axis=op.attrs["axis"]))
+
+
+def _unpack_shape(op):
+    x = op.inputs[0]
+    n = op.attrs["num"]
+    if x.shape.dims is None:
+        return [(x.dtype, unknown_shape())] * n
+    dims = list(x.shape.dims)
+    ax = op.attrs["axis"] % len(dims)
+    if dims[ax] is not None and dims[ax] != n:
+        raise shape_error(op, f"Dimension must be {n} but is {dims[ax]}")
+    del dims[ax]
+    return [(x.dtype, TensorShape(dims))] * n
+
+
+def _unpack_kernel(ctx, x):
+    ax = ctx.attrs["axis"]
+    return tuple(ctx.xp.take(x, i, axis=ax) for i in range(x.shape[ax]))
+
+
+register_op("Unpack", _unpack_shape, _unpack_kernel)
+set_gradient("Unpack", lambda op, *grads: [stack(list(grads), axis=op.attrs["axis"])])
+
+
+def unstack(value: Any, num: int | None = None, axis: int = 0, name: str = "unstack") -> list:
+    """Split ``value`` along ``axis`` into ``num`` tensors of one rank less."""
+    t = convert_to_tensor(value)
+    if num is None:
+        num = t.shape.dims[axis] if t.shape.dims is not None else None
+        if num is None:
+            raise ValueError(f"Cannot infer num from shape {t.shape}")
+    return list(_create("Unpack", [t], {"T": t.dtype, "num": num, "axis": axis}, name).outputs)
 
 
 def stack(values: list, axis: int = 0, name: str = "stack") -> Tensor:
@@ -427,6 +549,18 @@ register_op("Tile", _tile_shape,
             lambda ctx, x, m: ctx.xp.tile(x, tuple(int(k) for k in ctx.device.to_host(m))))
 
 
+def _tile_grad(op, grad):
+    """Sum the tiles: view grad as [m0, d0, m1, d1, ...] and sum the m axes (TF's way)."""
+    from tfteach.ops.math_ops import reduce_sum
+    x, multiples = op.inputs
+    split_shape = reshape(transpose(stack([multiples, shape(x)])), [-1])
+    axes = range_(0, size(split_shape), 2)
+    return [reduce_sum(reshape(grad, split_shape), axes), None]
+
+
+set_gradient("Tile", _tile_grad)
+
+
 def tile(input: Any, multiples: Any, name: str | None = None) -> Tensor:
     t = convert_to_tensor(input)
     with t.graph.as_default():
@@ -446,6 +580,7 @@ def _range_shape(op):
 register_op("Range", _range_shape,
             lambda ctx, s, l, d: np.arange(s, l, d, dtype=ctx.attrs["Tidx"].np),
             dtype_attr="Tidx", host_kernel=True)
+not_differentiable("Range")
 
 
 def range_(start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None,
@@ -464,3 +599,146 @@ def range_(start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None,
 def range_to_rank(t: Tensor) -> Tensor:
     """All axes of ``t`` as a tensor, for reductions over a tensor of unknown rank."""
     return range_(0, rank(t), 1)
+
+
+# ---- Slice and Pad (each other's gradient) ------------------------------------------------
+def _host_ints(ctx, t) -> list[int]:
+    return [int(v) for v in np.atleast_1d(ctx.device.to_host(t))]
+
+
+def _slice_shape(op):
+    x, begin, size_t = op.inputs
+    b, sz = const_value(begin), const_value(size_t)
+    if b is None or sz is None or x.shape.dims is None:
+        return [(x.dtype, unknown_shape(x.shape.ndims))]
+    dims = [(None if d is None else d - int(bi)) if int(si) == -1 else int(si)
+            for d, bi, si in zip(x.shape.dims, b, sz)]
+    return [(x.dtype, TensorShape(dims))]
+
+
+def _slice_kernel(ctx, x, begin, size_t):
+    index = tuple(builtins.slice(b, None if s == -1 else b + s)
+                  for b, s in zip(_host_ints(ctx, begin), _host_ints(ctx, size_t)))
+    return x[index]
+
+
+register_op("Slice", _slice_shape, _slice_kernel, gpu_types=ALL_TYPES)
+
+
+def _slice_grad(op, grad):
+    from tfteach.ops.math_ops import subtract
+    x, begin, _ = op.inputs
+    after = subtract(subtract(shape(x), shape(op.outputs[0])), begin)
+    return [pad(grad, stack([begin, after], axis=1)), None, None]
+
+
+set_gradient("Slice", _slice_grad)
+
+
+def slice_(input_: Any, begin: Any, size: Any, name: str | None = None) -> Tensor:
+    """``tf.slice``: ``size[i]`` elements from ``begin[i]`` along each axis (-1: to the end)."""
+    t = convert_to_tensor(input_)
+    with t.graph.as_default():
+        b = convert_to_tensor(begin, dtype=dtypes.int32, name="begin")
+        s = convert_to_tensor(size, dtype=dtypes.int32, name="size")
+    return _create("Slice", [t, b, s], {"T": t.dtype, "Index": dtypes.int32},
+                   name or "Slice").outputs[0]
+
+
+def _pad_shape(op):
+    x, paddings = op.inputs
+    p = const_value(paddings)
+    if p is None or x.shape.dims is None:
+        return [(x.dtype, unknown_shape(x.shape.ndims))]
+    return [(x.dtype, TensorShape([None if d is None else d + int(a) + int(b)
+                                   for d, (a, b) in zip(x.shape.dims, np.asarray(p))]))]
+
+
+def _pad_kernel(ctx, x, paddings):
+    p = np.asarray(ctx.device.to_host(paddings)).reshape(-1, 2)
+    return ctx.xp.pad(x, [(int(a), int(b)) for a, b in p])
+
+
+register_op("Pad", _pad_shape, _pad_kernel)
+
+
+def _pad_grad(op, grad):
+    x, paddings = op.inputs
+    p = const_value(paddings)
+    if p is not None:
+        begin: Any = np.asarray(p, dtype=np.int32)[:, 0]
+    else:
+        begin = reshape(slice_(paddings, [0, 0], [-1, 1]), [-1])
+    return [slice_(grad, begin, shape_of(x)), None]
+
+
+set_gradient("Pad", _pad_grad)
+
+
+def pad(tensor: Any, paddings: Any, mode: str = "CONSTANT", name: str | None = None) -> Tensor:
+    """Zeros around ``tensor``: ``paddings[i] = [before, after]`` for axis i."""
+    if mode.upper() != "CONSTANT":
+        raise NotImplementedError("tfteach's pad supports mode='CONSTANT' only.")
+    t = convert_to_tensor(tensor)
+    with t.graph.as_default():
+        p = convert_to_tensor(paddings, dtype=dtypes.int32, name="paddings")
+    return _create("Pad", [t, p], {"T": t.dtype, "Tpaddings": dtypes.int32},
+                   name or "Pad").outputs[0]
+
+
+# ---- broadcasting --------------------------------------------------------------------------
+def _broadcast_to_shape(op):
+    x, s = op.inputs
+    target = const_value(s)
+    if target is None:
+        return [(x.dtype, unknown_shape(s.shape.dims[0] if s.shape.dims else None))]
+    return [(x.dtype, TensorShape([int(d) for d in np.atleast_1d(target)]))]
+
+
+register_op("BroadcastTo", _broadcast_to_shape,
+            lambda ctx, x, s: ctx.xp.broadcast_to(x, tuple(_host_ints(ctx, s))))
+
+
+def _broadcast_to_grad(op, grad):
+    from tfteach.ops.math_ops import sum_to
+    return [sum_to(grad, op.inputs[0], op.outputs[0]), None]
+
+
+set_gradient("BroadcastTo", _broadcast_to_grad)
+
+
+def broadcast_to(input: Any, shape: Any, name: str | None = None) -> Tensor:
+    """``input`` repeated along axes of size 1 (and new leading axes) to ``shape``."""
+    t = convert_to_tensor(input)
+    with t.graph.as_default():
+        s = convert_to_tensor(shape, dtype=dtypes.int32, name="shape")
+    return _create("BroadcastTo", [t, s], {"T": t.dtype, "Tidx": dtypes.int32},
+                   name or "BroadcastTo").outputs[0]
+
+
+def _broadcast_gradient_args_kernel(ctx, s0, s1):
+    """The axes each side was broadcast along (summing the gradient there undoes it)."""
+    a, b = _host_ints(ctx, s0), _host_ints(ctx, s1)
+    n = max(len(a), len(b))
+    a, b = [1] * (n - len(a)) + a, [1] * (n - len(b)) + b
+    for i in range(n):
+        if a[i] != b[i] and 1 not in (a[i], b[i]):
+            from tfteach.errors import InvalidArgumentError
+            raise InvalidArgumentError(f"Incompatible shapes: {a} vs. {b}", op=ctx.op,
+                                       hint="the two operands must broadcast against each other.")
+    r0 = [i for i in range(n) if a[i] == 1 and b[i] != 1]
+    r1 = [i for i in range(n) if b[i] == 1 and a[i] != 1]
+    return np.array(r0, dtype=np.int32), np.array(r1, dtype=np.int32)
+
+
+register_op("BroadcastGradientArgs",
+            lambda op: [(dtypes.int32, TensorShape([None]))] * 2,
+            _broadcast_gradient_args_kernel, host_kernel=True)
+not_differentiable("BroadcastGradientArgs")
+
+
+def broadcast_gradient_args(s0: Any, s1: Any, name: str | None = None) -> tuple:
+    a, b = convert_to_tensor(s0), convert_to_tensor(s1)
+    op = _create("BroadcastGradientArgs", [a, b], {"T": dtypes.int32},
+                 name or "BroadcastGradientArgs")
+    return op.outputs[0], op.outputs[1]

@@ -12,6 +12,7 @@ and Assign have no int32 GPU kernel, as in TF.
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from tfteach.framework import dtypes
@@ -216,6 +217,118 @@ for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__
     setattr(Variable, _name, _delegate(_name))
 
 register_tensor_conversion(Variable, lambda v, dtype: v._snapshot)
+
+
+# ---- optimizer updates: TF's training ops (stateful, ref inputs first, out of place) ---------
+def _locked(ctx: Any, ref: Any) -> Any:
+    """TF's ``use_locking``: hold the variable's lock for the whole read-modify-write."""
+    return ref.lock if ctx.attrs.get("use_locking") else contextlib.nullcontext()
+
+
+def _apply_gradient_descent(ctx, var, alpha, delta):
+    with _locked(ctx, var):
+        var.assign(var.read(ctx.op) - alpha * delta, ctx.op)
+    return var
+
+
+def _apply_momentum(ctx, var, accum, lr, grad, momentum):
+    op = ctx.op
+    with _locked(ctx, var):
+        a = accum.read(op) * momentum + grad
+        accum.assign(a, op)
+        step = grad * lr + a * momentum * lr if ctx.attrs["use_nesterov"] else lr * a
+        var.assign(var.read(op) - step, op)
+    return var
+
+
+def _apply_adagrad(ctx, var, accum, lr, grad):
+    op = ctx.op
+    with _locked(ctx, var):
+        a = accum.read(op) + grad * grad
+        accum.assign(a, op)
+        var.assign(var.read(op) - lr * grad / ctx.xp.sqrt(a), op)
+    return var
+
+
+def _apply_adam(ctx, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad):
+    op, xp = ctx.op, ctx.xp
+    with _locked(ctx, var):
+        lr_t = lr * xp.sqrt(1 - beta2_power) / (1 - beta1_power)
+        m_t = m.read(op) + (grad - m.read(op)) * (1 - beta1)
+        v_t = v.read(op) + (grad * grad - v.read(op)) * (1 - beta2)
+        m.assign(m_t, op)
+        v.assign(v_t, op)
+        direction = grad * (1 - beta1) + beta1 * m_t if ctx.attrs["use_nesterov"] else m_t
+        var.assign(var.read(op) - lr_t * direction / (xp.sqrt(v_t) + epsilon), op)
+    return var
+
+
+def _apply_rms_prop(ctx, var, ms, mom, lr, rho, momentum, epsilon, grad):
+    op = ctx.op
+    with _locked(ctx, var):
+        ms_t = ms.read(op) + (grad * grad - ms.read(op)) * (1 - rho)
+        mom_t = mom.read(op) * momentum + lr * grad / ctx.xp.sqrt(ms_t + epsilon)
+        ms.assign(ms_t, op)
+        mom.assign(mom_t, op)
+        var.assign(var.read(op) - mom_t, op)
+    return var
+
+
+def _apply_centered_rms_prop(ctx, var, mg, ms, mom, lr, rho, momentum, epsilon, grad):
+    op = ctx.op
+    with _locked(ctx, var):
+        mg_t = mg.read(op) + (grad - mg.read(op)) * (1 - rho)
+        ms_t = ms.read(op) + (grad * grad - ms.read(op)) * (1 - rho)
+        denom = ms_t - mg_t * mg_t + epsilon
+        mom_t = mom.read(op) * momentum + lr * grad / ctx.xp.sqrt(denom)
+        mg.assign(mg_t, op)
+        ms.assign(ms_t, op)
+        mom.assign(mom_t, op)
+        var.assign(var.read(op) - mom_t, op)
+    return var
+
+
+def _apply_shape(op):
+    var, grad = op.inputs[0], op.inputs[op.op_def.extra["grad_index"]]
+    if not var.shape.is_compatible_with(grad.shape):
+        raise ValueError(f"Shapes must be equal rank, but are {var.shape.ndims} and "
+                         f"{grad.shape.ndims}" if var.shape.ndims != grad.shape.ndims else
+                         f"var and grad do not have the same shape{var.shape.bracket()} "
+                         f"{grad.shape.bracket()} for '{op.name}' (op: '{op.type}').")
+    return [(var.dtype, var.shape)]
+
+
+# type -> (kernel, number of ref inputs, index of the gradient input); inputs in TF's order:
+# the refs first, then hyperparameters and the gradient.
+_TRAINING_OPS = {
+    "ApplyGradientDescent": (_apply_gradient_descent, 1, 2),
+    "ApplyMomentum": (_apply_momentum, 2, 3),
+    "ApplyAdagrad": (_apply_adagrad, 2, 3),
+    "ApplyAdam": (_apply_adam, 3, 9),
+    "ApplyRMSProp": (_apply_rms_prop, 3, 7),
+    "ApplyCenteredRMSProp": (_apply_centered_rms_prop, 4, 8),
+}
+for _type, (_kernel, _n_refs, _grad_index) in _TRAINING_OPS.items():
+    register_op(_type, _apply_shape, _kernel, gpu_types=frozenset(dtypes.FLOATS),
+                stateful=True, ref_inputs=tuple(range(_n_refs)), ref_output=True, cheap=False,
+                extra={"grad_index": _grad_index})
+
+
+def apply_update(op_type: str, refs: list, values: list, name: str | None = None,
+                 **attrs: Any) -> Tensor:
+    """Create training op ``op_type`` (e.g. ``ApplyAdam``) on variables ``refs``.
+
+    ``values`` are the op's other inputs in TF's order (hyperparameters and the gradient,
+    e.g. ``[lr, grad, momentum]`` for ApplyMomentum); Python numbers become constants of
+    the variable's dtype.
+    """
+    rs = [_ref_of(r) for r in refs]
+    g = rs[0].graph
+    with g.as_default():
+        vals = [convert_to_tensor(v, dtype=rs[0].dtype) for v in values]
+    attrs.setdefault("use_locking", False)
+    return g.create_op(op_type, rs + vals, {"T": rs[0].dtype, **attrs},
+                       name=name or op_type).outputs[0]
 
 
 # ---- collections and initializers -----------------------------------------------------------

@@ -1,0 +1,188 @@
+"""Reverse-mode autodiff over the graph: ``tf.gradients``.
+
+``gradients(ys, xs)`` adds the ops that compute d(sum ys)/dx for every x to the graph and
+returns them. It follows TF 1.x:
+
+1. The ops *between* xs and ys: reachable forward from the xs (through data edges, not
+   through ``stop_gradients``) and backward from the ys. Only they are differentiated.
+2. They are visited in reverse creation order (``op._id`` is a topological order), so every
+   consumer of a tensor has contributed its gradient before the tensor's producer is
+   visited. Several contributions to one tensor are summed with ``AddN``.
+3. Each op's registered gradient function ``grad(op, *output_grads)`` (TF's convention,
+   kept next to the op's kernel in ``tfteach.ops.*``) returns one gradient per input.
+   ``StopGradient`` and other non-differentiable ops return ``None``; an op on the path
+   with no gradient at all is a ``LookupError``.
+
+Names and places match TF: everything lives under ``gradients/`` (``gradients_1/`` for the
+next call) with one ``<op name>_grad/`` scope per op. Gradient ops take the current device
+scope, or, with ``colocate_gradients_with_ops=True``, the device and colocation group of
+their forward op. ``gate_gradients=True`` (an optimizer's ``GATE_OP``) makes the needed
+input gradients of a multi-input op wait for each other (``tuple/control_dependency``).
+
+State: none beyond the graph; all bookkeeping is local to one call.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator, Sequence
+
+from tfteach.framework.graph import Graph, Operation, Tensor
+from tfteach.ops import array_ops, math_ops
+from tfteach.ops.common import as_tensor_or_none, convert_to_tensor
+from tfteach.ops.control_ops import group
+
+
+def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
+              colocate_gradients_with_ops: bool = False, gate_gradients: bool = False,
+              aggregation_method: Any = None, stop_gradients: Any = None) -> list:
+    """The symbolic gradients of ``sum(ys)`` with respect to each of ``xs`` (None if unconnected)."""
+    ys, xs = _tensors(ys, "ys"), _tensors(xs, "xs")
+    stops = _tensors(stop_gradients, "stop_gradients") if stop_gradients is not None else []
+    g = ys[0].graph
+    with g.as_default(), g.name_scope(name or "gradients"):
+        between = _between_ops(g, ys, xs, {t.op for t in stops})
+        run = _Backprop(g, xs, between, colocate_gradients_with_ops, gate_gradients)
+        run.seed(ys, grad_ys)
+        for op in sorted(between, key=lambda o: o._id, reverse=True):
+            run.visit(op)
+        return [run.total(x) for x in xs]
+
+
+def _tensors(values: Any, what: str) -> list[Tensor]:
+    items = values if isinstance(values, (list, tuple)) else [values]
+    out = []
+    for v in items:
+        t = as_tensor_or_none(v)
+        if t is None:
+            raise TypeError(f"tf.gradients: every element of {what} must be a Tensor or a "
+                            f"Variable, got {v!r}.\nHint: pass the tensors the graph computed "
+                            "(e.g. the loss) and the variables to differentiate against.")
+        out.append(t)
+    if not out:
+        raise ValueError(f"tf.gradients needs at least one tensor in {what}.")
+    return out
+
+
+def _between_ops(g: Graph, ys: list[Tensor], xs: list[Tensor], stop_ops: set) -> set:
+    """Ops on some path from an x to a y (TF's ``reached`` ∩ reverse reachability)."""
+    reached: set[Operation] = set()
+    stack = [x.op for x in xs]
+    while stack:
+        op = stack.pop()
+        if op in reached or op in stop_ops:
+            continue
+        reached.add(op)
+        stack.extend(g._consumers.get(op._id, ()))
+    between: set[Operation] = set()
+    stack = [y.op for y in ys]
+    while stack:
+        op = stack.pop()
+        if op in between or op not in reached:
+            continue
+        between.add(op)
+        stack.extend(t.op for t in op.inputs)
+    return between
+
+
+class _Backprop:
+    """One call's bookkeeping: gradient contributions per tensor, summed on demand."""
+
+    def __init__(self, g: Graph, xs: list[Tensor], between: set, colocate: bool,
+                 gate: bool) -> None:
+        self.g = g
+        self.xs = set(xs)
+        self.between = between
+        self.colocate = colocate
+        self.gate = gate
+        self.parts: dict[Tensor, list[Tensor]] = {}
+        self.summed: dict[Tensor, Tensor | None] = {}
+
+    def seed(self, ys: list[Tensor], grad_ys: Any) -> None:
+        if grad_ys is None:
+            given = [None] * len(ys)
+        else:
+            given = list(grad_ys) if isinstance(grad_ys, (list, tuple)) else [grad_ys]
+        if len(given) != len(ys):
+            raise ValueError(f"Passed {len(given)} grad_ys for {len(ys)} ys")
+        for i, (y, gy) in enumerate(zip(ys, given)):
+            with self._placed(y.op):
+                self.parts.setdefault(y, []).append(self._seed_grad(i, y, gy))
+
+    @staticmethod
+    def _seed_grad(i: int, y: Tensor, gy: Any) -> Tensor:
+        if gy is None:
+            one = array_ops.constant(1, dtype=y.dtype, name=f"grad_ys_{i}")
+            return array_ops.fill(array_ops.shape(y), one)
+        t = convert_to_tensor(gy, dtype=y.dtype, name=f"grad_ys_{i}")
+        if not t.shape.is_compatible_with(y.shape):
+            raise ValueError(f"grad_ys[{i}] has shape {t.shape}, but ys[{i}] ('{y.name}') "
+                             f"has shape {y.shape}.")
+        return t
+
+    @contextlib.contextmanager
+    def _placed(self, op: Operation) -> Iterator[None]:
+        if self.colocate:
+            with self.g.colocate_with(op):
+                yield
+        else:
+            yield
+
+    def total(self, t: Tensor) -> Tensor | None:
+        """The summed gradient of ``t`` (created once, colocated like its producer's grads)."""
+        if t not in self.summed:
+            parts = self.parts.pop(t, [])
+            if not parts:
+                self.summed[t] = None
+            else:
+                with self._placed(t.op):
+                    self.summed[t] = parts[0] if len(parts) == 1 else math_ops.add_n(parts)
+        return self.summed[t]
+
+    def visit(self, op: Operation) -> None:
+        if not any(t.op in self.between or t in self.xs for t in op.inputs):
+            return  # a source of the path (an x's producer): nothing to send further back
+        out_grads = [self.total(t) for t in op.outputs]
+        if all(gr is None for gr in out_grads):
+            return
+        grad_fn = op.op_def.grad
+        if grad_fn is None:
+            raise LookupError(
+                f"No gradient defined for operation '{op.name}' (op type: {op.type})\n"
+                f"Hint: tf.gradients cannot go through {op.type}; wrap the part that needs "
+                "no gradient in tf.stop_gradient, or leave it out of the loss.")
+        with self.g.name_scope(op.name + "_grad"), self._placed(op):
+            out_grads = self._zeros_for_missing(op, out_grads)
+            in_grads = list(grad_fn(op, *out_grads))
+            if len(in_grads) != len(op.inputs):
+                raise ValueError(f"The gradient function of {op.type} returned "
+                                 f"{len(in_grads)} gradients for {len(op.inputs)} inputs "
+                                 f"(op '{op.name}').")
+            needed = [i for i, (t, gr) in enumerate(zip(op.inputs, in_grads))
+                      if gr is not None and (t.op in self.between or t in self.xs)]
+            if self.gate and len(needed) > 1:
+                gated = gate([in_grads[i] for i in needed])
+                for i, gr in zip(needed, gated):
+                    in_grads[i] = gr
+        for i in needed:
+            self.parts.setdefault(op.inputs[i], []).append(in_grads[i])
+
+    @staticmethod
+    def _zeros_for_missing(op: Operation, out_grads: list) -> list:
+        """TF passes zeros for float outputs that got no gradient (multi-output ops)."""
+        if len(out_grads) == 1:
+            return out_grads
+        return [array_ops.zeros_like(t) if gr is None and t.dtype.is_floating else gr
+                for t, gr in zip(op.outputs, out_grads)]
+
+
+def gate(tensors: Sequence[Tensor], name: str = "tuple") -> list[Tensor]:
+    """TF's ``tf.tuple``: identities of ``tensors`` that all wait for every one of them."""
+    g = tensors[0].graph
+    with g.name_scope(name):
+        barrier = group(*tensors)
+        out = []
+        with g.control_dependencies([barrier]):
+            for t in tensors:
+                with g.colocate_with(t.op):
+                    out.append(array_ops.identity(t, name="control_dependency"))
+        return out

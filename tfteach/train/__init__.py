@@ -1,0 +1,22 @@
+"""``tf.train``: optimizers, the global step, learning-rate decay and checkpoints.
+
+The cluster classes (``ClusterSpec``, ``Server``) belong to ``tfteach.distributed`` and are
+attached by the top-level package; this module never imports the distributed layer.
+"""
+from tfteach.framework.graph import GraphKeys
+from tfteach.train.checkpoint_format import CheckpointState
+from tfteach.train.learning_rate_decay import exponential_decay
+from tfteach.train.optimizer import Optimizer
+from tfteach.train.optimizers import (AdagradOptimizer, AdamOptimizer,
+                                      GradientDescentOptimizer, MomentumOptimizer,
+                                      RMSPropOptimizer)
+from tfteach.train.saver import (Saver, checkpoint_exists, get_checkpoint_state,
+                                 latest_checkpoint, list_variables, load_variable)
+from tfteach.train.training_util import (create_global_step, get_global_step,
+                                         get_or_create_global_step, global_step)
+
+__all__ = ["AdagradOptimizer", "AdamOptimizer", "CheckpointState", "GradientDescentOptimizer",
+           "GraphKeys", "MomentumOptimizer", "Optimizer", "RMSPropOptimizer", "Saver",
+           "checkpoint_exists", "create_global_step", "exponential_decay",
+           "get_checkpoint_state", "get_global_step", "get_or_create_global_step",
+           "global_step", "latest_checkpoint", "list_variables", "load_variable"]

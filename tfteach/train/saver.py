@@ -1,0 +1,214 @@
+"""``tf.train.Saver``: save variables to checkpoints and restore them.
+
+A ``Saver`` is built for a fixed list of variables (default: all global variables), each
+saved under a name (default: its op name, e.g. ``layer1/w``). At construction it adds the
+restore ops to the graph, under ``save/``: one placeholder and one ``Assign`` per variable
+(``save/Assign``, ``save/Assign_1``, ...) and ``save/restore_all``.
+
+- ``save(sess, path, global_step=N)`` fetches the values through ``sess`` (so it works for
+  variables on any device or task) and writes checkpoint ``path-N`` with
+  ``tfteach.train.checkpoint_format`` (NumPy arrays plus a JSON index, written atomically),
+  then records it in the directory's ``checkpoint`` state file and deletes the oldest
+  checkpoints beyond ``max_to_keep``.
+- ``restore(sess, path)`` reads the checkpoint, checks every variable against it first
+  (missing: ``NotFoundError``; other shape or dtype: ``InvalidArgumentError``, both naming
+  the variable), and only then assigns them all in one run.
+
+State: ``_last_checkpoints`` ([(prefix, time saved)], oldest first) and the time of the
+last checkpoint kept by ``keep_checkpoint_every_n_hours``.
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import numpy as np
+
+from tfteach.errors import InvalidArgumentError, NotFoundError
+from tfteach.framework.graph import GraphKeys, Tensor, get_default_graph
+from tfteach.ops import array_ops, state_ops
+from tfteach.ops.control_ops import group
+from tfteach.ops.state_ops import Variable
+from tfteach.train import checkpoint_format as ckpt
+
+
+class Saver:
+    """Saves and restores variables (TF 1.x ``tf.train.Saver``)."""
+
+    def __init__(self, var_list: Any = None, reshape: bool = False, sharded: bool = False,
+                 max_to_keep: int | None = 5, keep_checkpoint_every_n_hours: float = 10000.0,
+                 name: str | None = None, restore_sequentially: bool = False,
+                 saver_def: Any = None, builder: Any = None, defer_build: bool = False,
+                 allow_empty: bool = False, write_version: int = 2,
+                 pad_step_number: bool = False, save_relative_paths: bool = False,
+                 filename: str | None = None) -> None:
+        self._graph = get_default_graph()
+        self._vars = _named_variables(var_list, self._graph)
+        if not self._vars and not allow_empty:
+            raise ValueError("No variables to save")
+        self._max_to_keep = max_to_keep
+        self._keep_every_s = keep_checkpoint_every_n_hours * 3600.0
+        self._next_keep_time = time.time() + self._keep_every_s
+        self._pad_step_number = pad_step_number
+        self._last_checkpoints: list[tuple[str, float]] = []
+        self._placeholders: dict[str, Tensor] = {}
+        self._restore_op = self._build_restore(name or "save") if self._vars else None
+
+    def _build_restore(self, name: str) -> Any:
+        g = self._graph
+        assigns = []
+        with g.as_default(), g.name_scope(name):
+            for key, var in self._vars.items():
+                value = array_ops.placeholder(var.dtype, var.shape, name="restore_value")
+                self._placeholders[key] = value
+                assigns.append(state_ops.assign(var, value))
+            return group(*assigns, name="restore_all")
+
+    # ---- saving -------------------------------------------------------------------------
+    def save(self, sess: Any, save_path: str, global_step: Any = None,
+             latest_filename: str | None = None, meta_graph_suffix: str = "meta",
+             write_meta_graph: bool = True, write_state: bool = True, **unused: Any) -> str:
+        """Write a checkpoint of the variables' current values; returns its prefix."""
+        prefix = os.fspath(save_path)
+        if global_step is not None:
+            step = global_step if isinstance(global_step, (int, np.integer)) else \
+                int(sess.run(global_step))
+            prefix = f"{prefix}-{step:08d}" if self._pad_step_number else f"{prefix}-{step}"
+        names = list(self._vars)
+        values = sess.run([self._vars[n]._ref() for n in names]) if names else []
+        ckpt.write_checkpoint(prefix, dict(zip(names, values)))
+        self._remember(prefix)
+        if write_state:
+            ckpt.update_checkpoint_state(os.path.dirname(prefix) or ".", prefix,
+                                         [p for p, _ in self._last_checkpoints],
+                                         latest_filename or ckpt.STATE_FILENAME)
+        return prefix
+
+    def _remember(self, prefix: str) -> None:
+        """Add ``prefix`` as newest and delete the oldest beyond ``max_to_keep``."""
+        self._last_checkpoints = [(p, t) for p, t in self._last_checkpoints if p != prefix]
+        self._last_checkpoints.append((prefix, time.time()))
+        if not self._max_to_keep:
+            return
+        while len(self._last_checkpoints) > self._max_to_keep:
+            old, saved_at = self._last_checkpoints.pop(0)
+            if saved_at >= self._next_keep_time:
+                self._next_keep_time += self._keep_every_s
+                continue
+            ckpt.delete_checkpoint(old)
+
+    @property
+    def last_checkpoints(self) -> list[str]:
+        """Prefixes of the checkpoints this saver still keeps, oldest first."""
+        return [p for p, _ in self._last_checkpoints]
+
+    def set_last_checkpoints(self, last_checkpoints: list[str]) -> None:
+        self._last_checkpoints = [(p, time.time()) for p in last_checkpoints]
+
+    def recover_last_checkpoints(self, checkpoint_paths: list[str]) -> None:
+        """Adopt existing checkpoints (e.g. after a restart) so max_to_keep counts them."""
+        self.set_last_checkpoints([p for p in checkpoint_paths if ckpt.checkpoint_exists(p)])
+
+    # ---- restoring ----------------------------------------------------------------------
+    def restore(self, sess: Any, save_path: str | None) -> None:
+        """Set every variable to its value in checkpoint ``save_path`` (all or nothing)."""
+        if save_path is None:
+            raise ValueError("Can't load save_path when it is None.")
+        stored = ckpt.read_checkpoint(save_path)
+        feeds = {self._placeholders[key]: _checked(key, var, stored, save_path)
+                 for key, var in self._vars.items()}
+        if self._restore_op is not None:
+            sess.run(self._restore_op, feed_dict=feeds)
+
+    def as_saver_def(self) -> dict:
+        return {"restore_op_name": getattr(self._restore_op, "name", None),
+                "max_to_keep": self._max_to_keep, "version": 2}
+
+
+def _checked(key: str, var: Variable, stored: dict, path: str) -> np.ndarray:
+    """The checkpoint's value for ``var``, or a learner-readable error naming it."""
+    if key not in stored:
+        near = ", ".join(sorted(stored)[:10]) or "(none)"
+        raise NotFoundError(
+            f"Key {key} not found in checkpoint {path}: the graph's variable '{key}' was never "
+            f"saved there.", hint=f"the checkpoint holds: {near}. Restore with a Saver whose "
+            "var_list maps checkpoint names to variables, e.g. Saver({'old_name': v}), or "
+            "build the same model (same variable names) that wrote the checkpoint.")
+    value = stored[key]
+    want = var.shape.as_list() if var.shape.dims is not None else None
+    if want is not None and not var.shape.is_compatible_with(value.shape):
+        raise InvalidArgumentError(
+            f"Assign requires shapes of both tensors to match. lhs shape= {want} rhs shape= "
+            f"{list(value.shape)}: variable '{key}' has shape {want} in the graph but "
+            f"{list(value.shape)} in checkpoint {path}.",
+            hint="the model changed since the checkpoint was written; rebuild it with the "
+                 "same layer sizes, or restore only the unchanged variables (var_list=...).")
+    if value.dtype != var.dtype.np:
+        raise InvalidArgumentError(
+            f"tensor_name = {key}; expected dtype {var.dtype.name} does not equal original "
+            f"dtype {value.dtype.name} in checkpoint {path}.",
+            hint=f"create variable '{key}' with dtype={value.dtype.name}, as when it was saved.")
+    return value
+
+
+def _named_variables(var_list: Any, g: Any) -> dict:
+    """Checkpoint name -> Variable, from None (all globals), a list or a dict."""
+    if var_list is None:
+        var_list = g.get_collection(GraphKeys.GLOBAL_VARIABLES) + \
+            g.get_collection("saveable_objects")
+    if isinstance(var_list, dict):
+        items = list(var_list.items())
+    else:
+        items = [(_op_name(v), v) for v in var_list]
+    out: dict[str, Variable] = {}
+    for key, v in items:
+        if not isinstance(v, Variable):
+            raise TypeError(f"Variable to save is not a Variable: {v!r}\nHint: pass "
+                            "tf.Variable objects (or a dict of name -> tf.Variable).")
+        if key in out:
+            raise ValueError(f"At least two variables have the same name: {key}")
+        out[key] = v
+    return out
+
+
+def _op_name(v: Any) -> str:
+    return v.op.name if hasattr(v, "op") else str(v)
+
+
+def latest_checkpoint(checkpoint_dir: str, latest_filename: str | None = None) -> str | None:
+    """The prefix of the newest checkpoint in ``checkpoint_dir`` (None when there is none)."""
+    return ckpt.latest_checkpoint(checkpoint_dir, latest_filename or ckpt.STATE_FILENAME)
+
+
+def get_checkpoint_state(checkpoint_dir: str, latest_filename: str | None = None) -> Any:
+    return ckpt.get_checkpoint_state(checkpoint_dir, latest_filename or ckpt.STATE_FILENAME)
+
+
+def checkpoint_exists(checkpoint_prefix: str) -> bool:
+    return ckpt.checkpoint_exists(checkpoint_prefix)
+
+
+def list_variables(ckpt_dir_or_file: str) -> list[tuple[str, list[int]]]:
+    """[(name, shape)] of the variables in a checkpoint (or a directory's newest one)."""
+    prefix = _resolve(ckpt_dir_or_file)
+    return [(e.name, list(e.shape)) for e in sorted(ckpt.read_index(prefix).values())]
+
+
+def load_variable(ckpt_dir_or_file: str, name: str) -> np.ndarray:
+    """One variable's saved value."""
+    stored = ckpt.read_checkpoint(_resolve(ckpt_dir_or_file))
+    if name not in stored:
+        raise NotFoundError(f"Key {name} not found in checkpoint {ckpt_dir_or_file}",
+                            hint=f"saved names: {', '.join(sorted(stored)) or '(none)'}.")
+    return stored[name]
+
+
+def _resolve(ckpt_dir_or_file: str) -> str:
+    if os.path.isdir(ckpt_dir_or_file):
+        found = latest_checkpoint(ckpt_dir_or_file)
+        if found is None:
+            raise ValueError(f"Couldn't find 'checkpoint' file or checkpoints in given "
+                             f"directory {ckpt_dir_or_file}")
+        return found
+    return ckpt_dir_or_file
