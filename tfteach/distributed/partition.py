@@ -88,6 +88,7 @@ class Partitioner:
             if name not in part.names:
                 part.add(_placeholder(name, t, dev))
                 part.feeds[f"{name}:0"] = t.name
+            part.consumed.add(name)
             return f"{name}:0"
         src_dev = self.placement[t.op.name].name
         if task_of(src_dev) == part.task:

@@ -1,0 +1,160 @@
+"""grpc:// sessions on real in-process servers over loopback: partitioning, transfers,
+containers that outlive sessions, device filters, placement logs and failures."""
+import socket
+
+import numpy as np
+import pytest
+
+import tfteach as tf
+from tfteach.distributed.cluster_spec import ClusterSpec
+from tfteach.distributed.graph_engine import GraphEngine
+from tfteach.distributed.server import Server
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120)]
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def cluster(monkeypatch):
+    """1 ps + 2 workers as in-process servers running the graph engine (CPU only)."""
+    monkeypatch.setenv("TFTEACH_VIRTUAL_GPUS", "0")
+    spec = ClusterSpec({"ps": [f"localhost:{_port()}"],
+                        "worker": [f"localhost:{_port()}", f"localhost:{_port()}"]})
+    servers = {(j, i): Server(spec, job_name=j, task_index=i, engine_factory=GraphEngine)
+               for j, i in (("ps", 0), ("worker", 0), ("worker", 1))}
+    yield servers
+    for s in servers.values():
+        s.stop()
+
+
+def test_seed_host_and_workers_example(cluster):
+    """matmul on one task, log on another, summed where the session lives."""
+    with tf.device("/job:worker/task:0"):
+        a = tf.constant([[1.0, 2.0]], name="a")
+        b = tf.constant([[3.0], [4.0]], name="b")
+        c = tf.constant(5.0, name="c")
+        mm = tf.matmul(a, b)
+    with tf.device("/job:worker/task:1"):
+        lg = tf.log(100.0 + c)
+    out = mm + lg
+    with tf.Session(cluster["worker", 0].target) as sess:
+        np.testing.assert_allclose(sess.run(out), [[11.0 + np.log(105.0)]], rtol=1e-6)
+
+
+def test_placement_log_prints_full_task_names(cluster, capsys):
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(1.0, name="v")
+    with tf.device("/job:worker/task:1"):
+        y = v * 2.0
+    sess = tf.Session(cluster["worker", 0].target, config=tf.ConfigProto(log_device_placement=True))
+    sess.run(v.initializer)
+    assert sess.run(y) == 2.0
+    out = capsys.readouterr().out
+    assert "v: (VariableV2): /job:ps/replica:0/task:0/device:CPU:0" in out
+    assert "mul: (Mul): /job:worker/replica:0/task:1/device:CPU:0" in out
+
+
+def test_ops_without_device_go_to_the_masters_task(cluster):
+    c = tf.constant(1.0, name="c") + 1.0
+    md = tf.RunMetadata()
+    tf.Session(cluster["worker", 1].target).run(c, run_metadata=md)
+    assert md.placement[c.op.name] == "/job:worker/replica:0/task:1/device:CPU:0"
+
+
+def test_variables_outlive_sessions_until_reset(cluster):
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(1.0, name="v")
+    target = cluster["worker", 0].target
+    with tf.Session(target) as s1:
+        s1.run(v.initializer)
+        s1.run(v.assign(7.0))
+    with tf.Session(cluster["worker", 1].target) as s2:
+        assert s2.run(v) == 7.0
+    tf.Session.reset(target)
+    with tf.Session(target) as s3, pytest.raises(tf.errors.FailedPreconditionError,
+                                                 match="uninitialized value v"):
+        s3.run(v)
+
+
+def test_cross_task_transfers_are_in_step_stats(cluster):
+    with tf.device("/job:ps/task:0"):
+        w = tf.constant(np.ones((4, 4), np.float32), name="w")
+    with tf.device("/job:worker/task:1"):
+        y = tf.reduce_sum(w * 2.0)
+    md = tf.RunMetadata()
+    out = tf.Session(cluster["worker", 0].target).run(
+        y, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=md)
+    assert out == 32.0
+    [t] = [t for t in md.step_stats.transfers if t.tensor_name == "w:0"]
+    assert t.src_device.startswith("/job:ps/replica:0/task:0") and t.bytes == 64
+    assert t.dst_device.startswith("/job:worker/replica:0/task:1")
+    devices = {d.device for d in md.step_stats.dev_stats}
+    assert "/job:worker/replica:0/task:1/device:CPU:0" in devices
+
+
+def test_feeds_cross_tasks(cluster):
+    x = tf.placeholder(tf.float32, [None, 2], name="x")
+    with tf.device("/job:worker/task:1"):
+        y = tf.reduce_sum(x, axis=1)
+    with tf.device("/job:ps/task:0"):
+        z = y * 10.0
+    sess = tf.Session(cluster["worker", 0].target)
+    assert sess.run(z, {x: [[1, 2], [3, 4]]}).tolist() == [30.0, 70.0]
+    assert sess.run([z, x], {x: [[1, 1]]})[1].tolist() == [[1.0, 1.0]]
+
+
+def test_control_dependencies_cross_tasks(cluster):
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(0.0, name="v")
+        bump = tf.assign_add(v, 1.0)
+    with tf.device("/job:worker/task:1"):
+        with tf.control_dependencies([bump]):
+            done = tf.no_op(name="done")
+    sess = tf.Session(cluster["worker", 0].target)
+    sess.run(v.initializer)
+    sess.run(done)
+    sess.run(done)
+    assert sess.run(v) == 2.0
+
+
+def test_graph_growth_is_sent_to_the_master(cluster):
+    sess = tf.Session(cluster["worker", 0].target)
+    a = tf.constant(2.0)
+    assert sess.run(a) == 2.0
+    b = a * 3.0
+    assert sess.run(b) == 6.0
+
+
+def test_device_filters_limit_the_tasks(cluster):
+    with tf.device("/job:worker/task:1"):
+        c = tf.constant(1.0) + 1.0
+    cfg = tf.ConfigProto(device_filters=["/job:worker/task:0"])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="explicitly assigned to /job:worker/task:1"):
+        tf.Session(cluster["worker", 0].target, config=cfg).run(c)
+    sess = tf.Session(cluster["worker", 0].target, config=cfg)
+    assert [d.name for d in sess.list_devices()] == ["/job:worker/replica:0/task:0/device:CPU:0"]
+
+
+def test_a_stopped_task_fails_the_step_with_unavailable_naming_it(cluster):
+    with tf.device("/job:worker/task:1"):
+        c = tf.constant(1.0) + 1.0
+    sess = tf.Session(cluster["worker", 0].target)
+    assert sess.run(c) == 2.0
+    cluster["worker", 1].stop()
+    with pytest.raises(tf.errors.UnavailableError, match="task:1"):
+        sess.run(c)
+    with tf.device("/job:ps/task:0"):
+        d = tf.constant(3.0) * 1.0
+    assert sess.run(d) == 3.0      # the surviving tasks keep working
+
+
+def test_unknown_job_in_cluster_session(cluster):
+    with tf.device("/job:nope"):
+        c = tf.constant(1.0) + 1.0
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Hint:"):
+        tf.Session(cluster["worker", 0].target).run(c)
