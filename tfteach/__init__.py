@@ -14,11 +14,18 @@ from tfteach.framework.dtypes import (DType, as_dtype, bool_ as bool, double, fl
 from tfteach.framework.graph import (Graph, GraphKeys, Operation, Tensor, get_default_graph,
                                      reset_default_graph)
 from tfteach.framework.tensor_shape import TensorShape
-from tfteach.ops.array_ops import (cast, concat, constant, expand_dims, fill, identity, ones,
-                                   ones_like, placeholder, placeholder_with_default, rank,
-                                   reshape, shape, size, split, squeeze, stack, stop_gradient,
-                                   tile, to_float, transpose, zeros, zeros_like)
+from tfteach.initializers import (constant_initializer, glorot_normal_initializer,
+                                  glorot_uniform_initializer, ones_initializer,
+                                  random_normal_initializer, random_uniform_initializer,
+                                  truncated_normal_initializer, variance_scaling_initializer,
+                                  zeros_initializer)
+from tfteach.ops.array_ops import (broadcast_to, cast, concat, constant, expand_dims, fill,
+                                   identity, invert_permutation, ones, ones_like, pad,
+                                   placeholder, placeholder_with_default, rank, reshape, shape,
+                                   size, split, squeeze, stack, stop_gradient, tile, to_float,
+                                   transpose, unstack, zeros, zeros_like)
 from tfteach.ops.array_ops import range_ as range
+from tfteach.ops.array_ops import slice_ as slice
 from tfteach.ops.common import convert_to_tensor
 from tfteach.ops.control_ops import group, no_op
 from tfteach.ops.control_ops import tuple_ as tuple
@@ -28,7 +35,9 @@ from tfteach.ops.math_ops import (abs, add, add_n, argmax, argmin, div, divide, 
                                   minimum, multiply, negative, not_equal, pow, reciprocal,
                                   reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum,
                                   rsqrt, sign, sqrt, square, squared_difference, subtract,
-                                  truediv)
+                                  truediv, floor, where)
+from tfteach.ops.gradients_impl import gradients
+from tfteach.ops.nn_ops import sigmoid, tanh
 from tfteach.ops.random_ops import (random_normal, random_uniform, set_random_seed,
                                     truncated_normal)
 from tfteach.ops.state_ops import (Variable, all_variables, assign, assign_add, assign_sub,
@@ -36,6 +45,8 @@ from tfteach.ops.state_ops import (Variable, all_variables, assign, assign_add, 
                                    initialize_all_variables, is_variable_initialized,
                                    local_variables, local_variables_initializer,
                                    trainable_variables, variables_initializer)
+from tfteach.ops.variable_scope import (AUTO_REUSE, VariableScope, get_local_variable,
+                                        get_variable, get_variable_scope, variable_scope)
 from tfteach.runtime.config import (ConfigProto, GPUOptions, GraphOptions, RunMetadata,
                                     RunOptions)
 from tfteach.runtime.session import (InteractiveSession, Session, get_default_session,
