@@ -1,0 +1,87 @@
+"""The ``tfteach`` command: ``tfteach lessons copy DIR``, ``tfteach lessons path``, ``tfteach devices``.
+
+Lessons ship inside the wheel (``tfteach/lessons_data``) and sit in the repository's
+``lessons/`` for an editable install; ``lessons copy`` writes them with outputs and
+execution counts cleared, so a teacher hands out fresh notebooks.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+_COPIED_FILES = ("README.md", "sanitize.cfg")
+
+
+def lessons_dir() -> Path:
+    """Where the lessons are: inside the installed package, else the repository checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "lessons_data", here.parent / "lessons"):
+        if candidate.is_dir() and any(candidate.glob("*.ipynb")):
+            return candidate
+    raise FileNotFoundError("tfteach's lessons were not found (neither in the installed package "
+                            "nor next to it). Reinstall tfteach from its repository.")
+
+
+def strip_outputs(notebook: dict) -> dict:
+    """A copy of a notebook (nbformat 4 JSON) with outputs and execution counts removed."""
+    nb = json.loads(json.dumps(notebook))
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") == "code":
+            cell["outputs"] = []
+            cell["execution_count"] = None
+    return nb
+
+
+def copy_lessons(dest: Path, overwrite: bool = False) -> list[Path]:
+    """Copy every lesson (without outputs) and the syllabus into ``dest``."""
+    src = lessons_dir()
+    dest.mkdir(parents=True, exist_ok=True)
+    written = []
+    for path in sorted(src.glob("*.ipynb")) + [src / n for n in _COPIED_FILES if (src / n).exists()]:
+        target = dest / path.name
+        if target.exists() and not overwrite:
+            raise FileExistsError(f"{target} already exists; use --overwrite to replace it")
+        if path.suffix == ".ipynb":
+            target.write_text(json.dumps(strip_outputs(json.loads(path.read_text())), indent=1) + "\n")
+        else:
+            shutil.copyfile(path, target)
+        written.append(target)
+    return written
+
+
+def _devices() -> None:
+    from tfteach import config
+    for d in config.list_devices():
+        print(f"{d.name}  {d.memory_limit >> 20} MiB  {d.description or d.device_type}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tfteach", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    lessons = sub.add_parser("lessons", help="the lesson notebooks")
+    lsub = lessons.add_subparsers(dest="action", required=True)
+    copy = lsub.add_parser("copy", help="copy the lessons, without outputs, into DIR")
+    copy.add_argument("dir", type=Path)
+    copy.add_argument("--overwrite", action="store_true")
+    lsub.add_parser("path", help="print where the lessons are")
+    sub.add_parser("devices", help="list the devices a session would get here")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "devices":
+            _devices()
+        elif args.action == "path":
+            print(lessons_dir())
+        else:
+            for path in copy_lessons(args.dir, args.overwrite):
+                print(path)
+    except (FileNotFoundError, FileExistsError) as e:
+        print(f"tfteach: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
