@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-TRANSPORT_ENGINE = "tfteach.distributed.default_engine:TransportEngine"
+from dist_helpers import TRANSPORT_ENGINE
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -22,6 +22,7 @@ def _private_registry(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch):
+    """No inherited token, TLS or engine choice."""
     for name in ("TFTEACH_CLUSTER_TOKEN", "TFTEACH_ENGINE", "TFTEACH_TLS_CERT",
                  "TFTEACH_TLS_KEY", "TFTEACH_TLS_CA"):
         monkeypatch.delenv(name, raising=False)

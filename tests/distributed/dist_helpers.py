@@ -12,6 +12,7 @@ from tfteach import errors
 from tfteach.distributed.default_engine import TransportEngine
 
 ENGINE = "dist_helpers:ReportingEngine"
+TRANSPORT_ENGINE = "tfteach.distributed.default_engine:TransportEngine"
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 
 

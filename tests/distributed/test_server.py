@@ -31,8 +31,8 @@ def test_create_local_server_picks_a_real_port_and_names_its_device(client):
     try:
         assert server.target.startswith("grpc://localhost:") and _port(server) > 0
         status = client.worker(server.target).get_status(timeout=10)
-        assert [d["name"] for d in status["devices"]] == [
-            "/job:localhost/replica:0/task:0/device:CPU:0"]
+        assert "/job:localhost/replica:0/task:0/device:CPU:0" in [
+            d["name"] for d in status["devices"]]
         assert status["task"] == "/job:localhost/replica:0/task:0"
     finally:
         server.stop()

@@ -41,8 +41,8 @@ def test_engine_bug_becomes_internal_error_and_server_survives(make_server, clie
     assert worker.get_status(timeout=10)["devices"]
 
 
-def test_set_engine_factory_is_the_hook_for_the_real_engine(make_server, client):
-    set_engine_factory(ReportingEngine)
+def test_set_engine_factory_is_the_hook_for_the_real_engine(client):
+    previous = set_engine_factory(ReportingEngine)
     try:
         from tfteach.distributed.server import create_local_server
 
@@ -53,7 +53,7 @@ def test_set_engine_factory_is_the_hook_for_the_real_engine(make_server, client)
         finally:
             server.stop()
     finally:
-        set_engine_factory(None)
+        set_engine_factory(previous)
 
 
 def test_transport_errors_name_the_task():

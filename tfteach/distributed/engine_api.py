@@ -126,10 +126,13 @@ EngineFactory = Callable[[TaskInfo], Engine]
 _registered: EngineFactory | None = None
 
 
-def set_engine_factory(factory: EngineFactory | str | None) -> None:
-    """Make ``factory`` (a callable or ``"module:attr"``) build the engine of new servers."""
+def set_engine_factory(factory: EngineFactory | str | None) -> EngineFactory | None:
+    """Make ``factory`` (a callable or ``"module:attr"``) build the engine of new servers;
+    return the factory registered before (to restore it later)."""
     global _registered
+    previous = _registered
     _registered = resolve(factory) if isinstance(factory, str) else factory
+    return previous
 
 
 def engine_factory(explicit: EngineFactory | str | None = None) -> EngineFactory:
