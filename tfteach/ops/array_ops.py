@@ -124,11 +124,19 @@ def stop_gradient(input: Any, name: str | None = None) -> Tensor:
 
 
 # ---- Fill, zeros, ones -------------------------------------------------------------------
+def shape_value(t: Tensor) -> TensorShape:
+    """The static shape that shape tensor ``t`` holds, as far as known: the input's shape
+    for ``Shape(x)`` (TF's constant_value_as_shape), else unknown of ``t``'s length."""
+    if t.op.type == "Shape":
+        return t.op.inputs[0].shape
+    return unknown_shape(t.shape.dims[0] if t.shape.dims else None)
+
+
 def _fill_shape(op):
     dims = const_value(op.inputs[0])
     value = op.inputs[1]
     if dims is None:
-        return [(value.dtype, unknown_shape())]
+        return [(value.dtype, shape_value(op.inputs[0]))]
     return [(value.dtype, TensorShape([int(d) for d in np.atleast_1d(dims)] if np.ndim(dims) else []))]
 
 
@@ -218,7 +226,7 @@ def _reshape_shape(op):
     x, s = op.inputs
     target = const_value(s)
     if target is None:
-        return [(x.dtype, unknown_shape())]
+        return [(x.dtype, shape_value(s))]
     target = [int(d) for d in np.atleast_1d(target)] if np.ndim(target) else []
     n = x.shape.num_elements()
     if -1 in target and n is not None:
@@ -691,7 +699,7 @@ def _broadcast_to_shape(op):
     x, s = op.inputs
     target = const_value(s)
     if target is None:
-        return [(x.dtype, unknown_shape(s.shape.dims[0] if s.shape.dims else None))]
+        return [(x.dtype, shape_value(s))]
     return [(x.dtype, TensorShape([int(d) for d in np.atleast_1d(target)]))]
 
 

@@ -40,8 +40,9 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
     stops = _tensors(stop_gradients, "stop_gradients") if stop_gradients is not None else []
     g = ys[0].graph
     with g.as_default(), g.name_scope(name or "gradients"):
-        between = _between_ops(g, ys, xs, {t.op for t in stops})
+        between = _between_ops(g, ys, xs)
         run = _Backprop(g, xs, between, colocate_gradients_with_ops, gate_gradients)
+        run.stop_ops = {t.op for t in stops}
         run.seed(ys, grad_ys)
         for op in sorted(between, key=lambda o: o._id, reverse=True):
             run.visit(op)
@@ -63,13 +64,13 @@ def _tensors(values: Any, what: str) -> list[Tensor]:
     return out
 
 
-def _between_ops(g: Graph, ys: list[Tensor], xs: list[Tensor], stop_ops: set) -> set:
+def _between_ops(g: Graph, ys: list[Tensor], xs: list[Tensor]) -> set:
     """Ops on some path from an x to a y (TF's ``reached`` ∩ reverse reachability)."""
     reached: set[Operation] = set()
     stack = [x.op for x in xs]
     while stack:
         op = stack.pop()
-        if op in reached or op in stop_ops:
+        if op in reached:
             continue
         reached.add(op)
         stack.extend(g._consumers.get(op._id, ()))
@@ -94,6 +95,7 @@ class _Backprop:
         self.between = between
         self.colocate = colocate
         self.gate = gate
+        self.stop_ops: set[Operation] = set()
         self.parts: dict[Tensor, list[Tensor]] = {}
         self.summed: dict[Tensor, Tensor | None] = {}
 
@@ -139,8 +141,9 @@ class _Backprop:
         return self.summed[t]
 
     def visit(self, op: Operation) -> None:
-        if not any(t.op in self.between or t in self.xs for t in op.inputs):
-            return  # a source of the path (an x's producer): nothing to send further back
+        if op in self.stop_ops or not any(t.op in self.between or t in self.xs
+                                          for t in op.inputs):
+            return  # a stop_gradients op, or a source of the path (an x's producer)
         out_grads = [self.total(t) for t in op.outputs]
         if all(gr is None for gr in out_grads):
             return
