@@ -30,7 +30,6 @@ def test_call_with_wrong_token_is_unauthenticated(make_server):
 
 def test_every_method_is_guarded(make_server):
     import grpc
-
     from dist_helpers import all_methods
 
     server = make_server(token=TOKEN)

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from dist_helpers import ENGINE, TESTS_DIR
+
 from tfteach import errors
 from tfteach.distributed.cli import load_cluster, parse_args
 from tfteach.distributed.client import ClusterClient

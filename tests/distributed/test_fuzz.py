@@ -5,8 +5,8 @@ import random
 import grpc
 import numpy as np
 import pytest
-
 from dist_helpers import all_methods
+
 from tfteach.distributed.client import ClusterClient
 from tfteach.distributed.protos import tfteach_cluster_pb2 as pb
 

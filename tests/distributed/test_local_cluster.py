@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from dist_helpers import ENGINE, TESTS_DIR, tfteach_segments
+
 from tfteach import errors
 from tfteach.distributed import registry, shm
 from tfteach.distributed.client import ClusterClient

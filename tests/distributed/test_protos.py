@@ -28,7 +28,8 @@ def test_regen_is_one_command(tmp_path):
 def test_generated_modules_import_relative_to_the_package():
     from tfteach.distributed.protos import tfteach_cluster_pb2_grpc as pb_grpc
 
-    assert pb_grpc.tfteach__cluster__pb2.__name__ == "tfteach.distributed.protos.tfteach_cluster_pb2"
+    module = pb_grpc.tfteach__cluster__pb2
+    assert module.__name__ == "tfteach.distributed.protos.tfteach_cluster_pb2"
 
 
 def test_importing_the_package_does_not_load_grpc():

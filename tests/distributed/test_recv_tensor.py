@@ -1,11 +1,10 @@
 """RecvTensor moves tensors in chunks or through shared memory, and cleans up after itself."""
-import json
 
 import grpc
 import numpy as np
 import pytest
-
 from dist_helpers import TRANSPORT_ENGINE, tfteach_segments
+
 from tfteach import errors
 from tfteach.distributed import shm
 from tfteach.distributed.default_engine import run_probe

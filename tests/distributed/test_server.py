@@ -158,3 +158,20 @@ def test_bind_policy_allows_tokens_loopback_and_explicit_insecure():
     security.check_bind_policy("localhost:2222", None, insecure=False)
     security.check_bind_policy("[::1]:2222", None, insecure=False)
     assert not security.is_loopback("10.1.2.3")
+
+
+def test_join_returns_once_another_thread_stops_the_server(make_server):
+    import threading
+
+    server = make_server()
+    stopper = threading.Timer(0.1, server.stop)
+    stopper.start()
+    server.join()
+    stopper.join()
+    assert "stopped" in repr(server)
+
+
+def test_create_local_server_is_also_a_static_method(client):
+    with Server.create_local_server() as server:
+        assert client.worker(server.target).get_status(timeout=10)["task"] == \
+            "/job:localhost/replica:0/task:0"

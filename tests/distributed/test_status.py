@@ -3,8 +3,8 @@ import json
 
 import grpc
 import pytest
-
 from dist_helpers import ReportingEngine
+
 from tfteach import errors
 from tfteach.distributed import status
 from tfteach.distributed.engine_api import set_engine_factory

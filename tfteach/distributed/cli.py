@@ -88,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     _watch_parent(stop)
-    from .server import Server      # after the signal handlers: a quick ^C still exits 0
+    from .server import Server  # after the signal handlers: a quick ^C still exits 0
 
     try:
         server = Server(load_cluster(args.cluster, jobs), job_name=args.job,

@@ -22,7 +22,7 @@ import weakref
 from pathlib import Path
 from typing import Any, Sequence
 
-from . import registry
+from . import registry, shm
 from .cluster_spec import ClusterSpec
 
 STARTUP_TIMEOUT_S = 60.0
@@ -46,6 +46,7 @@ class LocalCluster:
         self._logs_at_close: dict[tuple[str, int], str] | None = None
         self._entry = self._make_entry(ps, workers, gpus_per_task, worker_speeds, engine)
         self._closer = weakref.finalize(self, _close_quietly, self.id, self._dir)
+        shm.sweep_dead()            # what earlier, killed clusters left behind
         for record in self._entry["tasks"]:
             record["pid"] = registry.spawn_task(self._entry, record)
         registry.write_entry(self._entry)

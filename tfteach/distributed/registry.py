@@ -84,8 +84,9 @@ def find_task(entry: dict[str, Any], job: str, task: int) -> dict[str, Any]:
     for record in entry["tasks"]:
         if record["job"] == job and record["task"] == int(task):
             return record
+    tasks = [(record["job"], record["task"]) for record in entry["tasks"]]
     raise errors.NotFoundError(f"Cluster {entry['id']} has no task /job:{job}/task:{task}",
-                               hint=f"Its tasks are {[(t['job'], t['task']) for t in entry['tasks']]}.")
+                               hint=f"Its tasks are {tasks}.")
 
 
 def list_clusters() -> list[dict[str, Any]]:
@@ -184,7 +185,8 @@ def wait_ready(entry: dict[str, Any], records: list[dict[str, Any]], timeout: fl
                 if task_pid(record) is None:
                     raise _start_failed(name, record, "exited")
             if time.monotonic() > deadline:
-                raise _start_failed(*next(iter(pending.items())), f"did not answer in {timeout:g} s")
+                name, record = next(iter(pending.items()))
+                raise _start_failed(name, record, f"did not answer in {timeout:g} s")
             answers = probe_tasks(client, {n: r["address"] for n, r in pending.items()}, 0.1)
             for name in answers:
                 del pending[name]

@@ -128,6 +128,11 @@ class Server:
         if not others:
             shm.release_own()
 
+    @staticmethod
+    def create_local_server(config: Any = None, start: bool = True) -> "Server":
+        """``tf.train.Server.create_local_server``: see the module-level function."""
+        return create_local_server(config, start)
+
     def __enter__(self) -> "Server":
         self.start()
         return self

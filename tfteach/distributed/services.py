@@ -167,6 +167,7 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
                         f"{request.rendezvous_key!r} of step {request.step_id}; it was "
                         "never sent",
                         hint="The op that sends it may not have run: check the sending "
-                             "task's log and that every task of the cluster is running.")
+                             "task's log and that every task of the cluster is running."
+                    ) from None
                 if not context.is_active():
                     raise errors.CancelledError("RecvTensor call was cancelled") from None

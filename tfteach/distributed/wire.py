@@ -235,5 +235,5 @@ def _decode_strings(content: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     ends = np.cumsum(lengths).tolist()
     starts = [0] + ends[:-1]
     result = np.empty(count, dtype=object)
-    result[:] = [data[start:end] for start, end in zip(starts, ends)]
+    result[:] = [data[start:end] for start, end in zip(starts, ends, strict=True)]
     return result.reshape(shape)
