@@ -1,0 +1,157 @@
+"""Placement and timeline views built from real sessions, in this process."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+import tfteach as tf
+from tfteach.notebook.placement_cell import PlacementOptions, run_placement_cell
+from tfteach.notebook.placement_view import PLACEMENT_MIME, PlacementView, placement_dot
+from tfteach.notebook.timeline_view import TIMELINE_MIME, TimelineView, timeline_text
+
+TOWERS = """
+c = []
+for d in ['/gpu:0', '/gpu:1']:
+    with tf.device(d):
+        a = tf.constant([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], shape=[2, 3])
+        b = tf.constant([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], shape=[3, 2])
+        c.append(tf.matmul(a, b))
+with tf.device('/cpu:0'):
+    total = tf.add_n(c)
+total
+"""
+
+
+@pytest.fixture
+def towers():
+    result = run_placement_cell(TOWERS, PlacementOptions(run=True), {"tf": tf})
+    yield result
+    result.close()
+
+
+def _fills(svg: str) -> set[str]:
+    return set(re.findall(r'fill="(#[0-9a-fA-F]{6})"', svg))
+
+
+def test_default_bundle_has_the_json_svg_and_text(towers):
+    bundle = towers.view._repr_mimebundle_()
+    assert set(bundle) == {PLACEMENT_MIME, "image/svg+xml", "text/plain"}
+    json.dumps(bundle[PLACEMENT_MIME])  # plain JSON
+    assert bundle["text/plain"].endswith("AddN (AddN) -> CPU:0")
+
+
+def test_colouring_by_op_type_redraws_the_svg_and_drops_the_json(towers):
+    view = towers.view
+    by_device = view.svg()
+    view.set_view(color_by="type")
+    by_type = view._repr_mimebundle_()
+    assert PLACEMENT_MIME not in by_type, "the JSON renderer only colours by device"
+    assert by_type["image/svg+xml"] != by_device
+    assert "colour = op type" in by_type["image/svg+xml"]
+    assert "colour = device" in by_device
+    view.set_view(color_by="device")
+    assert PLACEMENT_MIME in view._repr_mimebundle_()
+
+
+def test_hiding_transfers_keeps_the_layout_but_hides_cross_device_edges(towers):
+    shown = placement_dot(towers.view.data, "device", True)
+    hidden = placement_dot(towers.view.data, "device", False)
+    assert shown.count("penwidth=2.2") == 2 and "16 B" in shown
+    assert hidden.count("[style=invis]") == 2 and "16 B" not in hidden
+
+
+def test_each_device_keeps_its_colour_across_graphs(towers):
+    single = run_placement_cell("with tf.device('/gpu:1'):\n    x = tf.constant(1.0)",
+                                PlacementOptions(), {"tf": tf})
+    gpu1 = re.search(r'"__legend_\d+" \[label="GPU:1", fillcolor="(#\w+)"', towers.view.dot())
+    alone = re.search(r'"__legend_\d+" \[label="GPU:1", fillcolor="(#\w+)"', single.view.dot())
+    assert gpu1 and alone and gpu1.group(1) == alone.group(1)
+    single.close()
+
+
+def test_tooltips_show_requested_and_assigned_devices(towers):
+    dot = towers.view.dot()
+    assert ('tooltip="AddN (AddN)\\nrequested: /device:CPU:0\\nassigned: '
+            '/job:localhost/replica:0/task:0/device:CPU:0"') in dot
+
+
+def test_unknown_colouring_is_refused(towers):
+    with pytest.raises(ValueError, match="color_by must be one of"):
+        towers.view.set_view(color_by="memory")
+
+
+def test_widget_controls_redraw_the_picture(towers):
+    pytest.importorskip("ipywidgets")
+    widget = towers.view.widget()
+    controls, picture = widget.children
+    colour, transfers = controls.children[:2]
+    before = picture.value
+    colour.value = "type"
+    assert picture.value != before and "colour = op type" in picture.value
+    transfers.value = False
+    assert towers.view.show_transfers is False
+    assert "16 B" not in picture.value
+
+
+def test_timeline_text_is_stable_and_svg_has_lanes_bars_and_arrows(towers):
+    timeline = towers.timeline
+    text = timeline.text()
+    lines = text.splitlines()
+    assert re.fullmatch(r"Timeline: 3 devices, 7 ops, 2 transfers; step took .+", lines[0])
+    assert lines[1:] == ["  CPU:0: AddN (AddN)",
+                         "  GPU:0: Const (Const), Const_1 (Const), MatMul (MatMul)",
+                         "  GPU:1: Const_2 (Const), Const_3 (Const), MatMul_1 (MatMul)",
+                         "  transfer MatMul:0: GPU:0 -> CPU:0 (16 B)",
+                         "  transfer MatMul_1:0: GPU:1 -> CPU:0 (16 B)"]
+    shuffled = dict(timeline.data, ops=list(reversed(timeline.data["ops"])))
+    assert timeline_text(shuffled) == text
+    svg = timeline.svg()
+    assert svg.count("<title>") >= 7 + 2 + 3
+    assert svg.count("marker-end=") == 3, "two transfer arrows and the legend's"
+    assert ">GPU:1</text>" in svg and ">MatMul</text>" in svg
+    assert "marker-end=" not in timeline.svg(show_transfers=False)
+
+
+def test_timeline_bundle_and_chrome_trace(towers, tmp_path):
+    bundle = towers.timeline._repr_mimebundle_()
+    assert set(bundle) == {TIMELINE_MIME, "image/svg+xml", "text/plain"}
+    path = towers.timeline.save_chrome_trace(tmp_path / "step.json")
+    trace = json.loads(path.read_text())
+    names = {e["args"]["name"] for e in trace["traceEvents"] if e.get("ph") == "M"}
+    assert names == {d["name"] for d in bundle[TIMELINE_MIME]["devices"]}
+    assert {e["args"]["name"] for e in trace["traceEvents"] if e.get("cat") == "Op"} >= \
+        {"AddN", "MatMul", "MatMul_1"}
+
+
+def test_timeline_save_button_writes_the_trace(towers, tmp_path, monkeypatch):
+    pytest.importorskip("ipywidgets")
+    monkeypatch.chdir(tmp_path)
+    button, where = towers.timeline.extra_controls()
+    button.click()
+    saved = list(tmp_path.glob("timeline-*.json"))
+    assert len(saved) == 1 and json.loads(saved[0].read_text())["traceEvents"]
+    assert saved[0].name in where.value
+
+
+def test_timeline_from_data_only_cannot_save_a_trace(towers):
+    with pytest.raises(ValueError, match="no Chrome trace"):
+        TimelineView(towers.timeline.data).save_chrome_trace()
+
+
+def test_placement_view_of_a_graph_with_unknown_shapes_has_no_bytes():
+    graph = tf.Graph()
+    with graph.as_default():
+        with tf.device("/gpu:0"):
+            x = tf.placeholder(tf.float32, shape=[None, 2], name="x")
+        with tf.device("/gpu:1"):
+            tf.reduce_sum(x, name="s")
+    sess = tf.Session(graph=graph)
+    from tfteach.notebook.placement_view import placement_data
+
+    data = placement_data(graph.get_operations(), sess.placement().devices, sess.list_devices())
+    edge = next(e for e in data["edges"] if e["src"] == "x")
+    assert edge["dst"] == "s" and edge["cross_device"] is True and edge["bytes"] is None
+    assert 'label=" ?"' in PlacementView(data).dot(), "unknown sizes are drawn as ?"
+    sess.close()

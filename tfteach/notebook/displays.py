@@ -1,0 +1,137 @@
+"""Small display objects: learner-friendly errors, fetched values, the device table.
+
+Each has ``_repr_mimebundle_`` with ``text/html`` for notebooks and a deterministic
+``text/plain`` for nbval, GitHub and terminals. No state beyond what they were built with.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable
+
+import numpy as np
+
+from tfteach.notebook.style import format_bytes, html_escape
+from tfteach.timeline import short_device
+
+_BOX = ("border-left:4px solid {color};background:{bg};padding:6px 10px;margin:4px 0;"
+        "font-family:var(--jp-code-font-family,monospace);font-size:12px;white-space:pre-wrap")
+
+
+class ErrorBox:
+    """A tfteach (TF) error as a short box: class name, TF's message, the hint, and where."""
+
+    def __init__(self, error: BaseException, context: str = "") -> None:
+        self.error = error
+        self.context = context
+
+    @property
+    def title(self) -> str:
+        return type(self.error).__name__
+
+    @property
+    def message(self) -> str:
+        return getattr(self.error, "message", None) or str(self.error)
+
+    @property
+    def hint(self) -> str | None:
+        return getattr(self.error, "hint", None)
+
+    def text(self) -> str:
+        lines = [f"{self.title}{' while ' + self.context if self.context else ''}:",
+                 self.message]
+        if self.hint:
+            lines.append(f"Hint: {self.hint}")
+        return "\n".join(lines)
+
+    def html(self) -> str:
+        head = f"<b>{html_escape(self.title)}</b>"
+        if self.context:
+            head += f" while {html_escape(self.context)}"
+        hint = (f'<div style="margin-top:6px"><b>Hint:</b> {html_escape(self.hint)}</div>'
+                if self.hint else "")
+        return (f'<div class="tfteach-error" style="{_BOX.format(color="#C0392B", bg="#FDEDEC")}">'
+                f"{head}<div>{html_escape(self.message)}</div>{hint}</div>")
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
+        return {"text/html": self.html(), "text/plain": self.text()}
+
+
+def format_value(value: Any) -> str:
+    """A fetched value as NumPy prints it (None for ops)."""
+    if value is None:
+        return "None (an op: it ran, it has no value)"
+    if isinstance(value, (np.ndarray, np.generic)):
+        if np.ndim(value) == 0:
+            return str(np.asarray(value)[()])
+        return np.array2string(np.asarray(value), separator=" ")
+    return repr(value)
+
+
+class RunValues:
+    """The values a ``%%placement --run`` cell fetched, by name."""
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.values = values
+
+    def text(self) -> str:
+        blocks = []
+        for name, value in self.values.items():
+            shown = format_value(value)
+            sep = "\n" if "\n" in shown else " "
+            blocks.append(f"{name} ={sep}{shown}")
+        return "\n".join(blocks)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
+        return {"text/plain": self.text()}
+
+
+class DeviceTable:
+    """The devices a session would get here, and what CUDA_VISIBLE_DEVICES did."""
+
+    COLUMNS = ("device", "type", "memory", "speed", "kind", "description")
+
+    def __init__(self, devices: Iterable[Any], env: dict[str, str] | None = None) -> None:
+        self.devices = list(devices)
+        self.env = dict(os.environ if env is None else env)
+
+    def rows(self) -> list[tuple[str, ...]]:
+        out = []
+        for d in self.devices:
+            kind = ("virtual (CPU-backed)" if d.is_virtual else
+                    "real GPU" if d.device_type == "GPU" else "host CPU")
+            memory = ("host memory" if d.device_type == "CPU" else format_bytes(d.memory_limit))
+            out.append((d.name, d.device_type, memory, f"{d.speed:g}x", kind,
+                        d.description or "-"))
+        return out
+
+    def visibility_note(self) -> str:
+        """One sentence on CUDA_VISIBLE_DEVICES and how the GPUs map to it."""
+        gpus = [d for d in self.devices if d.device_type == "GPU"]
+        mapped = ", ".join(f"{short_device(d.name)} is {'virtual' if d.is_virtual else 'physical'}"
+                           f" GPU {d.physical_index}" for d in gpus)
+        env = self.env.get("CUDA_VISIBLE_DEVICES")
+        if env is None:
+            head = "CUDA_VISIBLE_DEVICES is not set: every GPU is visible."
+        elif env.strip() == "":
+            head = "CUDA_VISIBLE_DEVICES is empty: it hides every GPU."
+        else:
+            head = f"CUDA_VISIBLE_DEVICES={env}: only those GPUs are visible, renumbered from 0."
+        return f"{head} {mapped}." if gpus else f"{head} No GPU is visible."
+
+    def text(self) -> str:
+        rows = [r[:5] for r in self.rows()]
+        widths = [max(len(c[i]) for c in [self.COLUMNS[:5], *rows]) for i in range(5)]
+        fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+        lines = [fmt.format(*self.COLUMNS[:5]).rstrip()]
+        lines += [fmt.format(*r).rstrip() for r in rows]
+        return "\n".join(lines + [self.visibility_note()])
+
+    def html(self) -> str:
+        head = "".join(f"<th style='text-align:left'>{c}</th>" for c in self.COLUMNS)
+        body = "".join("<tr>" + "".join(f"<td style='text-align:left'>{html_escape(v)}</td>"
+                                        for v in r) + "</tr>" for r in self.rows())
+        return (f"<table class='tfteach-devices'><thead><tr>{head}</tr></thead>"
+                f"<tbody>{body}</tbody></table><p>{html_escape(self.visibility_note())}</p>")
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
+        return {"text/html": self.html(), "text/plain": self.text()}

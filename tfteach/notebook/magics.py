@@ -1,0 +1,219 @@
+"""IPython magics: ``%%placement`` and ``%tfteach``; loaded by ``%load_ext tfteach``.
+
+``%%placement [--soft] [--log] [--run] [--trace] [--virtual-gpus N] [--target grpc://...]
+[--config EXPR]`` builds the cell's graph in a fresh default graph (in the notebook's
+namespace), places it as such a session would and shows the placement view; ``--run`` also
+shows the fetched values and the step's device timeline, ``--trace`` the timeline only,
+``--log`` TF's log lines. The result stays in ``_placement`` (graph, session, views, values,
+error). tfteach errors are shown as a short box with the message and its ``Hint:``.
+
+``%tfteach devices [--virtual-gpus N]`` shows the device table.
+``%tfteach cluster start [--ps N] [--workers N] [--gpus-per-task N] [--speeds 1,1,0.3]``,
+``status``, ``kill worker:1``, ``restart worker:1``, ``stop`` drive the kernel's LocalCluster
+(also bound to the name ``cluster``); it stops when the kernel shuts down.
+``%tfteach errors friendly|full`` chooses how tfteach errors raised by ordinary cells look.
+
+State (per shell): the magics object holds the last ``PlacementResult`` (its session is
+closed when the next ``%%placement`` runs) and the ``ClusterController``.
+"""
+from __future__ import annotations
+
+import argparse
+import shlex
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
+
+from tfteach.errors import OpError
+from tfteach.notebook import graphviz_svg
+from tfteach.notebook.cluster_view import ClusterController, parse_task
+from tfteach.notebook.displays import DeviceTable, ErrorBox
+from tfteach.notebook.placement_cell import (PlacementOptions, PlacementResult, is_fetchable,
+                                             result_displays, run_placement_cell, virtual_gpus)
+from tfteach.notebook.view import View
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports mistakes as IPython usage errors instead of exiting."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{message}\n\n{self.format_usage()}")
+
+
+def _tfteach_parser() -> _Parser:
+    parser = _Parser(prog="%tfteach", add_help=False)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    devices = sub.add_parser("devices", add_help=False, help="show this kernel's devices")
+    devices.add_argument("--virtual-gpus", type=int, default=None)
+    errors = sub.add_parser("errors", add_help=False)
+    errors.add_argument("style", choices=["friendly", "full"])
+    cluster = sub.add_parser("cluster", add_help=False, help="drive a LocalCluster")
+    actions = cluster.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    start = actions.add_parser("start", add_help=False)
+    start.add_argument("--ps", type=int, default=1)
+    start.add_argument("--workers", type=int, default=2)
+    start.add_argument("--gpus-per-task", type=int, default=0)
+    start.add_argument("--speeds", type=_speeds, default=None)
+    actions.add_parser("status", add_help=False)
+    actions.add_parser("stop", add_help=False)
+    for name in ("kill", "restart"):
+        actions.add_parser(name, add_help=False).add_argument("task")
+    return parser
+
+
+def _speeds(text: str) -> list[float]:
+    try:
+        return [float(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--speeds takes numbers separated by commas, "
+                                         f"e.g. 1,1,0.3 (got {text!r})") from None
+
+
+@magics_class
+class TfteachMagics(Magics):
+    """``%%placement`` and ``%tfteach``."""
+
+    def __init__(self, shell: Any) -> None:
+        super().__init__(shell)
+        self.last: PlacementResult | None = None
+        self.clusters = ClusterController()
+        self.friendly_errors = True
+
+    # -- %%placement ------------------------------------------------------------------
+    @magic_arguments()
+    @argument("--soft", action="store_true", help="allow_soft_placement=True")
+    @argument("--log", action="store_true", help="log_device_placement=True (TF's log lines)")
+    @argument("--run", action="store_true", help="run the last expression; show values and "
+              "a device timeline")
+    @argument("--trace", action="store_true", help="run and show the device timeline")
+    @argument("--virtual-gpus", type=int, default=None, help="virtual GPUs for this cell")
+    @argument("--target", default="", help="session target, e.g. grpc://localhost:2222")
+    @argument("--config", default=None, help="a tf.ConfigProto expression")
+    @cell_magic
+    def placement(self, line: str, cell: str) -> None:
+        """Place (and optionally run) the graph this cell builds, and show where ops went."""
+        args = parse_argstring(self.placement, line)
+        options = PlacementOptions(args.soft, args.log, args.run, args.trace,
+                                   args.virtual_gpus, args.target, args.config)
+        if self.last is not None:
+            self.last.close()
+        try:
+            result = run_placement_cell(self.shell.transform_cell(cell), options,
+                                        self.shell.user_ns)
+        except OpError as err:
+            display(ErrorBox(err, "building the graph"))
+            return
+        self.last = self.shell.user_ns["_placement"] = result
+        self._show(result)
+
+    def _show(self, result: PlacementResult) -> None:
+        if result.view is None and result.error is None:
+            print("The cell created no ops, so there is nothing to place.")
+        for item in result_displays(result):
+            item.show() if isinstance(item, View) else display(item)
+        if result.error is not None:
+            display(ErrorBox(result.error, result.stage))
+        value = result.last_value
+        if value is not None and not is_fetchable(value):
+            display(value)
+
+    # -- %tfteach -----------------------------------------------------------------------
+    @line_magic
+    def tfteach(self, line: str) -> Any:
+        """``%tfteach devices | cluster ... | errors friendly|full``."""
+        args = _tfteach_parser().parse_args(shlex.split(line))
+        if args.command == "devices":
+            import tfteach.config
+
+            with virtual_gpus(args.virtual_gpus):
+                display(DeviceTable(tfteach.config.list_devices()))
+            return None
+        if args.command == "errors":
+            self.friendly_errors = args.style == "friendly"
+            install_error_display(self.shell, self.friendly_errors)
+            return None
+        try:
+            status = self._cluster(args)
+        except (OpError, RuntimeError, ValueError) as err:
+            display(ErrorBox(err, f"running %tfteach cluster {args.action}"))
+            return None
+        if status is not None:
+            display(status)
+        return None
+
+    def _cluster(self, args: argparse.Namespace) -> Any:
+        clusters = self.clusters
+        if args.action == "start":
+            status = clusters.start(args.ps, args.workers, args.gpus_per_task, args.speeds)
+            self.shell.user_ns["cluster"] = clusters.cluster
+            status.title += " (the variable `cluster`; e.g. tf.Session(cluster.target('worker', 0)))"
+            return status
+        if args.action == "status":
+            return clusters.show("Cluster status")
+        if args.action == "stop":
+            status = clusters.stop()
+            if status is None:
+                print("No cluster is running.")
+            return status
+        job, task = parse_task(args.task)
+        return clusters.kill(job, task) if args.action == "kill" else clusters.restart(job, task)
+
+
+# ---- errors raised by ordinary cells --------------------------------------------------------
+def _friendly_handler(shell: Any, etype: type, value: BaseException, tb: Any,
+                      tb_offset: int | None = None) -> list[str]:
+    """IPython's custom-exception hook: the box, pointing at the learner's line."""
+    display(ErrorBox(value, user_line(tb)))
+    return []
+
+
+def user_line(tb: Any) -> str:
+    """``at line N: <code>`` for the innermost frame of the learner's own code."""
+    import linecache
+    import traceback
+    from pathlib import Path
+
+    package = str(Path(__file__).resolve().parents[1])
+    frames = [f for f in traceback.extract_tb(tb)
+              if not f.filename.startswith(package) and "site-packages" not in f.filename]
+    if not frames:
+        return ""
+    last = frames[-1]
+    code = (last.line or linecache.getline(last.filename, last.lineno or 0)).strip()
+    return f"running line {last.lineno}: {code}" if code else ""
+
+
+def install_error_display(shell: Any, friendly: bool = True) -> None:
+    """Show tfteach errors from any cell as the friendly box (or restore tracebacks)."""
+    if friendly:
+        shell.set_custom_exc((OpError,), _friendly_handler)
+    else:
+        shell.set_custom_exc((), None)
+
+
+# ---- extension entry points -------------------------------------------------------------------
+_loaded: dict[int, TfteachMagics] = {}
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext tfteach``: register the magics once per shell."""
+    if id(ipython) in _loaded:
+        return
+    magics = TfteachMagics(ipython)
+    ipython.register_magics(magics)
+    install_error_display(ipython, True)
+    graphviz_svg.warm_up()
+    _loaded[id(ipython)] = magics
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext tfteach``: stop the cluster and restore tracebacks."""
+    magics = _loaded.pop(id(ipython), None)
+    if magics is not None:
+        magics.clusters.stop()
+        if magics.last is not None:
+            magics.last.close()
+    install_error_display(ipython, False)

@@ -1,0 +1,222 @@
+"""What ``%%placement`` does, without IPython: build a cell's graph, place it, maybe run it.
+
+``run_placement_cell(source, options, namespace)``:
+
+1. executes ``source`` in ``namespace`` inside a fresh ``tf.Graph().as_default()``, keeping
+   the value of a final expression statement;
+2. creates a Session as the options say (``--config`` expression, ``--soft``, ``--log``,
+   ``--virtual-gpus N`` for this session only, ``--target grpc://...``) and places the whole
+   graph (``--log`` makes the session print TF's ``Device mapping:`` and placement lines);
+3. with ``--run`` or ``--trace``, initialises the graph's variables, then runs the final
+   expression's tensors/ops (or, without one, the graph's sink ops) with FULL_TRACE.
+
+It returns a ``PlacementResult`` (graph, session, views, values, error) and never raises a
+tfteach ``OpError``: placement and run errors end up in ``result.error``. Errors in the
+learner's own Python code propagate unchanged. The session stays open for inspection;
+the caller closes the previous result's session (see ``magics``).
+"""
+from __future__ import annotations
+
+import ast
+import contextlib
+import copy
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from tfteach.errors import OpError
+from tfteach.notebook.displays import RunValues
+from tfteach.notebook.placement_view import PlacementView, placement_data
+from tfteach.notebook.timeline_view import TimelineView
+from tfteach.timeline import short_device
+
+
+@dataclass
+class PlacementOptions:
+    """The flags of ``%%placement``."""
+
+    soft: bool = False
+    log: bool = False
+    run: bool = False
+    trace: bool = False
+    virtual_gpus: int | None = None
+    target: str = ""
+    config: str | None = None
+
+
+@dataclass
+class PlacementResult:
+    """Everything a ``%%placement`` cell produced (``_placement`` in the notebook)."""
+
+    graph: Any
+    session: Any = None
+    view: PlacementView | None = None
+    timeline: TimelineView | None = None
+    values: dict[str, Any] | None = None
+    error: OpError | None = None
+    stage: str = ""
+    last_value: Any = None
+    run_metadata: Any = None
+    fetched: list = field(default_factory=list)
+
+    @property
+    def devices(self) -> dict[str, str]:
+        """op name -> short assigned device (``GPU:0``, ``worker:1/CPU:0``)."""
+        if self.view is None:
+            return {}
+        return {name: short_device(dev) for name, dev in self.view.devices.items()}
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+
+
+# ---- running the learner's code ----------------------------------------------------------------
+def execute_cell(source: str, namespace: dict, filename: str = "<placement cell>") -> Any:
+    """Run ``source`` in ``namespace``; the value of its last statement if that is an
+    expression, else None."""
+    tree = ast.parse(source, filename=filename)
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    exec(compile(tree, filename, "exec"), namespace)  # noqa: S102 - the learner's own cell
+    if last is None:
+        return None
+    return eval(compile(last, filename, "eval"), namespace)  # noqa: S307
+
+
+@contextlib.contextmanager
+def virtual_gpus(n: int | None) -> Iterator[None]:
+    """Use ``n`` virtual GPUs for sessions created inside; the previous setting after."""
+    if n is None:
+        yield
+        return
+    from tfteach.devices import discovery
+
+    saved = copy.deepcopy(discovery._settings)
+    discovery.set_virtual_gpus(n)
+    try:
+        yield
+    finally:
+        discovery._settings = saved
+
+
+def make_config(options: PlacementOptions, namespace: dict) -> Any:
+    """The ConfigProto: ``--config`` evaluated in the notebook, then ``--soft``/``--log``."""
+    import tfteach as tf
+
+    config = tf.ConfigProto()
+    if options.config:
+        given = eval(options.config, namespace)  # noqa: S307 - the learner's expression
+        if not isinstance(given, tf.ConfigProto):
+            raise TypeError(f"--config must evaluate to a tf.ConfigProto, got "
+                            f"{type(given).__name__}.\nHint: --config "
+                            "\"tf.ConfigProto(allow_soft_placement=True)\"")
+        config = copy.deepcopy(given)
+    if options.soft:
+        config.allow_soft_placement = True
+    if options.log:
+        config.log_device_placement = True
+    return config
+
+
+# ---- fetches ------------------------------------------------------------------------------------
+def is_fetchable(value: Any) -> bool:
+    """Whether ``value`` is a tensor, op or variable, or a list/tuple/dict of them."""
+    if isinstance(value, (list, tuple)):
+        return bool(value) and all(is_fetchable(v) for v in value)
+    if isinstance(value, dict):
+        return bool(value) and all(is_fetchable(v) for v in value.values())
+    from tfteach.framework.graph import Operation, Tensor
+
+    return isinstance(value, (Tensor, Operation)) or hasattr(value, "_as_graph_element")
+
+
+def flatten_fetchable(value: Any) -> list:
+    if isinstance(value, (list, tuple)):
+        return [x for v in value for x in flatten_fetchable(v)]
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in flatten_fetchable(v)]
+    return [value]
+
+
+def sink_fetches(graph: Any) -> list:
+    """The graph's last ops: those whose results nothing else uses (variable initialisers
+    excluded); a tensor for ops with outputs, the op itself otherwise."""
+    initializers = {v.initializer.name for v in _variables(graph)}
+    used = {t.op.name for op in graph.get_operations() for t in op.inputs}
+    used |= {c.name for op in graph.get_operations() for c in op.control_inputs}
+    sinks = [op for op in graph.get_operations()
+             if op.name not in used and op.name not in initializers]
+    return [op.outputs[0] if op.outputs else op for op in sinks]
+
+
+def _variables(graph: Any) -> list:
+    from tfteach.framework.graph import GraphKeys
+
+    return list(graph.get_collection(GraphKeys.GLOBAL_VARIABLES))
+
+
+def _fetch_name(fetch: Any) -> str:
+    element = fetch._as_graph_element() if hasattr(fetch, "_as_graph_element") else fetch
+    return element.name
+
+
+# ---- the whole cell -----------------------------------------------------------------------------
+def run_placement_cell(source: str, options: PlacementOptions, namespace: dict,
+                       graphviz_backend: str | None = None) -> PlacementResult:
+    """Build, place and (optionally) run a cell's graph; see the module docstring."""
+    import tfteach as tf
+
+    graph = tf.Graph()
+    result = PlacementResult(graph=graph)
+    with graph.as_default():
+        result.last_value = execute_cell(source, namespace)
+    if graph.version == 0:
+        return result
+    config = make_config(options, namespace)
+    try:
+        result.stage = "creating the session"
+        with virtual_gpus(options.virtual_gpus):
+            result.session = tf.Session(options.target, graph=graph, config=config)
+        result.stage = "placing the graph"
+        placement = result.session.placement()
+        result.view = PlacementView(placement_data(graph.get_operations(), placement.devices,
+                                                   result.session.list_devices()),
+                                    graphviz_backend)
+        if options.run or options.trace:
+            result.stage = "running the graph"
+            _run(result, options)
+    except OpError as err:
+        result.error = err
+    return result
+
+
+def _run(result: PlacementResult, options: PlacementOptions) -> None:
+    import tfteach as tf
+
+    sess, graph = result.session, result.graph
+    variables = _variables(graph)
+    if variables:
+        sess.run([v.initializer for v in variables])
+    fetches = (flatten_fetchable(result.last_value) if is_fetchable(result.last_value)
+               else sink_fetches(graph))
+    result.fetched = fetches
+    metadata = tf.RunMetadata()
+    values = sess.run(fetches, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                      run_metadata=metadata)
+    result.run_metadata = metadata
+    if options.run:
+        result.values = {_fetch_name(f): v for f, v in zip(fetches, values)}
+    result.timeline = TimelineView.from_step_stats(metadata.step_stats)
+
+
+def result_displays(result: PlacementResult) -> list[Any]:
+    """What a cell shows, in order: placement view, values, timeline (views are shown live)."""
+    out: list[Any] = []
+    if result.view is not None:
+        out.append(result.view)
+    if result.values is not None:
+        out.append(RunValues(result.values))
+    if result.timeline is not None:
+        out.append(result.timeline)
+    return out

@@ -1,0 +1,199 @@
+"""The placement view: which device every op of a graph was assigned to.
+
+``placement_data(ops, assigned, devices)`` builds the ``application/vnd.tfteach.placement+json``
+payload that the JupyterLab renderer draws::
+
+    {"nodes":   [{"name", "type", "requested_device", "assigned_device"}],   # graph order
+     "edges":   [{"src", "dst", "cross_device", "bytes"}],   # data edges; bytes None if unknown
+     "devices": [{"name", "device_type", "description"}]}     # the session's, sorted
+
+``PlacementView(data)`` draws it with Graphviz: nodes coloured by device, job or op type,
+boxed by job, task (only when there are several) and device, cross-device edges (transfers)
+thick and red with their size, requested vs assigned device in each node's tooltip. Its text
+form is one ``name (Type) -> device`` line per node, in graph order. No state beyond the view
+settings (see ``tfteach.notebook.view``).
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from tfteach.notebook import graphviz_svg
+from tfteach.notebook.graphviz_svg import escape
+from tfteach.notebook.style import TRANSFER_COLOR, colors_for, format_bytes, html_escape
+from tfteach.notebook.view import View
+from tfteach.timeline import short_device
+
+PLACEMENT_MIME = "application/vnd.tfteach.placement+json"
+
+
+# ---- the payload ----------------------------------------------------------------------------
+def placement_data(ops: Iterable[Any], assigned: dict[str, Any], devices: Iterable[Any]) -> dict:
+    """The placement payload of ``ops`` (graph order) placed as ``assigned`` (op name -> Device)
+    on a session with ``devices`` (objects with name, device_type, description)."""
+    ops = [op for op in ops if op.name in assigned]
+    nodes = [{"name": op.name, "type": op.type, "requested_device": op.device or "",
+              "assigned_device": assigned[op.name].name} for op in ops]
+    edges = [{"src": t.op.name, "dst": op.name,
+              "cross_device": assigned[t.op.name].name != assigned[op.name].name,
+              "bytes": tensor_bytes(t)}
+             for op in ops for t in op.inputs if t.op.name in assigned]
+    return {"nodes": nodes, "edges": edges, "devices": _device_list(devices, assigned)}
+
+
+def _device_list(devices: Iterable[Any], assigned: dict[str, Any]) -> list[dict]:
+    seen: dict[str, dict] = {}
+    for d in list(devices) + list(assigned.values()):
+        if d.name not in seen:
+            seen[d.name] = {"name": d.name, "device_type": d.device_type,
+                            "description": getattr(d, "description", "") or ""}
+    return [seen[name] for name in sorted(seen)]
+
+
+def tensor_bytes(tensor: Any) -> int | None:
+    """Bytes of a tensor of fully known shape and fixed-size dtype, else None."""
+    shape = tensor.shape
+    if not shape.is_fully_defined():
+        return None
+    dtype = tensor.dtype.np
+    if dtype.kind in "OSU":
+        return None
+    n = shape.num_elements()
+    return None if n is None else int(n) * int(dtype.itemsize)
+
+
+def placement_text(data: dict) -> str:
+    """One ``name (Type) -> device`` line per node, in graph order."""
+    return "\n".join(f"{n['name']} ({n['type']}) -> {short_device(n['assigned_device'])}"
+                     for n in data["nodes"])
+
+
+# ---- Graphviz ---------------------------------------------------------------------------------
+def _parts(device: str) -> tuple[str, str, str]:
+    """(job, task, device) fields of a full device name."""
+    fields = dict(p.split(":", 1) for p in device.strip("/").split("/") if ":" in p)
+    return fields.get("job", ""), fields.get("task", ""), fields.get("device", device)
+
+
+def _color_key(node: dict, color_by: str) -> str:
+    if color_by == "type":
+        return node["type"]
+    job, task, dev = _parts(node["assigned_device"])
+    return f"{job}:{task}" if color_by == "job" else short_device(node["assigned_device"])
+
+
+def _color_keys(data: dict, color_by: str) -> list[str]:
+    """Every key that gets a colour: for devices and jobs all of the session's, so a device
+    keeps its colour from cell to cell; for op types the ones in the graph."""
+    keys = [_color_key(n, color_by) for n in data["nodes"]]
+    if color_by != "type":
+        keys += [_color_key({"assigned_device": d["name"], "type": ""}, color_by)
+                 for d in data["devices"]]
+    return keys
+
+
+def placement_dot(data: dict, color_by: str = "device", show_transfers: bool = True) -> str:
+    """The DOT source of the placement picture."""
+    colors = colors_for(_color_keys(data, color_by))
+    lines = ['digraph placement {', 'rankdir=TB; compound=true; newrank=true;',
+             'graph [fontname="Helvetica", fontsize=11, style=rounded, color="#888888"];',
+             'node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=10, '
+             'penwidth=0.8];', 'edge [color="#555555", arrowsize=0.6, fontname="Helvetica", '
+             'fontsize=9];']
+    lines += _clusters(data, colors, color_by)
+    lines += _edges(data, show_transfers)
+    lines += _legend(colors, color_by)
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def _node_line(node: dict, colors: dict, color_by: str) -> str:
+    tip = (f"{node['name']} ({node['type']})\nrequested: {node['requested_device'] or '(any)'}"
+           f"\nassigned: {node['assigned_device']}")
+    label = node["name"] if node["name"] == node["type"] else f"{node['name']}\n{node['type']}"
+    return (f'"{escape(node["name"])}" [label="{escape(label)}", tooltip="{escape(tip)}", '
+            f'fillcolor="{colors[_color_key(node, color_by)]}"];')
+
+
+def _clusters(data: dict, colors: dict, color_by: str) -> list[str]:
+    """Nodes boxed by job/task (only if several) and device, in a stable order."""
+    tree: dict[tuple, dict[str, list[dict]]] = {}
+    for node in data["nodes"]:
+        job, task, dev = _parts(node["assigned_device"])
+        tree.setdefault((job, task), {}).setdefault(dev, []).append(node)
+    several = len(tree) > 1
+    lines: list[str] = []
+    for i, (job_task, by_device) in enumerate(sorted(tree.items())):
+        if several:
+            lines.append(f'subgraph "cluster_task_{i}" {{ label="/job:{job_task[0]}/task:'
+                         f'{job_task[1]}"; style="rounded,dashed";')
+        for j, (dev, nodes) in enumerate(sorted(by_device.items())):
+            lines.append(f'subgraph "cluster_dev_{i}_{j}" {{ label="{escape(dev)}"; '
+                         'style="rounded,filled"; fillcolor="#F7F7F7";')
+            lines += [_node_line(n, colors, color_by) for n in nodes]
+            lines.append("}")
+        if several:
+            lines.append("}")
+    return lines
+
+
+def _edges(data: dict, show_transfers: bool) -> list[str]:
+    lines = []
+    for e in data["edges"]:
+        ends = f'"{escape(e["src"])}" -> "{escape(e["dst"])}"'
+        if not e["cross_device"]:
+            lines.append(f"{ends};")
+        elif show_transfers:
+            size = format_bytes(e["bytes"])
+            lines.append(f'{ends} [color="{TRANSFER_COLOR}", penwidth=2.2, '
+                         f'fontcolor="{TRANSFER_COLOR}", label=" {size}", '
+                         f'tooltip="transfer {escape(e["src"])} -> {escape(e["dst"])}: {size}"];')
+        else:
+            lines.append(f"{ends} [style=invis];")
+    return lines
+
+
+def _legend(colors: dict, color_by: str) -> list[str]:
+    """A boxed key of the colours (plain nodes: the WebAssembly Graphviz has no HTML labels)."""
+    title = {"device": "device", "job": "job:task", "type": "op type"}[color_by]
+    lines = [f'subgraph "cluster_legend" {{ label="colour = {title}"; style="rounded"; '
+             'color="#BBBBBB"; node [shape=box, style="filled", fontsize=9, height=0.2];']
+    lines += [f'"__legend_{i}" [label="{escape(k)}", fillcolor="{c}"];'
+              for i, (k, c) in enumerate(colors.items())]
+    lines.append("}")
+    return lines
+
+
+# ---- the view ---------------------------------------------------------------------------------
+class PlacementView(View):
+    """A placed graph: static SVG + JSON + text, and live colour/transfer controls."""
+
+    MIME = PLACEMENT_MIME
+    COLOR_CHOICES = (("device", "device"), ("job", "job"), ("op type", "type"))
+
+    def __init__(self, data: dict, graphviz_backend: str | None = None) -> None:
+        super().__init__()
+        self.data = data
+        self.graphviz_backend = graphviz_backend
+        self._svgs: dict[tuple, str] = {}
+
+    def payload(self) -> dict:
+        return self.data
+
+    def text(self) -> str:
+        return placement_text(self.data)
+
+    def dot(self, color_by: str | None = None, show_transfers: bool | None = None) -> str:
+        return placement_dot(self.data, color_by or self.color_by,
+                             self.show_transfers if show_transfers is None else show_transfers)
+
+    def svg(self, color_by: str | None = None, show_transfers: bool | None = None) -> str:
+        key = (color_by or self.color_by,
+               self.show_transfers if show_transfers is None else show_transfers)
+        if key not in self._svgs:
+            self._svgs[key] = graphviz_svg.render_svg(self.dot(*key), self.graphviz_backend)
+        return self._svgs[key]
+
+    @property
+    def devices(self) -> dict[str, str]:
+        """op name -> assigned device (full name)."""
+        return {n["name"]: n["assigned_device"] for n in self.data["nodes"]}

@@ -1,0 +1,54 @@
+"""Colours and number formats shared by the notebook views.
+
+Colours come from one fixed palette (Okabe-Ito's colour-blind-safe set, then softer tones),
+handed out in sorted key order, so the same devices or op types get the same colours in
+every view and every run. No state.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+PALETTE = ("#56B4E9", "#E69F00", "#009E73", "#CC79A7", "#0072B2", "#D55E00", "#F0E442",
+           "#999999", "#8DD3C7", "#BEBADA", "#FB8072", "#80B1D3", "#FDB462", "#B3DE69")
+TRANSFER_COLOR = "#C0392B"
+
+
+def colors_for(keys: Iterable[str]) -> dict[str, str]:
+    """A colour per distinct key, in sorted order (stable across runs)."""
+    return {k: PALETTE[i % len(PALETTE)] for i, k in enumerate(sorted(set(keys)))}
+
+
+def format_us(us: float) -> str:
+    """A duration in microseconds as ``850 µs``, ``1.25 ms`` or ``2.5 s``."""
+    if us < 1000:
+        return f"{us:.0f} µs"
+    if us < 1_000_000:
+        return f"{us / 1000:.3g} ms"
+    return f"{us / 1_000_000:.3g} s"
+
+
+def format_bytes(n: int | None) -> str:
+    """``None`` as ``?``; else ``512 B``, ``4.0 KiB``, ``1.5 MiB``, ``2.0 GiB``."""
+    if n is None:
+        return "?"
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"
+
+
+def html_escape(text: str) -> str:
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;"))
+
+
+def kernel_running() -> bool:
+    """Whether this code runs inside a Jupyter kernel (where widgets can be shown)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
