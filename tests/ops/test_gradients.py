@@ -14,7 +14,7 @@ def _run(fetches, feed_dict=None):
 
 def test_gradients_from_several_consumers_are_summed():
     x = tf.constant(3.0)
-    y = x * x + 2.0 * x + tf.sin(x) if hasattr(tf, "sin") else x * x + 2.0 * x
+    y = x * x + 2.0 * x
     (g,) = tf.gradients(y, [x])
     assert _run(g) == pytest.approx(2 * 3.0 + 2.0)
     assert g.op.type == "AddN"
