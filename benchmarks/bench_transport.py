@@ -1,7 +1,8 @@
 """Transport benchmark: how fast tensors move between two task processes.
 
 Measures, in one run on this machine:
-- LocalCluster(ps=1, workers=2) ready time (all tasks answer GetStatus);
+- LocalCluster(ps=1, workers=2) ready time (all tasks answer GetStatus), with the
+  transport-only engine and with the default (graph) engine;
 - a 1 MiB and a 64 MiB float32 tensor pulled by worker 1 from worker 0 through RecvTensor,
   via shared memory and via the chunked gRPC stream (timed inside worker 1);
 - the baseline: a plain gRPC server process streaming the same bytes in the same 4 MiB
@@ -54,12 +55,12 @@ server.wait_for_termination()
 """
 
 
-def ready_time(repeats: int) -> float:
+def ready_time(repeats: int, engine: str | None) -> float:
     """Median seconds from LocalCluster() to all three tasks answering."""
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        cluster = LocalCluster(ps=1, workers=2, engine=TRANSPORT)
+        cluster = LocalCluster(ps=1, workers=2, engine=engine)
         times.append(time.perf_counter() - start)
         cluster.close()
     return statistics.median(times)
@@ -113,7 +114,10 @@ def main() -> None:
     args = parser.parse_args()
     print(f"tfteach transport benchmark ({len(__import__('os').sched_getaffinity(0))} cores, "
           "loopback, median of repeats)\n")
-    print(f"LocalCluster(ps=1, workers=2) ready in {ready_time(3):.2f} s\n")
+    for label, engine in (("transport engine", TRANSPORT), ("default engine", None)):
+        print(f"LocalCluster(ps=1, workers=2) ready in {ready_time(3, engine):.2f} s "
+              f"({label})")
+    print()
     rows = []
     with LocalCluster(ps=0, workers=2, engine=TRANSPORT) as cluster:
         for nbytes in SIZES:

@@ -167,6 +167,15 @@ def test_tasks_exit_when_their_owner_is_killed(tmp_path):
         owner.wait()
 
 
+def test_a_task_that_cannot_start_fails_the_cluster_with_its_output():
+    with pytest.raises(errors.UnavailableError, match="exited while starting") as info:
+        LocalCluster(ps=0, workers=1, engine="no_such_module:factory")
+    assert "Cannot load the engine factory 'no_such_module:factory'" in info.value.message
+    assert "Hint:" in str(info.value)
+    assert not [c for c in registry.list_clusters() if any(
+        t["env"].get("TFTEACH_ENGINE") == "no_such_module:factory" for t in c["tasks"])]
+
+
 def test_bad_sizes_are_value_errors():
     with pytest.raises(ValueError, match="one speed per worker"):
         LocalCluster(workers=2, worker_speeds=[1.0])

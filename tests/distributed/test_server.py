@@ -175,3 +175,14 @@ def test_create_local_server_is_also_a_static_method(client):
     with Server.create_local_server() as server:
         assert client.worker(server.target).get_status(timeout=10)["task"] == \
             "/job:localhost/replica:0/task:0"
+
+
+def test_an_engine_that_fails_releases_the_port(make_server):
+    port = free_ports(1)[0]
+
+    def broken(task):
+        raise RuntimeError("engine exploded")
+
+    with pytest.raises(RuntimeError, match="engine exploded"):
+        make_server({"w": [f"localhost:{port}"]}, engine_factory=broken)
+    assert make_server({"w": [f"localhost:{port}"]}).target.endswith(f":{port}")

@@ -154,9 +154,13 @@ class Server:
         self._cluster = _with_address(self._cluster, self._job_name, self._task_index,
                                       self._address)
         self._client = ClusterClient(self._token, self._tls)
-        self._engine = engine_factory(self._engine_factory)(TaskInfo(
-            self._cluster, self._job_name, self._task_index, self._address, self._config,
-            self._client))
+        try:
+            self._engine = engine_factory(self._engine_factory)(TaskInfo(
+                self._cluster, self._job_name, self._task_index, self._address,
+                self._config, self._client))
+        except BaseException:
+            _stop_grpc(server)      # release the port we just bound
+            raise
         add_services(server, self._engine, self._task_name)
         self._grpc = server
         self._finalizer = weakref.finalize(self, _stop_grpc, server)
