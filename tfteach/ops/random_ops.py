@@ -76,29 +76,31 @@ def _random(op_type: str, shape: Any, dtype: Any, seed: int | None, scope: str) 
         name=op_type).outputs[0]
 
 
+def _scaled_normal(op_type: str, shape: Any, mean: float, stddev: float, dtype: Any,
+                   seed: int | None, name: str) -> Tensor:
+    """``op_type`` samples * stddev + mean, built as TF builds it (so names match)."""
+    g = get_default_graph()
+    with g.name_scope(name) as scope:
+        m = convert_to_tensor(mean, dtype=dtype, name="mean")
+        s = convert_to_tensor(stddev, dtype=dtype, name="stddev")
+        rnd = _random(op_type, shape, dtype, seed, scope)
+        mul = g.create_op("Mul", [rnd, s], {"T": m.dtype}, name="mul").outputs[0]
+        return g.create_op("Add", [mul, m], {"T": m.dtype}, name=scope).outputs[0]
+
+
 def random_normal(shape: Any, mean: float = 0.0, stddev: float = 1.0, dtype: Any = dtypes.float32,
                   seed: int | None = None, name: str | None = None) -> Tensor:
     """Samples from a normal distribution (``RandomStandardNormal * stddev + mean``)."""
-    g = get_default_graph()
-    with g.name_scope(name or "random_normal") as scope:
-        m = convert_to_tensor(mean, dtype=dtype, name="mean")
-        s = convert_to_tensor(stddev, dtype=dtype, name="stddev")
-        rnd = _random("RandomStandardNormal", shape, dtype, seed, scope)
-        mul = g.create_op("Mul", [rnd, s], {"T": m.dtype}, name="mul").outputs[0]
-        return g.create_op("Add", [mul, m], {"T": m.dtype}, name=scope).outputs[0]
+    return _scaled_normal("RandomStandardNormal", shape, mean, stddev, dtype, seed,
+                          name or "random_normal")
 
 
 def truncated_normal(shape: Any, mean: float = 0.0, stddev: float = 1.0,
                      dtype: Any = dtypes.float32, seed: int | None = None,
                      name: str | None = None) -> Tensor:
     """Normal samples re-drawn until within two standard deviations."""
-    g = get_default_graph()
-    with g.name_scope(name or "truncated_normal") as scope:
-        m = convert_to_tensor(mean, dtype=dtype, name="mean")
-        s = convert_to_tensor(stddev, dtype=dtype, name="stddev")
-        rnd = _random("TruncatedNormal", shape, dtype, seed, scope)
-        mul = g.create_op("Mul", [rnd, s], {"T": m.dtype}, name="mul").outputs[0]
-        return g.create_op("Add", [mul, m], {"T": m.dtype}, name=scope).outputs[0]
+    return _scaled_normal("TruncatedNormal", shape, mean, stddev, dtype, seed,
+                          name or "truncated_normal")
 
 
 def random_uniform(shape: Any, minval: float = 0, maxval: float | None = None,
