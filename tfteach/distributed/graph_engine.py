@@ -28,16 +28,13 @@ from tfteach.devices.base import Device
 from tfteach.framework.device_spec import DeviceSpec
 from tfteach.framework.graph import Graph
 from tfteach.framework.graph_io import graph_from_json
-from tfteach.runtime import placer
 from tfteach.runtime.config import ConfigProto, StepStats, TransferStats
 from tfteach.runtime.executor import Executor, to_fetch_value
-from tfteach.runtime.plan import build_plan, needed_ops
+from tfteach.runtime.plan import build_plan
 from tfteach.runtime.resources import ResourceMgr
 
 from . import transport_ops
-from .client import wait_for_tasks
 from .engine_api import RunResult, TaskInfo
-from .partition import Partitioner, task_of
 from .rendezvous import Rendezvous
 
 
@@ -139,9 +136,7 @@ class GraphEngine:
         plan = part.plans.get(key)
         if plan is None:
             plan = build_plan(part.graph.get_operations(), part.devices, fetches,
-                              part.targets, list(fed))
-            for node in plan.nodes:
-                node.ctx.resources = part.resources
+                              part.targets, list(fed), part.resources)
             part.plans[key] = plan
         return plan
 

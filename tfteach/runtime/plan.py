@@ -90,8 +90,11 @@ def needed_ops(fetch_ops: list[Operation], fed: set[Tensor]) -> set[int]:
 
 
 def build_plan(ops: list[Operation], placement: dict, fetches: list[Tensor | None],
-               targets: list[Operation], feeds: list[Tensor]) -> Plan:
-    """Wire the pruned graph: slots, transfers, consumers and pending counts."""
+               targets: list[Operation], feeds: list[Tensor], resources: Any = None) -> Plan:
+    """Wire the pruned graph: slots, transfers, consumers and pending counts.
+
+    ``resources`` (the container kernels see as ``ctx.resources``) is bound to every node.
+    """
     fed = set(feeds)
     roots = [t.op for t in fetches if t is not None and t not in fed] + list(targets)
     need = needed_ops(roots, fed)
@@ -101,7 +104,10 @@ def build_plan(ops: list[Operation], placement: dict, fetches: list[Tensor | Non
     for op in ops:
         if op._id in need:
             b.add_op(op, fed)
-    return b.finish(fetches, feeds)
+    plan = b.finish(fetches, feeds)
+    for node in plan.nodes:
+        node.ctx.resources = resources
+    return plan
 
 
 class _Builder:

@@ -216,9 +216,8 @@ class Session(BaseSession):
                tuple(op.name for op in targets), tuple(sorted(t.name for t in feeds)))
         plan = self._plans.get(key)
         if plan is None:
-            plan = build_plan(self.graph._ops, placement.devices, tensors, targets, list(feeds))
-            for node in plan.nodes:
-                node.ctx.resources = self.resources
+            plan = build_plan(self.graph._ops, placement.devices, tensors, targets, list(feeds),
+                              self.resources)
             self._plans[key] = plan
         return plan
 
