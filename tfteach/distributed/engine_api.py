@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .cluster_spec import ClusterSpec
 
 ENGINE_ENV = "TFTEACH_ENGINE"
-DEFAULT_ENGINE = "tfteach.distributed.default_engine:TransportEngine"
+DEFAULT_ENGINE = "tfteach.distributed.graph_engine:GraphEngine"
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,9 @@ class LocalCluster:
         self._entry = self._make_entry(ps, workers, gpus_per_task, worker_speeds, engine)
         self._closer = weakref.finalize(self, _close_quietly, self.id, self._dir)
         shm.sweep_dead()            # what earlier, killed clusters left behind
+        from .remote_session import remember_token
         for record in self._entry["tasks"]:
+            remember_token(record["address"], self._token)   # sessions here may reach it
             record["pid"] = registry.spawn_task(self._entry, record)
         registry.write_entry(self._entry)
         try:
