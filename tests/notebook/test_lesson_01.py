@@ -1,0 +1,78 @@
+"""Lesson 1 passes nbval, and its static HTML export shows the pictures (in Chromium)."""
+from __future__ import annotations
+
+import base64
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LESSON = ROOT / "lessons" / "01_device_placement.ipynb"
+SANITIZE = ROOT / "lessons" / "sanitize.cfg"
+
+pytestmark = pytest.mark.slow
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in
+                                         env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    for name in ("CUDA_VISIBLE_DEVICES", "TFTEACH_VIRTUAL_GPUS", "TFTEACH_DEVICE_SPEED"):
+        env.pop(name, None)
+    return env
+
+
+def test_lesson_passes_nbval_with_its_sanitizers(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--nbval", str(LESSON), "--nbval-sanitize-with",
+         str(SANITIZE), "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path)],
+        cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert re.search(r"\b\d+ passed\b", done.stdout)
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("export")
+    subprocess.run([sys.executable, "-m", "nbconvert", "--to", "html", str(LESSON),
+                    "--output-dir", str(out)], check=True, capture_output=True, env=_env(),
+                   timeout=300)
+    return out / "01_device_placement.html"
+
+
+def test_static_export_holds_placement_svgs_and_timeline_images(exported):
+    html = exported.read_text()
+    svgs = [base64.b64decode(b).decode() for b in
+            re.findall(r'src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"', html)]
+    graphs = [s for s in svgs if "cluster_dev_" in s]
+    timelines = [s for s in svgs if "tfteach-tl-arrow" in s]
+    assert len(graphs) >= 8 and len(timelines) >= 4
+    assert any(">AddN</text>" in s and ">GPU:1</text>" in s for s in graphs)
+    assert "Hint:" in html and "InvalidArgumentError" in html
+    assert "Correct: the placement. Well done!" in html
+
+
+@pytest.mark.browser
+def test_exported_lesson_draws_in_chromium(exported, tmp_path):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    pytest.importorskip("PIL")
+    from PIL import Image
+
+    shot = tmp_path / "lesson.png"
+    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                    "--disable-background-networking", "--disable-component-update",
+                    "--disable-sync", "--no-first-run", f"--screenshot={shot}",
+                    "--window-size=1200,6000", exported.as_uri()],
+                   capture_output=True, timeout=180, check=False)
+    assert shot.exists(), "Chromium wrote no screenshot"
+    colours = {c for _, c in Image.open(shot).convert("RGB").getcolors(1 << 24)}
+    device_colours = {(0x56, 0xB4, 0xE9), (0xE6, 0x9F, 0x00), (0x00, 0x9E, 0x73)}
+    assert device_colours <= colours, "the CPU:0, GPU:0 and GPU:1 node colours are drawn"
+    assert (0xC0, 0x39, 0x2B) in colours, "transfer arrows and the error box are drawn"
