@@ -53,7 +53,12 @@ export async function requestAPI<T>(path: string, init: RequestInit = {}): Promi
 }
 
 /** The path of one task's action endpoint. */
-export function taskPath(clusterId: string, job: string, task: number, action: 'kill' | 'restart'): string {
+export function taskPath(
+  clusterId: string,
+  job: string,
+  task: number,
+  action: 'kill' | 'restart'
+): string {
   const enc = encodeURIComponent;
   return `clusters/${enc(clusterId)}/tasks/${enc(job)}/${task}/${action}`;
 }

@@ -2,11 +2,7 @@
  * The tfteach JupyterLab plugins: the cluster sidebar and the lessons
  * launcher. (The MIME renderers are registered from mime.ts.)
  */
-import {
-  ILayoutRestorer,
-  JupyterFrontEnd,
-  JupyterFrontEndPlugin
-} from '@jupyterlab/application';
+import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
 import { ILauncher } from '@jupyterlab/launcher';
 
@@ -46,11 +42,7 @@ const lessonsPlugin: JupyterFrontEndPlugin<void> = {
   description: 'Launcher card and command that open the tfteach lessons.',
   autoStart: true,
   optional: [ILauncher, ICommandPalette],
-  activate: (
-    app: JupyterFrontEnd,
-    launcher: ILauncher | null,
-    palette: ICommandPalette | null
-  ) => {
+  activate: (app: JupyterFrontEnd, launcher: ILauncher | null, palette: ICommandPalette | null) => {
     app.commands.addCommand(CommandIDs.openLessons, {
       label: args => (args.isLauncher ? 'tfteach lessons' : 'Open tfteach lessons'),
       caption: 'Open the tfteach lessons notebooks',
@@ -58,7 +50,12 @@ const lessonsPlugin: JupyterFrontEndPlugin<void> = {
       execute: () => openLessons(app.commands)
     });
     palette?.addItem({ command: CommandIDs.openLessons, category: PALETTE_CATEGORY });
-    launcher?.add({ command: CommandIDs.openLessons, category: 'tfteach', rank: 0, args: { isLauncher: true } });
+    launcher?.add({
+      command: CommandIDs.openLessons,
+      category: 'tfteach',
+      rank: 0,
+      args: { isLauncher: true }
+    });
   }
 };
 

@@ -36,10 +36,21 @@ export class Tooltip implements IDisposable {
       this._node.appendChild(row);
     }
     this._node.hidden = false;
+    this._place(event);
+  }
+
+  /** Below-right of the pointer, or above it when there is no room below. */
+  private _place(event: MouseEvent): void {
     const box = this._host.getBoundingClientRect();
-    const x = Math.min(event.clientX - box.left + 14, Math.max(0, box.width - 260));
-    this._node.style.left = `${Math.max(0, x)}px`;
-    this._node.style.top = `${event.clientY - box.top + 14}px`;
+    const px = event.clientX - box.left;
+    const py = event.clientY - box.top;
+    const width = this._node.offsetWidth;
+    const height = this._node.offsetHeight;
+    const x = Math.max(0, Math.min(px + 14, box.width - width - 4));
+    const below = py + 14;
+    const y = below + height <= box.height ? below : Math.max(0, py - height - 10);
+    this._node.style.left = `${x}px`;
+    this._node.style.top = `${y}px`;
   }
 
   hide(): void {

@@ -3,7 +3,11 @@ import { parseDevice, shortDevice, taskOf } from '../src/devices';
 describe('device names', () => {
   it('splits a full name into job, replica, task, type and index', () => {
     expect(parseDevice('/job:worker/replica:0/task:1/device:GPU:2')).toEqual({
-      job: 'worker', replica: '0', task: '1', type: 'GPU', index: '2'
+      job: 'worker',
+      replica: '0',
+      task: '1',
+      type: 'GPU',
+      index: '2'
     });
   });
 

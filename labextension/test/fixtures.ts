@@ -32,9 +32,24 @@ export function twoGpuGraph(): IPlacementData {
 export function psWorkerGraph(): IPlacementData {
   return {
     nodes: [
-      { name: 'v', type: 'VariableV2', requested_device: '/job:ps/task:0', assigned_device: PS_CPU },
-      { name: 'v/read', type: 'Identity', requested_device: '/job:ps/task:0', assigned_device: PS_CPU },
-      { name: 'y', type: 'Mul', requested_device: '/job:worker/task:1', assigned_device: WORKER1_CPU }
+      {
+        name: 'v',
+        type: 'VariableV2',
+        requested_device: '/job:ps/task:0',
+        assigned_device: PS_CPU
+      },
+      {
+        name: 'v/read',
+        type: 'Identity',
+        requested_device: '/job:ps/task:0',
+        assigned_device: PS_CPU
+      },
+      {
+        name: 'y',
+        type: 'Mul',
+        requested_device: '/job:worker/task:1',
+        assigned_device: WORKER1_CPU
+      }
     ],
     edges: [
       { src: 'v', dst: 'v/read', cross_device: false, bytes: null },

@@ -50,7 +50,10 @@ describe('grouping by job, task and device', () => {
 
   it('separates jobs and tasks of a cluster', () => {
     const input = buildLayoutInput(psWorkerGraph());
-    const labels = input.groups.filter(g => g.kind !== 'device').map(g => g.label).sort();
+    const labels = input.groups
+      .filter(g => g.kind !== 'device')
+      .map(g => g.label)
+      .sort();
     expect(labels).toEqual(['/job:ps', '/job:worker', 'task:0', 'task:1']);
   });
 
@@ -101,9 +104,14 @@ describe('layout', () => {
   it('places every node inside its device box and that box inside its task box', () => {
     const input = buildLayoutInput(twoGpuGraph());
     const layout = computeLayout(input);
-    const inside = (a: { x: number; y: number; width: number; height: number },
-      b: { x: number; y: number; width: number; height: number }): boolean =>
-      a.x >= b.x && a.y >= b.y && a.x + a.width <= b.x + b.width && a.y + a.height <= b.y + b.height;
+    const inside = (
+      a: { x: number; y: number; width: number; height: number },
+      b: { x: number; y: number; width: number; height: number }
+    ): boolean =>
+      a.x >= b.x &&
+      a.y >= b.y &&
+      a.x + a.width <= b.x + b.width &&
+      a.y + a.height <= b.y + b.height;
     for (const node of input.nodes) {
       expect(inside(layout.nodes.get(node.id)!, layout.groups.get(node.parent!)!)).toBe(true);
     }

@@ -30,7 +30,14 @@ describe('timeline model', () => {
 
   it('keeps the lane order and adds devices seen only on ops', () => {
     const data = twoLaneTimeline();
-    data.ops.push({ name: 'x', op: 'Add', device: '/job:ps/task:0/device:CPU:0', start_us: 0, end_us: 1, bytes: 4 });
+    data.ops.push({
+      name: 'x',
+      op: 'Add',
+      device: '/job:ps/task:0/device:CPU:0',
+      start_us: 0,
+      end_us: 1,
+      bytes: 4
+    });
     const model = new TimelineModel(data);
     expect(model.lanes.map(l => l.short)).toEqual(['GPU:0', 'GPU:1', 'CPU:0']);
     expect(model.laneIndex(GPU1)).toBe(1);

@@ -21,8 +21,9 @@ import asyncio
 import functools
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import tornado.web
 from jupyter_server.base.handlers import APIHandler
@@ -67,7 +68,7 @@ async def _task_health(registry: Any, cluster: dict[str, Any], task: dict[str, A
     """A task's health; a failing check reads as dead, with the reason."""
     try:
         health = await _blocking(registry.task_health, cluster, task["job"], task["task"])
-    except Exception as exc:  # a broken entry must not break the whole list
+    except Exception as exc:  # noqa: BLE001 (a broken entry must not break the list)
         return dict(_DEAD, error=f"{type(exc).__name__}: {exc}")
     return {"alive": bool(health.get("alive")), "devices": list(health.get("devices") or []),
             "last_step": health.get("last_step"), "error": None}

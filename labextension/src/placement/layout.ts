@@ -38,7 +38,13 @@ export const GROUP_LABEL_HEIGHT = 18;
 
 function buildGraph(input: ILayoutInput): dagre.graphlib.Graph {
   const g = new dagre.graphlib.Graph({ compound: true, multigraph: true });
-  g.setGraph({ rankdir: 'TB', nodesep: 28, ranksep: 44, marginx: 12, marginy: 12 + GROUP_LABEL_HEIGHT });
+  g.setGraph({
+    rankdir: 'TB',
+    nodesep: 28,
+    ranksep: 44,
+    marginx: 12,
+    marginy: 12 + GROUP_LABEL_HEIGHT
+  });
   g.setDefaultEdgeLabel(() => ({}));
   for (const group of input.groups) {
     g.setNode(group.id, {});
@@ -70,7 +76,13 @@ function boxOf(label: dagre.NodeLabel): IBox {
 export function computeLayout(input: ILayoutInput): ILayout {
   const g = buildGraph(input);
   dagre.layout(g);
-  const layout: ILayout = { width: 0, height: 0, nodes: new Map(), groups: new Map(), edges: new Map() };
+  const layout: ILayout = {
+    width: 0,
+    height: 0,
+    nodes: new Map(),
+    groups: new Map(),
+    edges: new Map()
+  };
   for (const node of input.nodes) {
     layout.nodes.set(node.id, boxOf(g.node(node.id)));
   }
@@ -82,7 +94,10 @@ export function computeLayout(input: ILayoutInput): ILayout {
   }
   for (const e of g.edges()) {
     const points = (g.edge(e).points ?? []) as IPoint[];
-    layout.edges.set(Number(e.name), points.map(p => ({ x: p.x, y: p.y })));
+    layout.edges.set(
+      Number(e.name),
+      points.map(p => ({ x: p.x, y: p.y }))
+    );
   }
   const boxes = [...layout.nodes.values(), ...layout.groups.values()];
   layout.width = Math.max(1, ...boxes.map(b => b.x + b.width)) + 12;

@@ -94,13 +94,10 @@ export function nodeId(name: string): string {
 /** Check and normalise the JSON a kernel sent; missing lists become []. */
 export function parsePlacement(value: unknown): IPlacementData {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new Error(
-      `${PLACEMENT_MIME} must be an object with "nodes", "edges" and "devices"`
-    );
+    throw new Error(`${PLACEMENT_MIME} must be an object with "nodes", "edges" and "devices"`);
   }
   const raw = value as { [key: string]: unknown };
-  const list = <T>(key: string): T[] =>
-    Array.isArray(raw[key]) ? (raw[key] as T[]) : [];
+  const list = <T>(key: string): T[] => (Array.isArray(raw[key]) ? (raw[key] as T[]) : []);
   return {
     nodes: list<IPlacementNode>('nodes'),
     edges: list<IPlacementEdge>('edges'),

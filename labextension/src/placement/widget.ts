@@ -105,12 +105,23 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
     const layout = computeLayout(input);
     const defs = svgEl('defs');
     const marker = svgEl('marker', {
-      id: this._markerId, viewBox: '0 0 10 10', refX: 9, refY: 5,
-      markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse'
+      id: this._markerId,
+      viewBox: '0 0 10 10',
+      refX: 9,
+      refY: 5,
+      markerUnits: 'userSpaceOnUse',
+      markerWidth: 9,
+      markerHeight: 9,
+      orient: 'auto-start-reverse'
     });
     marker.appendChild(svgEl('path', { d: 'M0,0 L10,5 L0,10 z', class: 'tft-arrowhead' }));
     defs.appendChild(marker);
-    this._svg.replaceChildren(defs, this._drawGroups(input, layout), this._drawEdges(layout), this._drawNodes(layout));
+    this._svg.replaceChildren(
+      defs,
+      this._drawGroups(input, layout),
+      this._drawEdges(layout),
+      this._drawNodes(layout)
+    );
     const height = Math.min(560, Math.max(220, layout.height));
     this._canvas.style.height = `${height}px`;
     this._panZoom.fit(layout.width, Math.max(layout.height, height));
@@ -122,7 +133,13 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
     for (const group of input.groups) {
       const box = layout.groups.get(group.id)!;
       const g = svgEl('g', { class: `tft-group tft-group-${group.kind}` });
-      const rect = svgEl('rect', { x: box.x, y: box.y, width: box.width, height: box.height, rx: 6 });
+      const rect = svgEl('rect', {
+        x: box.x,
+        y: box.y,
+        width: box.width,
+        height: box.height,
+        rx: 6
+      });
       if (group.kind === 'device') {
         const device = this._model!.device(group.id.slice(2));
         rect.style.stroke = device?.color ?? '';
@@ -143,7 +160,9 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
       const g = svgEl('g', { class: cls, 'data-edge': index });
       const d = pathOf(points);
       g.appendChild(svgEl('path', { d, class: 'tft-edge-hit' }));
-      g.appendChild(svgEl('path', { d, class: 'tft-edge-line', 'marker-end': `url(#${this._markerId})` }));
+      g.appendChild(
+        svgEl('path', { d, class: 'tft-edge-line', 'marker-end': `url(#${this._markerId})` })
+      );
       layer.appendChild(g);
     }
     return layer;
@@ -157,12 +176,30 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
         continue;
       }
       const device = this._model!.device(node.assigned_device || '');
-      const g = svgEl('g', { class: 'tft-node', 'data-name': node.name, 'data-device': node.assigned_device || '' });
-      const rect = svgEl('rect', { x: box.x, y: box.y, width: box.width, height: box.height, rx: 5 });
+      const g = svgEl('g', {
+        class: 'tft-node',
+        'data-name': node.name,
+        'data-device': node.assigned_device || ''
+      });
+      const rect = svgEl('rect', {
+        x: box.x,
+        y: box.y,
+        width: box.width,
+        height: box.height,
+        rx: 5
+      });
       rect.style.fill = device?.color ?? '#999';
-      const name = svgEl('text', { x: box.x + box.width / 2, y: box.y + 16, class: 'tft-node-name' });
+      const name = svgEl('text', {
+        x: box.x + box.width / 2,
+        y: box.y + 16,
+        class: 'tft-node-name'
+      });
       name.textContent = node.name;
-      const type = svgEl('text', { x: box.x + box.width / 2, y: box.y + 30, class: 'tft-node-type' });
+      const type = svgEl('text', {
+        x: box.x + box.width / 2,
+        y: box.y + 30,
+        class: 'tft-node-type'
+      });
       type.textContent = node.type;
       g.append(rect, name, type);
       layer.appendChild(g);
@@ -198,14 +235,25 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
     const node = model.selected === null ? undefined : model.node(model.selected);
     if (!hl || !node) {
       const cross = model.data.edges.filter(e => e.cross_device).length;
-      return `${model.data.nodes.length} nodes on ${model.devices.length} devices, ${cross} cross-device edges. ` +
-        'Click a node to see its inputs, outputs and transfers; drag to pan, wheel to zoom.';
+      const hidden = model.data.nodes.filter(n =>
+        model.hiddenDevices.has(n.assigned_device || '')
+      ).length;
+      return (
+        `${model.data.nodes.length} nodes on ${model.devices.length} devices` +
+        (hidden ? ` (${hidden} hidden)` : '') +
+        `, ${cross} cross-device edges. ` +
+        'Click a node to see its inputs, outputs and transfers; drag to pan, wheel to zoom.'
+      );
     }
     const list = (names: Set<string>): string => (names.size ? [...names].join(', ') : 'none');
     const bytes = [...hl.transfers].reduce((sum, i) => sum + (model.data.edges[i].bytes ?? 0), 0);
-    return `Selected ${node.name} (${node.type}) on ${shortDevice(node.assigned_device)}. ` +
+    return (
+      `Selected ${node.name} (${node.type}) on ${shortDevice(node.assigned_device)}. ` +
       `Inputs: ${list(hl.inputs)}. Outputs: ${list(hl.outputs)}. ` +
-      `Transfers: ${hl.transfers.size}` + (hl.transfers.size ? ` (${formatBytes(bytes)})` : '') + '.';
+      `Transfers: ${hl.transfers.size}` +
+      (hl.transfers.size ? ` (${formatBytes(bytes)})` : '') +
+      '.'
+    );
   }
 
   private _nodeRows(node: IPlacementNode): TooltipRow[] {

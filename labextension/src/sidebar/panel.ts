@@ -54,8 +54,13 @@ export class ClusterPanel extends Widget {
       children.push(htmlEl('div', 'tft-panel-message', message));
     }
     if (!clusters.length) {
-      children.push(htmlEl('div', 'tft-panel-empty',
-        'No LocalCluster is running. Start one from a notebook and it appears here.'));
+      children.push(
+        htmlEl(
+          'div',
+          'tft-panel-empty',
+          'No LocalCluster is running. Start one from a notebook and it appears here.'
+        )
+      );
     }
     children.push(...clusters.map(c => this._renderCluster(c)));
     this._body.replaceChildren(...children);
@@ -65,8 +70,13 @@ export class ClusterPanel extends Widget {
     const box = htmlEl('div', 'tft-cluster');
     box.dataset.clusterId = cluster.id;
     const head = htmlEl('div', 'tft-cluster-header');
-    const owner = cluster.mine ? `started by pid ${cluster.owner_pid}` : `owned by uid ${cluster.owner_uid}`;
-    head.append(htmlEl('span', 'tft-cluster-name', `${cluster.id}`), htmlEl('span', 'tft-cluster-owner', owner));
+    const owner = cluster.mine
+      ? `started by pid ${cluster.owner_pid}`
+      : `owned by uid ${cluster.owner_uid}`;
+    head.append(
+      htmlEl('span', 'tft-cluster-name', `${cluster.id}`),
+      htmlEl('span', 'tft-cluster-owner', owner)
+    );
     if (cluster.mine) {
       const stop = htmlEl('button', 'tft-button tft-stop', 'Stop cluster');
       stop.addEventListener('click', () => {
@@ -89,7 +99,9 @@ export class ClusterPanel extends Widget {
     const addr = htmlEl('span', 'tft-task-address', task.address);
     const line1 = htmlEl('div', 'tft-task-line');
     line1.append(state, name, addr);
-    const devices = task.devices.length ? task.devices.map(shortDevice).join(', ') : 'no devices reported';
+    const devices = task.devices.length
+      ? task.devices.map(shortDevice).join(', ')
+      : 'no devices reported';
     const step = task.last_step === null ? 'no step yet' : `last step ${task.last_step}`;
     const line2 = htmlEl('div', 'tft-task-detail', `${devices} · ${step}`);
     row.append(line1, line2);

@@ -66,7 +66,10 @@ export function parseTimeline(value: unknown): ITimelineData {
 
 /** Maps times in a domain linearly onto pixels in a range. */
 export class TimeScale {
-  constructor(readonly domain: Range, readonly range: Range) {}
+  constructor(
+    readonly domain: Range,
+    readonly range: Range
+  ) {}
 
   toX(t: number): number {
     const [d0, d1] = this.domain;

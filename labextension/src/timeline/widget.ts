@@ -20,7 +20,7 @@ const LABEL_WIDTH = 96;
 const AXIS_HEIGHT = 26;
 const LANE_HEIGHT = 26;
 const LANE_GAP = 12;
-const RIGHT_PAD = 16;
+const RIGHT_PAD = 28;
 
 let idCount = 0;
 
@@ -103,7 +103,10 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
     }
     if (model.data.transfers.length) {
       const item = htmlEl('span', 'tft-legend-item');
-      item.append(htmlEl('span', 'tft-swatch tft-swatch-transfer'), htmlEl('span', 'tft-legend-text', 'transfer'));
+      item.append(
+        htmlEl('span', 'tft-swatch tft-swatch-transfer'),
+        htmlEl('span', 'tft-legend-text', 'transfer')
+      );
       this._legend.appendChild(item);
     }
   }
@@ -126,18 +129,41 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
     const arrowId = `tft-tarrow-${this._ids}`;
     const defs = svgEl('defs');
     const clip = svgEl('clipPath', { id: clipId });
-    clip.appendChild(svgEl('rect', { x: LABEL_WIDTH, y: 0, width: scale.range[1] - LABEL_WIDTH, height }));
-    const marker = svgEl('marker', { id: arrowId, viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto' });
+    clip.appendChild(
+      svgEl('rect', { x: LABEL_WIDTH, y: 0, width: scale.range[1] - LABEL_WIDTH, height })
+    );
+    const marker = svgEl('marker', {
+      id: arrowId,
+      viewBox: '0 0 10 10',
+      refX: 9,
+      refY: 5,
+      markerUnits: 'userSpaceOnUse',
+      markerWidth: 9,
+      markerHeight: 9,
+      orient: 'auto'
+    });
     marker.appendChild(svgEl('path', { d: 'M0,0 L10,5 L0,10 z', class: 'tft-arrowhead' }));
     defs.append(clip, marker);
     const plot = svgEl('g', { 'clip-path': `url(#${clipId})` });
     plot.append(this._drawOps(scale), this._drawTransfers(scale, arrowId));
-    this._selection = svgEl('rect', { class: 'tft-zoom-selection', y: AXIS_HEIGHT - 4, height: height - AXIS_HEIGHT, width: 0 });
-    this._svg.replaceChildren(defs, this._drawLanes(scale), this._drawAxis(scale, height), plot, this._selection);
+    this._selection = svgEl('rect', {
+      class: 'tft-zoom-selection',
+      y: AXIS_HEIGHT - 4,
+      height: height - AXIS_HEIGHT,
+      width: 0
+    });
+    this._svg.replaceChildren(
+      defs,
+      this._drawLanes(scale),
+      this._drawAxis(scale, height),
+      plot,
+      this._selection
+    );
     const [v0, v1] = model.view;
     this._range.textContent = `${formatDuration(v0)} – ${formatDuration(v1)}`;
     this._reset.disabled = !model.isZoomed;
-    this._status.textContent = `${model.data.ops.length} ops and ${model.data.transfers.length} transfers on ` +
+    this._status.textContent =
+      `${model.data.ops.length} ops and ${model.data.transfers.length} transfers on ` +
       `${model.lanes.length} devices; step ${formatDuration(model.data.step_us)}. Drag or scroll to zoom.`;
   }
 
@@ -145,8 +171,21 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
     const layer = svgEl('g', { class: 'tft-lanes' });
     this._model!.lanes.forEach((lane, i) => {
       const y = laneTop(i);
-      layer.appendChild(svgEl('rect', { class: 'tft-lane', x: LABEL_WIDTH, y, width: scale.range[1] - LABEL_WIDTH, height: LANE_HEIGHT }));
-      const label = svgEl('text', { class: 'tft-lane-label', x: LABEL_WIDTH - 8, y: y + LANE_HEIGHT / 2 + 4, 'data-device': lane.name });
+      layer.appendChild(
+        svgEl('rect', {
+          class: 'tft-lane',
+          x: LABEL_WIDTH,
+          y,
+          width: scale.range[1] - LABEL_WIDTH,
+          height: LANE_HEIGHT
+        })
+      );
+      const label = svgEl('text', {
+        class: 'tft-lane-label',
+        x: LABEL_WIDTH - 8,
+        y: y + LANE_HEIGHT / 2 + 4,
+        'data-device': lane.name
+      });
       label.textContent = lane.short;
       const title = svgEl('title');
       title.textContent = lane.name;
@@ -160,7 +199,9 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
     const layer = svgEl('g', { class: 'tft-axis' });
     for (const t of scale.ticks(Math.max(2, Math.floor((scale.range[1] - scale.range[0]) / 110)))) {
       const x = scale.toX(t);
-      layer.appendChild(svgEl('line', { class: 'tft-tick', x1: x, x2: x, y1: AXIS_HEIGHT - 6, y2: height }));
+      layer.appendChild(
+        svgEl('line', { class: 'tft-tick', x1: x, x2: x, y1: AXIS_HEIGHT - 6, y2: height })
+      );
       const text = svgEl('text', { class: 'tft-tick-label', x, y: AXIS_HEIGHT - 10 });
       text.textContent = formatDuration(t);
       layer.appendChild(text);
@@ -179,8 +220,14 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
         return;
       }
       const rect = svgEl('rect', {
-        class: 'tft-op', 'data-op': i, 'data-name': op.name, x: x0,
-        y: laneTop(lane) + 3, width: Math.max(1, x1 - x0), height: LANE_HEIGHT - 6, rx: 2
+        class: 'tft-op',
+        'data-op': i,
+        'data-name': op.name,
+        x: x0,
+        y: laneTop(lane) + 3,
+        width: Math.max(1, x1 - x0),
+        height: LANE_HEIGHT - 6,
+        rx: 2
       });
       rect.style.fill = model.opColor(op.op);
       layer.appendChild(rect);
@@ -203,7 +250,9 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
       const attrs = { x1: scale.toX(tr.start_us), y1, x2: scale.toX(tr.end_us), y2 };
       const g = svgEl('g', { class: 'tft-transfer-arrow', 'data-transfer': i });
       g.appendChild(svgEl('line', { ...attrs, class: 'tft-transfer-hit' }));
-      g.appendChild(svgEl('line', { ...attrs, class: 'tft-transfer-line', 'marker-end': `url(#${arrowId})` }));
+      g.appendChild(
+        svgEl('line', { ...attrs, class: 'tft-transfer-line', 'marker-end': `url(#${arrowId})` })
+      );
       layer.appendChild(g);
     });
     return layer;

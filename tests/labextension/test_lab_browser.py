@@ -1,0 +1,283 @@
+"""The extension in a real JupyterLab driven through Debian's Chromium.
+
+A notebook displays tfteach's placement and timeline MIME bundles; the tests run it, then
+hover, click, filter and zoom like a learner, and look at the cluster sidebar with a
+registry entry written through the real registry module. Screenshots go to
+test-artifacts/.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+from labharness import JupyterServer, LabPage, fake_entry, write_entry, write_notebook
+
+pytestmark = pytest.mark.browser
+
+CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
+GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
+GPU1 = "/job:localhost/replica:0/task:0/device:GPU:1"
+VIRTUAL = "virtual GPU backed by the CPU"
+
+
+def node(name: str, op: str, requested: str, assigned: str) -> dict:
+    return {"name": name, "type": op, "requested_device": requested, "assigned_device": assigned}
+
+
+def edge(src: str, dst: str, cross: bool, size: int | None) -> dict:
+    return {"src": src, "dst": dst, "cross_device": cross, "bytes": size}
+
+
+PLACEMENT = {
+    "nodes": [node("a", "Const", "/device:GPU:0", GPU0), node("b", "Const", "/device:GPU:0", GPU0),
+              node("matmul", "MatMul", "/device:GPU:1", GPU1),
+              node("bias", "Const", "", CPU0), node("add", "AddV2", "/device:GPU:1", GPU1)],
+    "edges": [edge("a", "matmul", True, 64), edge("b", "matmul", True, 64),
+              edge("matmul", "add", False, 16), edge("bias", "add", True, 16)],
+    "devices": [{"name": CPU0, "device_type": "CPU", "description": "numpy on the host"},
+                {"name": GPU0, "device_type": "GPU", "description": VIRTUAL},
+                {"name": GPU1, "device_type": "GPU", "description": VIRTUAL}],
+}
+
+TIMELINE = {
+    "devices": [{"name": CPU0, "short": "CPU:0"}, {"name": GPU0, "short": "GPU:0"},
+                {"name": GPU1, "short": "GPU:1"}],
+    "ops": [{"name": "bias", "op": "Const", "device": CPU0, "start_us": 0, "end_us": 8, "bytes": 16},
+            {"name": "a", "op": "Const", "device": GPU0, "start_us": 2, "end_us": 10, "bytes": 64},
+            {"name": "b", "op": "Const", "device": GPU0, "start_us": 10, "end_us": 18, "bytes": 64},
+            {"name": "matmul", "op": "MatMul", "device": GPU1, "start_us": 40, "end_us": 100,
+             "bytes": 16},
+            {"name": "add", "op": "AddV2", "device": GPU1, "start_us": 104, "end_us": 112,
+             "bytes": 16}],
+    "transfers": [{"src_device": GPU0, "dst_device": GPU1, "tensor": "b:0", "start_us": 18,
+                   "end_us": 38, "bytes": 64},
+                  {"src_device": CPU0, "dst_device": GPU1, "tensor": "bias:0", "start_us": 8,
+                   "end_us": 30, "bytes": 16}],
+    "step_us": 120,
+}
+
+
+def display_cell(mime: str, data: dict, text: str) -> str:
+    return ("import json\nfrom IPython.display import display\n"
+            f"display({{{mime!r}: json.loads({json.dumps(data)!r}), 'text/plain': {text!r}}}, "
+            "raw=True)")
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, module_registry):
+    work = tmp_path_factory.mktemp("lab")
+    root = work / "root"
+    write_notebook(root / "views.ipynb",
+                   display_cell("application/vnd.tfteach.placement+json", PLACEMENT,
+                                "placement of 5 nodes"),
+                   display_cell("application/vnd.tfteach.timeline+json", TIMELINE,
+                                "timeline of 5 ops"))
+    write_notebook(root / "lessons" / "01_device_placement.ipynb", "print('lesson one')")
+    with JupyterServer(work, app="lab", root_dir=root,
+                       env={"TFTEACH_REGISTRY_DIR": str(module_registry)}) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def views(browser, lab):
+    """The views notebook open and run once for the module's tests."""
+    page = LabPage(browser, lab)
+    page.open("views.ipynb")
+    page.run_all_cells()
+    page.page.wait_for_selector(".tft-placement .tft-node")
+    page.page.wait_for_selector(".tft-timeline .tft-op")
+    yield page
+    page.close()
+
+
+def svg_texts(locator) -> list[str]:
+    """The text of SVG elements (Playwright's inner_text is for HTML only)."""
+    return locator.evaluate_all("els => els.map(e => e.textContent)")
+
+
+def tooltip_text(views: LabPage, view: str) -> str:
+    tip = views.page.locator(f"{view} .tft-tooltip")
+    tip.wait_for(state="visible")
+    return tip.inner_text()
+
+
+# ------------------------------------------------------------------ placement graph
+
+
+def test_placement_draws_every_node_in_its_device_group(views):
+    page = views.page
+    names = page.locator(".tft-placement .tft-node").evaluate_all(
+        "els => els.map(e => e.dataset.name + '@' + e.dataset.device)")
+    assert sorted(names) == sorted(f"{n['name']}@{n['assigned_device']}"
+                                   for n in PLACEMENT["nodes"])
+    labels = svg_texts(page.locator(".tft-placement .tft-group-label"))
+    assert sorted(labels) == ["/job:localhost", "CPU:0", "GPU:0", "GPU:1", "task:0"]
+    legend = page.locator(".tft-placement .tft-legend-item").all_inner_texts()
+    assert legend == ["CPU:0 (1)", "GPU:0 (2)", "GPU:1 (2)"]
+    views.screenshot("placement-graph", ".tft-placement")
+
+
+def test_hovering_a_node_shows_requested_and_assigned_device(views):
+    views.page.hover(".tft-placement .tft-node[data-name='matmul']")
+    text = tooltip_text(views, ".tft-placement")
+    assert "MatMul" in text
+    assert "requested: /device:GPU:1" in text
+    assert f"assigned: {GPU1}" in text
+    assert "output: 16 B" in text
+    views.screenshot("placement-hover", ".tft-placement")
+    views.page.mouse.move(0, 0)
+
+
+def test_clicking_a_node_lights_up_its_inputs_outputs_and_transfers(views):
+    page = views.page
+    page.click(".tft-placement .tft-node[data-name='matmul']")
+    lit = page.locator(".tft-placement .tft-node").evaluate_all(
+        "els => els.map(e => e.dataset.name + ':' + [...e.classList].filter("
+        "c => ['tft-selected', 'tft-input', 'tft-output'].includes(c)).join(','))")
+    assert sorted(lit) == ["a:tft-input", "add:tft-output", "b:tft-input", "bias:",
+                           "matmul:tft-selected"]
+    assert page.locator(".tft-placement .tft-edge.tft-transfer-active").count() == 2
+    status = page.locator(".tft-placement .tft-status").inner_text()
+    assert "Inputs: a, b" in status and "Transfers: 2 (128 B)" in status
+    views.screenshot("placement-selected", ".tft-placement")
+    page.click(".tft-placement .tft-canvas", position={"x": 5, "y": 5})
+    assert page.locator(".tft-placement .tft-selected").count() == 0
+
+
+def test_unticking_a_device_hides_its_nodes(views):
+    page = views.page
+    toggle = page.locator(f".tft-placement input.tft-device-toggle[data-device='{GPU0}']")
+    toggle.uncheck()
+    shown = page.locator(".tft-placement .tft-node").evaluate_all(
+        "els => els.map(e => e.dataset.name)")
+    assert sorted(shown) == ["add", "bias", "matmul"]
+    views.screenshot("placement-gpu0-hidden", ".tft-placement")
+    toggle.check()
+    assert page.locator(".tft-placement .tft-node").count() == 5
+
+
+def test_wheel_zooms_the_graph_and_reset_fits_it_again(views):
+    page = views.page
+    svg = page.locator(".tft-placement svg.tft-svg")
+    fitted = svg.get_attribute("viewBox")
+    box = svg.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.wheel(0, -400)
+    page.wait_for_function(
+        "v => document.querySelector('.tft-placement svg.tft-svg').getAttribute('viewBox') != v",
+        arg=fitted)
+    zoomed = [float(v) for v in svg.get_attribute("viewBox").split()]
+    assert zoomed[2] < float(fitted.split()[2])
+    page.click(".tft-placement .tft-reset")
+    assert svg.get_attribute("viewBox") == fitted
+
+
+# ------------------------------------------------------------------------- timeline
+
+
+def test_timeline_draws_a_lane_per_device_with_ops_and_transfers(views):
+    page = views.page
+    lanes = page.locator(".tft-timeline .tft-lane-label").evaluate_all(
+        "els => els.map(e => e.childNodes[0].textContent)")
+    assert lanes == ["CPU:0", "GPU:0", "GPU:1"]
+    assert page.locator(".tft-timeline .tft-op").count() == len(TIMELINE["ops"])
+    assert page.locator(".tft-timeline .tft-transfer-arrow").count() == 2
+    views.screenshot("timeline", ".tft-timeline")
+
+
+def test_hovering_an_op_shows_its_type_duration_and_bytes(views):
+    views.page.hover(".tft-timeline .tft-op[data-name='matmul']")
+    text = tooltip_text(views, ".tft-timeline")
+    assert "op: MatMul" in text
+    assert "duration: 60 µs" in text
+    assert "bytes: 16 B" in text
+    views.screenshot("timeline-hover", ".tft-timeline")
+    views.page.mouse.move(0, 0)
+
+
+def test_dragging_zooms_the_timeline_and_reset_shows_the_whole_step(views):
+    page = views.page
+    reset = page.locator(".tft-timeline .tft-reset")
+    full = page.locator(".tft-timeline .tft-range").inner_text()
+    assert reset.is_disabled()
+    box = page.locator(".tft-timeline svg.tft-svg").bounding_box()
+    y = box["y"] + 50
+    page.mouse.move(box["x"] + box["width"] * 0.3, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.6, y, steps=5)
+    page.mouse.up()
+    zoomed = page.locator(".tft-timeline .tft-range").inner_text()
+    assert zoomed != full and reset.is_enabled()
+    ticks = svg_texts(page.locator(".tft-timeline .tft-tick-label"))
+    views.screenshot("timeline-zoomed", ".tft-timeline")
+    assert len(ticks) >= 2
+    reset.click()
+    assert page.locator(".tft-timeline .tft-range").inner_text() == full
+
+
+# -------------------------------------------------------------------- sidebar, lessons
+
+
+def sleeper() -> subprocess.Popen:
+    return subprocess.Popen(["sleep", "120"], start_new_session=True)
+
+
+def test_sidebar_lists_clusters_and_stops_the_users_own(lab, lab_page_factory, module_registry):
+    foreign = fake_entry(owner_uid=os.getuid() + 4242)
+    procs = [sleeper(), sleeper()]
+    mine = fake_entry(tasks=2)
+    for record, proc in zip(mine["tasks"], procs):
+        record.update(pid=proc.pid, argv=["sleep", "120"])
+    write_entry(foreign)
+    path = write_entry(mine)
+    try:
+        view = lab_page_factory(lab)
+        view.open()
+        view.page.click(".jp-SideBar .lm-TabBar-tab[data-id='tfteach-clusters']")
+        panel = view.page.locator("#tfteach-clusters")
+        panel.locator(f".tft-cluster[data-cluster-id='{mine['id']}']").wait_for()
+        ours = panel.locator(f".tft-cluster[data-cluster-id='{mine['id']}']")
+        theirs = panel.locator(f".tft-cluster[data-cluster-id='{foreign['id']}']")
+        assert ours.locator(".tft-task-address").all_inner_texts() == [
+            t["address"] for t in mine["tasks"]]
+        assert theirs.locator(".tft-task-name").all_inner_texts() == [
+            "/job:worker/task:0", "/job:worker/task:1"]
+        assert theirs.locator("button").count() == 0
+        assert mine["token"] not in view.page.content()
+        view.screenshot("sidebar-clusters")
+        ours.locator(".tft-stop").click()
+        assert [p.wait(timeout=15) for p in procs] == [-15, -15]
+        ours.wait_for(state="detached")
+        assert not path.exists() and theirs.is_visible()
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+        for leftover in module_registry.glob("*.json"):
+            leftover.unlink()
+
+
+def test_launcher_card_opens_the_first_lesson(lab, lab_page_factory):
+    view = lab_page_factory(lab)
+    view.open()  # a fresh workspace shows the launcher
+    card = view.page.locator(".jp-LauncherCard", has_text="tfteach lessons")
+    card.wait_for()
+    view.screenshot("launcher")
+    card.click()
+    view.page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab",
+                      has_text="01_device_placement.ipynb").wait_for()
+
+
+def test_palette_has_the_open_lessons_command(lab, lab_page_factory):
+    view = lab_page_factory(lab)
+    view.open()
+    view.command("apputils:activate-command-palette")
+    search = view.page.locator(".lm-CommandPalette-input:visible")
+    search.wait_for()
+    search.fill("tfteach")
+    item = view.page.locator(".lm-CommandPalette-item:visible", has_text="Open tfteach lessons")
+    item.wait_for()
+    view.screenshot("palette")
+    assert item.count() == 1

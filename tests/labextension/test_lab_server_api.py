@@ -1,0 +1,143 @@
+"""The tfteach server extension, called over HTTP on a real jupyter_server subprocess."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from labharness import REPO, JupyterServer, fake_entry, write_entry, write_notebook
+
+
+@pytest.fixture(scope="module")
+def module_server(tmp_path_factory, module_registry):
+    env = {"TFTEACH_REGISTRY_DIR": str(module_registry)}
+    with JupyterServer(tmp_path_factory.mktemp("server"), env=env) as running:
+        yield running
+
+
+@pytest.fixture
+def server(module_server, module_registry):
+    """The module's server with an empty registry and no lessons folder."""
+    yield module_server
+    for path in module_registry.glob("*.json"):
+        path.unlink()
+    shutil.rmtree(module_server.root_dir / "lessons", ignore_errors=True)
+
+
+def sleeper() -> subprocess.Popen:
+    """A stand-in task process in its own process group (as LocalCluster starts them)."""
+    return subprocess.Popen(["sleep", "120"], start_new_session=True)
+
+
+def test_cluster_list_shows_a_registered_cluster_and_its_tasks(server):
+    entry = fake_entry()
+    write_entry(entry)
+    status, body, _ = server.api("GET", "tfteach/api/clusters")
+    assert status == 200
+    [cluster] = body["clusters"]
+    assert cluster["id"] == entry["id"]
+    assert cluster["mine"] is True
+    assert cluster["owner_pid"] == os.getpid()
+    assert [(t["job"], t["task"], t["address"]) for t in cluster["tasks"]] == [
+        ("worker", 0, entry["tasks"][0]["address"]), ("worker", 1, entry["tasks"][1]["address"])]
+    assert all(t["alive"] is False and t["devices"] == [] for t in cluster["tasks"])
+
+
+def test_cluster_list_never_contains_the_token_argv_or_env(server):
+    entry = fake_entry()
+    write_entry(entry)
+    status, body, raw = server.api("GET", "tfteach/api/clusters")
+    assert status == 200 and body["clusters"]
+    assert entry["token"] not in raw
+    assert "token" not in body["clusters"][0]
+    assert all("argv" not in t and "env" not in t for t in body["clusters"][0]["tasks"])
+
+
+def test_cluster_list_is_empty_without_clusters(server):
+    status, body, _ = server.api("GET", "tfteach/api/clusters")
+    assert status == 200
+    assert body == {"clusters": [], "message": None}
+
+
+def test_api_refuses_requests_without_the_server_token(server):
+    write_entry(fake_entry())
+    assert server.api("GET", "tfteach/api/clusters", token=False)[0] == 403
+
+
+def test_a_foreign_users_cluster_is_listed_but_cannot_be_changed(server):
+    entry = fake_entry(owner_uid=os.getuid() + 4242)
+    path = write_entry(entry)
+    status, body, _ = server.api("GET", "tfteach/api/clusters")
+    assert status == 200 and body["clusters"][0]["mine"] is False
+    kill = server.api("POST", f"tfteach/api/clusters/{entry['id']}/tasks/worker/0/kill")
+    stop = server.api("POST", f"tfteach/api/clusters/{entry['id']}/stop")
+    assert kill[0] == 403 and stop[0] == 403
+    assert "only its owner" in kill[1]["message"]
+    assert path.exists()
+
+
+def test_actions_on_an_unknown_cluster_are_not_found(server):
+    status, body, _ = server.api("POST", "tfteach/api/clusters/nope/stop")
+    assert status == 404
+    assert "Hint:" in body["message"]
+
+
+def test_kill_stops_the_task_process(server):
+    proc = sleeper()
+    try:
+        entry = fake_entry(tasks=1)
+        entry["tasks"][0].update(pid=proc.pid, argv=["sleep", "120"])
+        write_entry(entry)
+        status, body, _ = server.api(
+            "POST", f"tfteach/api/clusters/{entry['id']}/tasks/worker/0/kill")
+        assert status == 200, body
+        assert proc.wait(timeout=10) == -9
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_stop_ends_every_task_and_forgets_the_cluster(server):
+    procs = [sleeper(), sleeper()]
+    try:
+        entry = fake_entry(tasks=2)
+        for record, proc in zip(entry["tasks"], procs):
+            record.update(pid=proc.pid, argv=["sleep", "120"])
+        path = write_entry(entry)
+        status, body, _ = server.api("POST", f"tfteach/api/clusters/{entry['id']}/stop")
+        assert status == 200, body
+        assert [p.wait(timeout=10) for p in procs] == [-15, -15]
+        assert not path.exists()
+        assert server.api("GET", "tfteach/api/clusters")[1]["clusters"] == []
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+def test_lessons_point_at_the_first_lesson_under_the_root(server):
+    write_notebook(server.root_dir / "lessons" / "02_clusters.ipynb", "1")
+    write_notebook(server.root_dir / "lessons" / "01_device_placement.ipynb", "1")
+    status, body, _ = server.api("GET", "tfteach/api/lessons")
+    assert status == 200
+    assert body["dir"] == "lessons"
+    assert body["first"] == "lessons/01_device_placement.ipynb"
+
+
+def test_lessons_without_a_lessons_folder_explain_how_to_get_them(server):
+    status, body, _ = server.api("GET", "tfteach/api/lessons")
+    assert status == 200
+    assert body["dir"] is None and body["first"] is None
+    assert "Hint:" in body["message"] and "tfteach lessons copy" in body["message"]
+
+
+def test_importing_the_server_extension_does_not_load_ipywidgets():
+    code = ("import sys, tfteach.notebook.server as s; "
+            "print(json.dumps([callable(s._load_jupyter_server_extension), "
+            "'ipywidgets' in sys.modules]))")
+    out = subprocess.run([sys.executable, "-c", "import json; " + code], cwd=REPO,
+                         capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == [True, False]
