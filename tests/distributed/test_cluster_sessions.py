@@ -57,3 +57,50 @@ def test_unreachable_task_times_out_with_unavailable(cluster):
         with pytest.raises(tf.errors.UnavailableError) as e:
             tf.Session(server.target, config=cfg).run(tf.constant(2.0))
     assert "/job:ps/replica:0/task:0" in str(e.value) and "Hint:" in str(e.value)
+
+
+def test_hello_distributed_tensorflow_on_a_local_server():
+    hello = tf.constant("Hello, distributed TensorFlow!")
+    server = tf.train.Server.create_local_server()
+    try:
+        assert tf.Session(server.target).run(hello) == b"Hello, distributed TensorFlow!"
+        assert tf.Session().run(hello) == b"Hello, distributed TensorFlow!"
+    finally:
+        server.stop()
+
+
+def test_seed_two_cli_workers_and_a_host(tmp_path):
+    """Two `python -m tfteach.server` workers; this process is the host computing across them."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from tfteach.distributed.processes import free_ports
+    ports = free_ports(3)
+    hosts = [f"localhost:{p}" for p in ports]
+    cfg = tmp_path / "cluster.json"
+    cfg.write_text(json.dumps({"cluster": {"worker": hosts[:2], "host": hosts[2:]}}))
+    env = {**os.environ, "TFTEACH_VIRTUAL_GPUS": "0"}
+    procs = [subprocess.Popen([sys.executable, "-m", "tfteach.server", "--cluster", str(cfg),
+                               "--job", "worker", "--task", str(i)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for i in range(2)]
+    try:
+        server = tf.train.Server(tf.train.ClusterSpec(json.loads(cfg.read_text())["cluster"]),
+                                 job_name="host", task_index=0)
+        with tf.device("/job:worker/task:0"):
+            a = tf.constant([[1.0, 2.0]])
+            b = tf.constant([[3.0], [4.0]])
+        with tf.device("/job:worker/task:1"):
+            c = tf.constant(5.0)
+            d = tf.log(100.0 + c)
+        out = tf.matmul(a, b) + d
+        np.testing.assert_allclose(tf.Session(server.target).run(out), [[11 + np.log(105.0)]],
+                                   rtol=1e-6)
+        server.stop()
+    finally:
+        for p in procs:
+            p.terminate()
+        logs = [p.communicate(timeout=20)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs), logs
+    assert all("Started server with target: grpc://localhost:" in log for log in logs)

@@ -145,8 +145,12 @@ def to_numpy(value: Any, dtype: DType) -> np.ndarray:
 
     Raises TF's TypeError ("Expected int32, got 2.5 of type 'float' instead.").
     """
-    if dtype is string:
-        return np.asarray(value, dtype=object)
+    if dtype is string:   # TF strings are bytes: 'hi' comes back as b'hi'
+        arr = np.asarray(value, dtype=object)
+        flat = [x.encode() if isinstance(x, str) else x for x in arr.ravel()]
+        out = np.empty(arr.shape, dtype=object)
+        out.ravel()[:] = flat if flat else out.ravel()
+        return out
     arr = np.asarray(value)
     if arr.dtype.kind in "US" or arr.dtype == object:
         raise TypeError(f"Expected {dtype.name}, got {value!r} of type "
