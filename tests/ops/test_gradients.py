@@ -81,7 +81,9 @@ def test_gradient_ops_are_named_under_gradients_scopes():
     (g2,) = tf.gradients(loss, w)
     assert g2.name.startswith("gradients_1/")
     names = [op.name for op in tf.get_default_graph().get_operations()]
-    assert "gradients/Fill" in names and "gradients/grad_ys_0" in names
+    assert "gradients/grad_ys_0" in names                  # the seed: ones like the loss
+    tf.gradients(tf.matmul(x, w), w)                       # a y of unknown shape
+    assert tf.get_default_graph().get_operation_by_name("gradients_2/Fill").type == "Fill"
 
 
 def test_gradient_ops_take_the_current_device_scope():

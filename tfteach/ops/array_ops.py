@@ -457,9 +457,13 @@ def _expand_shape(op):
     return [(x.dtype, TensorShape(dims))]
 
 
-register_op("ExpandDims", _expand_shape,
-            lambda ctx, x, a: ctx.xp.expand_dims(x, int(ctx.device.to_host(a))),
-            gpu_types=ALL_TYPES)
+def _expand_dims_kernel(ctx, x, a):
+    axis = int(ctx.device.to_host(a))
+    axis = axis + x.ndim + 1 if axis < 0 else axis
+    return x.reshape(x.shape[:axis] + (1,) + x.shape[axis:])
+
+
+register_op("ExpandDims", _expand_shape, _expand_dims_kernel, gpu_types=ALL_TYPES)
 set_gradient("ExpandDims", lambda op, grad: [reshape(grad, shape_of(op.inputs[0])), None])
 
 
@@ -611,7 +615,8 @@ def range_to_rank(t: Tensor) -> Tensor:
 
 # ---- Slice and Pad (each other's gradient) ------------------------------------------------
 def _host_ints(ctx, t) -> list[int]:
-    return [int(v) for v in np.atleast_1d(ctx.device.to_host(t))]
+    values = ctx.device.to_host(t).tolist()
+    return values if isinstance(values, list) else [values]
 
 
 def _slice_shape(op):
@@ -703,8 +708,13 @@ def _broadcast_to_shape(op):
     return [(x.dtype, TensorShape([int(d) for d in np.atleast_1d(target)]))]
 
 
-register_op("BroadcastTo", _broadcast_to_shape,
-            lambda ctx, x, s: ctx.xp.broadcast_to(x, tuple(_host_ints(ctx, s))))
+def _broadcast_to_kernel(ctx, x, s):
+    out = ctx.xp.empty(tuple(_host_ints(ctx, s)), dtype=x.dtype)
+    out[...] = x
+    return out
+
+
+register_op("BroadcastTo", _broadcast_to_shape, _broadcast_to_kernel)
 
 
 def _broadcast_to_grad(op, grad):

@@ -112,6 +112,9 @@ class _Backprop:
 
     @staticmethod
     def _seed_grad(i: int, y: Tensor, gy: Any) -> Tensor:
+        if gy is None and y.shape.is_fully_defined():
+            return array_ops.constant(1, dtype=y.dtype, shape=y.shape.as_list(),
+                                      name=f"grad_ys_{i}")
         if gy is None:
             one = array_ops.constant(1, dtype=y.dtype, name=f"grad_ys_{i}")
             return array_ops.fill(array_ops.shape(y), one)

@@ -353,17 +353,30 @@ def _reduce_shape(op):
 
 
 def _axes(ctx, a) -> tuple:
-    return tuple(int(i) for i in np.atleast_1d(ctx.device.to_host(a)))
+    axes = ctx.device.to_host(a).tolist()
+    return tuple(axes) if isinstance(axes, list) else (axes,)
+
+
+def _sum_kernel(ctx, x, a):
+    keep = ctx.attrs["keep_dims"]
+    if x.dtype.kind == "f":
+        return x.sum(axis=_axes(ctx, a), keepdims=keep)
+    return x.sum(axis=_axes(ctx, a), keepdims=keep, dtype=x.dtype)
 
 
 def _mean_kernel(ctx, x, a):
-    out = ctx.xp.mean(x, axis=_axes(ctx, a), keepdims=ctx.attrs["keep_dims"])
+    axes, keep = _axes(ctx, a), ctx.attrs["keep_dims"]
+    count = 1
+    for ax in axes:
+        count *= x.shape[ax]
+    if x.dtype.kind == "f" and count:
+        return x.sum(axis=axes, keepdims=keep) / count
+    out = ctx.xp.mean(x, axis=axes, keepdims=keep)
     return out.astype(x.dtype) if out.dtype != x.dtype else out
 
 
 _REDUCE: dict[str, Callable] = {
-    "Sum": lambda ctx, x, a: ctx.xp.sum(x, axis=_axes(ctx, a), keepdims=ctx.attrs["keep_dims"],
-                                        dtype=x.dtype),
+    "Sum": _sum_kernel,
     "Mean": _mean_kernel,
     "Max": lambda ctx, x, a: ctx.xp.max(x, axis=_axes(ctx, a), keepdims=ctx.attrs["keep_dims"]),
     "Min": lambda ctx, x, a: ctx.xp.min(x, axis=_axes(ctx, a), keepdims=ctx.attrs["keep_dims"]),
@@ -403,10 +416,15 @@ def _broadcast_back(grad: Tensor, op) -> Tensor:
 
 
 def _mean_grad(op, grad):
+    """The Sum gradient divided by the number of entries averaged (known statically when
+    the shapes say so; the loss of a batch of unknown size needs only ``Size(x)``)."""
     x, y = op.inputs[0], op.outputs[0]
     nx, ny = x.shape.num_elements(), y.shape.num_elements()
     if nx is not None and ny is not None:
         factor: Any = np.array(nx // max(ny, 1), dtype=grad.dtype.np)
+    elif ny is not None:
+        factor = array_ops.cast(array_ops.size(x), grad.dtype)
+        factor = factor if ny == 1 else factor / float(ny)
     else:
         factor = (array_ops.cast(array_ops.size(x), grad.dtype) /
                   array_ops.cast(maximum(array_ops.size(y), 1), grad.dtype))

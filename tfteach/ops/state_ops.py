@@ -226,8 +226,11 @@ def _locked(ctx: Any, ref: Any) -> Any:
 
 
 def _apply_gradient_descent(ctx, var, alpha, delta):
+    xp = ctx.xp
     with _locked(ctx, var):
-        var.assign(var.read(ctx.op) - alpha * delta, ctx.op)
+        old = var.read(ctx.op)
+        new = xp.multiply(delta, alpha, out=xp.empty_like(old))   # a fresh array: out of place
+        var.assign(xp.subtract(old, new, out=new), ctx.op)
     return var
 
 
