@@ -7,7 +7,7 @@ import pytest
 from conftest import WIDGET_VIEW, data_outputs, one, stream_text
 
 try:
-    from tfteach.distributed.local_cluster import LocalCluster  # noqa: F401
+    from tfteach.distributed.local_cluster import LocalCluster
 except ImportError as exc:  # the cluster runtime is another issue's work
     pytest.skip(f"tfteach.distributed.local_cluster.LocalCluster is not available ({exc})",
                 allow_module_level=True)
@@ -68,3 +68,69 @@ def test_bad_task_names_and_speeds_are_explained(kernel):
     assert "--speeds takes numbers separated by commas" in printed
     mismatch = one(kernel.run("%tfteach cluster start --workers 2 --speeds 1"), "text/plain")
     assert "worker_speeds has 1 entries for 2 workers" in mismatch
+
+
+def test_placement_on_a_cluster_target_runs_and_shows_tasks():
+    import tfteach as tf
+    from tfteach.notebook.placement_cell import PlacementOptions, run_placement_cell
+
+    source = ("with tf.device('/job:ps/task:0'):\n    v = tf.Variable(2.0, name='v')\n"
+              "with tf.device('/job:worker/task:0'):\n"
+              "    y = tf.multiply(v, tf.constant(3.0, name='three'), name='y')\ny")
+    with LocalCluster(ps=1, workers=1) as cluster:
+        target = cluster.target("worker", 0)
+        unplaced = run_placement_cell(source, PlacementOptions(target=target), {"tf": tf})
+        assert unplaced.view is None and unplaced.error is None, "placed on first run only"
+        unplaced.close()
+        result = run_placement_cell(source, PlacementOptions(run=True, target=target),
+                                    {"tf": tf})
+        try:
+            assert result.error is None, result.error
+            assert float(result.values["y:0"]) == 6.0
+            lines = result.view.text().splitlines()
+            assert "v (VariableV2) -> ps:0/CPU:0" in lines and "y (Mul) -> worker:0/CPU:0" in lines
+            cross = [(e["src"], e["dst"]) for e in result.view.data["edges"] if e["cross_device"]]
+            assert cross == [("v/read", "y")]
+            assert "subgraph \"cluster_task_" in result.view.dot(), "boxed by job and task"
+            assert [d["short"] for d in result.timeline.data["devices"]] == \
+                ["ps:0/CPU:0", "worker:0/CPU:0"]
+        finally:
+            result.close()
+
+
+def test_the_cluster_stops_when_the_kernel_shuts_down(tmp_path):
+    import time
+
+    import nbformat
+    from conftest import KernelSession
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook()
+    client = NotebookClient(nb, timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}})
+    with client.setup_kernel():
+        session = KernelSession(client, nb)
+        session.run("%load_ext tfteach\n%tfteach cluster start --ps 1 --workers 1")
+        printed = session.run("from tfteach.distributed import registry\n"
+                              "print(*[t['pid'] for t in registry.read_entry(cluster.id)"
+                              "['tasks']])")
+        pids = [int(p) for p in stream_text(printed).split()]
+        assert len(pids) == 2 and all(_running(p) for p in pids)
+    deadline = time.monotonic() + 60
+    while any(_running(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(_running(p) for p in pids), f"tasks {pids} outlived their kernel"
+
+
+def _running(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split()[2] != "Z"
+    except OSError:
+        return True

@@ -8,7 +8,7 @@ from conftest import one
 
 pytest.importorskip("matplotlib")
 
-from tfteach.notebook.loss_curves import LossCurves, plot_histories, summary  # noqa: E402
+from tfteach.notebook.loss_curves import LossCurves, plot_histories, summary
 
 
 def synthetic_histories(steps: int = 10) -> dict:

@@ -21,8 +21,8 @@ def test_sink_fetches_are_the_last_ops_without_variable_initialisers():
     with graph.as_default():
         v = tf.Variable(1.0, name="v")
         x = tf.add(v, tf.constant(2.0, name="two"), name="x")
-        y = tf.square(x, name="y")
-        z = tf.negative(x, name="z")
+        tf.square(x, name="y")
+        tf.negative(x, name="z")
     names = sorted(t.name for t in sink_fetches(graph))
     assert names == ["y:0", "z:0"], names
     assert v.initializer.name not in names

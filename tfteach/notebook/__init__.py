@@ -31,7 +31,7 @@ _EXPORTS = {
     "render_svg": "tfteach.notebook.graphviz_svg",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = list(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:

@@ -110,8 +110,11 @@ class TfteachMagics(Magics):
         self._show(result)
 
     def _show(self, result: PlacementResult) -> None:
-        if result.view is None and result.error is None:
+        if result.session is None and result.error is None:
             print("The cell created no ops, so there is nothing to place.")
+        elif result.view is None and result.error is None:
+            print("A cluster session places the graph when it first runs it: add --run (or "
+                  "--trace) to see where the ops went.")
         for item in result_displays(result):
             item.show() if isinstance(item, View) else display(item)
         if result.error is not None:

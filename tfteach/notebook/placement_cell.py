@@ -78,10 +78,10 @@ def execute_cell(source: str, namespace: dict, filename: str = "<placement cell>
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
-    exec(compile(tree, filename, "exec"), namespace)  # noqa: S102 - the learner's own cell
+    exec(compile(tree, filename, "exec"), namespace)  # the learner's own cell
     if last is None:
         return None
-    return eval(compile(last, filename, "eval"), namespace)  # noqa: S307
+    return eval(compile(last, filename, "eval"), namespace)
 
 
 @contextlib.contextmanager
@@ -106,7 +106,7 @@ def make_config(options: PlacementOptions, namespace: dict) -> Any:
 
     config = tf.ConfigProto()
     if options.config:
-        given = eval(options.config, namespace)  # noqa: S307 - the learner's expression
+        given = eval(options.config, namespace)  # the learner's own expression
         if not isinstance(given, tf.ConfigProto):
             raise TypeError(f"--config must evaluate to a tf.ConfigProto, got "
                             f"{type(given).__name__}.\nHint: --config "
@@ -179,16 +179,25 @@ def run_placement_cell(source: str, options: PlacementOptions, namespace: dict,
         with virtual_gpus(options.virtual_gpus):
             result.session = tf.Session(options.target, graph=graph, config=config)
         result.stage = "placing the graph"
-        placement = result.session.placement()
-        result.view = PlacementView(placement_data(graph.get_operations(), placement.devices,
-                                                   result.session.list_devices()),
-                                    graphviz_backend)
+        if hasattr(result.session, "placement"):
+            _show_placement(result, result.session.placement().devices, graphviz_backend)
         if options.run or options.trace:
             result.stage = "running the graph"
             _run(result, options)
+            if result.view is None:
+                _show_placement(result, result.run_metadata.placement, graphviz_backend)
     except OpError as err:
         result.error = err
     return result
+
+
+def _show_placement(result: PlacementResult, assigned: dict, graphviz_backend: str | None
+                    ) -> None:
+    """The view of ``assigned`` (op name -> Device or device name)."""
+    data = placement_data(result.graph.get_operations(), assigned,
+                          result.session.list_devices())
+    result.view = PlacementView(data, graphviz_backend)
+
 
 
 def _run(result: PlacementResult, options: PlacementOptions) -> None:

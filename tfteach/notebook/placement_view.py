@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 from tfteach.notebook import graphviz_svg
 from tfteach.notebook.graphviz_svg import escape
-from tfteach.notebook.style import TRANSFER_COLOR, colors_for, format_bytes, html_escape
+from tfteach.notebook.style import TRANSFER_COLOR, colors_for, format_bytes
 from tfteach.notebook.view import View
 from tfteach.timeline import short_device
 
@@ -28,24 +28,25 @@ PLACEMENT_MIME = "application/vnd.tfteach.placement+json"
 
 # ---- the payload ----------------------------------------------------------------------------
 def placement_data(ops: Iterable[Any], assigned: dict[str, Any], devices: Iterable[Any]) -> dict:
-    """The placement payload of ``ops`` (graph order) placed as ``assigned`` (op name -> Device)
-    on a session with ``devices`` (objects with name, device_type, description)."""
-    ops = [op for op in ops if op.name in assigned]
+    """The placement payload of ``ops`` (graph order) placed as ``assigned`` (op name ->
+    Device, or full device name) on a session with ``devices`` (objects with name,
+    device_type and maybe description)."""
+    where = {name: getattr(d, "name", d) for name, d in assigned.items()}
+    ops = [op for op in ops if op.name in where]
     nodes = [{"name": op.name, "type": op.type, "requested_device": op.device or "",
-              "assigned_device": assigned[op.name].name} for op in ops]
+              "assigned_device": where[op.name]} for op in ops]
     edges = [{"src": t.op.name, "dst": op.name,
-              "cross_device": assigned[t.op.name].name != assigned[op.name].name,
-              "bytes": tensor_bytes(t)}
-             for op in ops for t in op.inputs if t.op.name in assigned]
-    return {"nodes": nodes, "edges": edges, "devices": _device_list(devices, assigned)}
+              "cross_device": where[t.op.name] != where[op.name], "bytes": tensor_bytes(t)}
+             for op in ops for t in op.inputs if t.op.name in where]
+    return {"nodes": nodes, "edges": edges, "devices": _device_list(devices, where)}
 
 
-def _device_list(devices: Iterable[Any], assigned: dict[str, Any]) -> list[dict]:
-    seen: dict[str, dict] = {}
-    for d in list(devices) + list(assigned.values()):
-        if d.name not in seen:
-            seen[d.name] = {"name": d.name, "device_type": d.device_type,
-                            "description": getattr(d, "description", "") or ""}
+def _device_list(devices: Iterable[Any], where: dict[str, str]) -> list[dict]:
+    seen = {d.name: {"name": d.name, "device_type": d.device_type,
+                     "description": getattr(d, "description", "") or ""} for d in devices}
+    for name in where.values():
+        seen.setdefault(name, {"name": name, "device_type": _parts(name)[2].split(":")[0],
+                               "description": ""})
     return [seen[name] for name in sorted(seen)]
 
 
@@ -77,7 +78,7 @@ def _parts(device: str) -> tuple[str, str, str]:
 def _color_key(node: dict, color_by: str) -> str:
     if color_by == "type":
         return node["type"]
-    job, task, dev = _parts(node["assigned_device"])
+    job, task, _ = _parts(node["assigned_device"])
     return f"{job}:{task}" if color_by == "job" else short_device(node["assigned_device"])
 
 
