@@ -20,7 +20,7 @@ from tfteach.initializers import (constant_initializer, glorot_normal_initialize
                                   truncated_normal_initializer, variance_scaling_initializer,
                                   zeros_initializer)
 from tfteach.ops.array_ops import (broadcast_to, cast, concat, constant, expand_dims, fill,
-                                   identity, invert_permutation, ones, ones_like, pad,
+                                   identity, invert_permutation, one_hot, ones, ones_like, pad,
                                    placeholder, placeholder_with_default, rank, reshape, shape,
                                    size, split, squeeze, stack, stop_gradient, tile, to_float,
                                    transpose, unstack, zeros, zeros_like)
@@ -35,7 +35,7 @@ from tfteach.ops.math_ops import (abs, add, add_n, argmax, argmin, div, divide, 
                                   minimum, multiply, negative, not_equal, pow, reciprocal,
                                   reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum,
                                   rsqrt, sign, sqrt, square, squared_difference, subtract,
-                                  truediv, floor, where)
+                                  truediv, floor, where, clip_by_value)
 from tfteach.ops.gradients_impl import gradients
 from tfteach.ops.nn_ops import sigmoid, tanh
 from tfteach.ops.random_ops import (random_normal, random_uniform, set_random_seed,

@@ -168,3 +168,22 @@ def test_dropout_argument_checks_and_keep_prob_one():
                                          r"range \(0, 1\], got 1.5"):
         tf.nn.dropout(x, keep_prob=1.5)
     np.testing.assert_allclose(_run(tf.nn.dropout(x, rate=0.0)), X)
+
+
+def test_one_hot_labels_feed_the_dense_cross_entropy():
+    labels = tf.placeholder(tf.int64, [None])
+    hot = tf.one_hot(labels, 4)
+    assert hot.shape.as_list() == [None, 4] and hot.dtype == tf.float32
+    np.testing.assert_array_equal(_run(hot, {labels: [2, 0]}), [[0, 0, 1, 0], [1, 0, 0, 0]])
+    signs = tf.one_hot([1], 3, on_value=5, off_value=-1, dtype=tf.int32)
+    np.testing.assert_array_equal(_run(signs), [[-1, 5, -1]])
+
+
+def test_clip_by_value_clips_and_passes_gradients_inside_the_range():
+    x = tf.constant([-2.0, 0.5, 3.0])
+    y = tf.clip_by_value(x, 0.0, 1.0)
+    (g,) = tf.gradients(tf.reduce_sum(y), x)
+    got_y, got_g = _run([y, g])
+    np.testing.assert_allclose(got_y, [0.0, 0.5, 1.0])
+    np.testing.assert_allclose(got_g, [0.0, 1.0, 0.0])
+    assert y.op.name == "clip_by_value"

@@ -760,3 +760,36 @@ def broadcast_gradient_args(s0: Any, s1: Any, name: str | None = None) -> tuple:
     op = _create("BroadcastGradientArgs", [a, b], {"T": dtypes.int32},
                  name or "BroadcastGradientArgs")
     return op.outputs[0], op.outputs[1]
+
+
+# ---- OneHot ----------------------------------------------------------------------------------
+def _one_hot_shape(op):
+    indices = op.inputs[0]
+    depth = int(op.attrs["depth"])
+    dims = None if indices.shape.dims is None else list(indices.shape.dims) + [depth]
+    return [(op.attrs["dtype"], TensorShape(dims) if dims is not None else unknown_shape())]
+
+
+def _one_hot_kernel(ctx, indices, on, off):
+    xp, depth = ctx.xp, ctx.attrs["depth"]
+    hot = indices[..., None] == xp.arange(depth)
+    return xp.where(hot, on, off).astype(ctx.attrs["dtype"].np, copy=False)
+
+
+register_op("OneHot", _one_hot_shape, _one_hot_kernel, dtype_attr="dtype")
+not_differentiable("OneHot")
+
+
+def one_hot(indices: Any, depth: int, on_value: Any = None, off_value: Any = None,
+            axis: int | None = None, dtype: Any = None, name: str | None = None) -> Tensor:
+    """Class indices [n] -> one-hot rows [n, depth] (``on_value`` at the index, else ``off``)."""
+    if axis not in (None, -1):
+        raise NotImplementedError("tfteach's one_hot puts the new axis last (axis=-1).")
+    dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+    t = convert_to_tensor(indices)
+    with t.graph.as_default(), t.graph.name_scope(name or "one_hot") as scope:
+        on = convert_to_tensor(1 if on_value is None else on_value, dtype=dt, name="on_value")
+        off = convert_to_tensor(0 if off_value is None else off_value, dtype=dt,
+                                name="off_value")
+        return t.graph.create_op("OneHot", [t, on, off], {"depth": int(depth), "dtype": dt,
+                                 "T": dt, "TI": t.dtype}, name=scope).outputs[0]

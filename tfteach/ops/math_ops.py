@@ -250,6 +250,14 @@ div = divide
 def floordiv(x, y, name=None): return _binary("FloorDiv", x, y, name or "floordiv")
 
 
+def clip_by_value(t: Any, clip_value_min: Any, clip_value_max: Any,
+                  name: str | None = None) -> Tensor:
+    """``t`` limited to [min, max] (Minimum then Maximum, so gradients pass inside the range)."""
+    x = convert_to_tensor(t)
+    with x.graph.as_default(), x.graph.name_scope(name or "clip_by_value") as scope:
+        return maximum(minimum(x, clip_value_max), clip_value_min, name=scope)
+
+
 # ---- MatMul --------------------------------------------------------------------------------
 def _matmul_shape(op):
     a, b = op.inputs
