@@ -157,8 +157,8 @@ class MasterSession:
                 _merge_stats(stats, meta)
             except Exception as e:  # noqa: BLE001 (the step fails with the root cause)
                 failures.append(e)
-        self._cleanup(parts, step_id)
-        if failures:
+        if failures:   # on success every Send was received: nothing is left to clean up
+            self._cleanup(parts, step_id)
             raise _root_cause(failures)
         return tensors, stats
 
