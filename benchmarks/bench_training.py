@@ -23,8 +23,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import tfteach as tf  # noqa: E402
-from threadpoolctl import threadpool_limits  # noqa: E402
+from threadpoolctl import threadpool_limits
+
+import tfteach as tf
 
 BATCH, IN, HIDDEN, OUT, LR = 128, 64, 128, 10, 0.1
 

@@ -8,7 +8,8 @@ variables. Ops are named as TF names them: ``dense/MatMul``, ``dense/BiasAdd``,
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 

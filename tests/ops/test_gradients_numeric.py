@@ -7,8 +7,8 @@ gradient without adding a case here fails the suite.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import pytest

@@ -105,7 +105,7 @@ def test_slots_are_named_like_tf_and_colocated_with_their_variable():
     assert m.op.get_attr("_class") == [b"loc:@w"]
     update = tf.get_default_graph().get_operation_by_name("Adam/update_w/ApplyAdam")
     assert update.device == "/device:CPU:0"
-    beta1 = [v for v in opt.variables() if v.op.name == "beta1_power"][0]
+    beta1 = next(v for v in opt.variables() if v.op.name == "beta1_power")
     assert beta1.op.get_attr("_class") == [b"loc:@b"]          # beside the first by name
     meta = tf.RunMetadata()
     with tf.Session() as sess:

@@ -1,7 +1,6 @@
 """The multi-GPU tower pattern of TF's CIFAR-10 tutorial, on the shipped digits: variables
 on /cpu:0, one tower per (virtual) GPU sharing them through variable-scope reuse, the
 towers' gradients averaged on /cpu:0 and applied there."""
-import numpy as np
 import pytest
 
 import tfteach as tf

@@ -13,10 +13,9 @@ def _init_and_run(fetches):
 
 
 def test_variable_names_follow_variable_scopes_not_name_scopes():
-    with tf.name_scope("outer"):
-        with tf.variable_scope("layer1") as scope:
-            w = tf.get_variable("w", [2, 3])
-            y = tf.identity(w)
+    with tf.name_scope("outer"), tf.variable_scope("layer1") as scope:
+        w = tf.get_variable("w", [2, 3])
+        y = tf.identity(w)
     assert scope.name == "layer1"
     assert scope.original_name_scope == "outer/layer1/"
     assert w.name == "layer1/w:0"
@@ -57,9 +56,8 @@ def test_auto_reuse_creates_then_reuses():
 
 
 def test_reuse_is_inherited_and_reuse_false_does_not_turn_it_off():
-    with tf.variable_scope("a"):
-        with tf.variable_scope("b"):
-            w = tf.get_variable("w", [1])
+    with tf.variable_scope("a"), tf.variable_scope("b"):
+        w = tf.get_variable("w", [1])
     with tf.variable_scope("a", reuse=True):
         with tf.variable_scope("b", reuse=False) as inner:
             assert inner.reuse is True
@@ -82,9 +80,8 @@ def test_reuse_variables_inside_a_reopened_root_scope_does_not_leak_out():
 def test_reopening_a_captured_scope_uses_its_name():
     with tf.variable_scope("model") as captured:
         w = tf.get_variable("w", [1])
-    with tf.variable_scope("elsewhere"):
-        with tf.variable_scope(captured, reuse=True):
-            assert tf.get_variable("w") is w
+    with tf.variable_scope("elsewhere"), tf.variable_scope(captured, reuse=True):
+        assert tf.get_variable("w") is w
 
 
 def test_default_names_are_made_unique():

@@ -24,7 +24,8 @@ State: none beyond the graph; all bookkeeping is local to one call.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from tfteach.framework.graph import Graph, Operation, Tensor
 from tfteach.ops import array_ops, math_ops

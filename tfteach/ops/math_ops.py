@@ -501,7 +501,7 @@ def cumprod(x: Any, axis: int = 0, exclusive: bool = False, reverse: bool = Fals
 
 # ---- Select --------------------------------------------------------------------------------
 def _select_shape(op):
-    c, t, e = op.inputs
+    _, t, e = op.inputs
     if not t.shape.is_compatible_with(e.shape):
         raise shape_error(op, "Shapes must be equal")
     return [(t.dtype, t.shape.merge_with(e.shape))]

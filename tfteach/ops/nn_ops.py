@@ -12,7 +12,8 @@ the loss and the backprop (``softmax - labels``) together, as TF's kernels do.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -21,8 +22,13 @@ from tfteach.framework.graph import Tensor
 from tfteach.framework.registry import register_op, set_gradient
 from tfteach.framework.tensor_shape import TensorShape
 from tfteach.ops import array_ops, math_ops, random_ops
-from tfteach.ops.common import binary_inputs, const_value, convert_to_tensor, same_shape_fn, \
-    shape_error
+from tfteach.ops.common import (
+    binary_inputs,
+    const_value,
+    convert_to_tensor,
+    same_shape_fn,
+    shape_error,
+)
 
 
 def _unary(op_type: str, x: Any, name: str | None) -> Tensor:

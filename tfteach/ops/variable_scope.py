@@ -22,7 +22,8 @@ from __future__ import annotations
 import contextlib
 import enum
 import traceback
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from tfteach.framework import dtypes
 from tfteach.framework.graph import Graph, GraphKeys, Tensor, get_default_graph

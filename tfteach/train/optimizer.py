@@ -14,7 +14,8 @@ State: ``_slots`` (slot name -> {variable: slot variable}) and ``_non_slot`` ((n
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from tfteach.framework import dtypes
 from tfteach.framework.graph import Graph, Operation, Tensor, get_default_graph
@@ -126,9 +127,9 @@ class Optimizer:
     def _finish_step(self, g: Graph, updates: list, global_step: Any, scope: str) -> Operation:
         if global_step is None:
             return self._finish(updates, scope)
-        with g.control_dependencies([self._finish(updates, "update")]):
-            with g.colocate_with(global_step.op):
-                return state_ops.assign_add(global_step, 1, name=scope).op
+        with g.control_dependencies([self._finish(updates, "update")]), \
+                g.colocate_with(global_step.op):
+            return state_ops.assign_add(global_step, 1, name=scope).op
 
     # ---- slots ----------------------------------------------------------------------------
     def get_slot(self, var: Variable, name: str) -> Variable | None:
@@ -222,7 +223,7 @@ def _assert_float(tensors: list) -> None:
 
 
 def _converted(grads_and_vars: Iterable) -> list:
-    pairs = list(tuple(p) for p in grads_and_vars)
+    pairs = [tuple(p) for p in grads_and_vars]
     if not pairs:
         raise ValueError("No variables provided.")
     out = []
