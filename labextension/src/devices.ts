@@ -56,3 +56,18 @@ export function taskOf(name: string): string {
   const task = parts.task !== null ? `/task:${parts.task}` : '';
   return job + task;
 }
+
+/**
+ * Labels that tell devices apart: `GPU:0` when all devices are in one task, else
+ * `/job:worker/task:1/GPU:0`.
+ */
+export function deviceLabels(names: ReadonlyArray<string>): string[] {
+  const tasks = new Set(names.map(taskOf));
+  if (tasks.size <= 1) {
+    return names.map(shortDevice);
+  }
+  return names.map(name => {
+    const task = taskOf(name);
+    return task ? `${task}/${shortDevice(name)}` : shortDevice(name);
+  });
+}

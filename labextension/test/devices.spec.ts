@@ -1,4 +1,4 @@
-import { parseDevice, shortDevice, taskOf } from '../src/devices';
+import { deviceLabels, parseDevice, shortDevice, taskOf } from '../src/devices';
 
 describe('device names', () => {
   it('splits a full name into job, replica, task, type and index', () => {
@@ -25,5 +25,19 @@ describe('device names', () => {
   it('gives the job and task part of a name', () => {
     expect(taskOf('/job:ps/replica:0/task:3/device:CPU:0')).toBe('/job:ps/task:3');
     expect(taskOf('/device:GPU:0')).toBe('');
+  });
+});
+
+describe('device labels', () => {
+  it('are short names when every device is in one task', () => {
+    expect(
+      deviceLabels(['/job:localhost/task:0/device:CPU:0', '/job:localhost/task:0/device:GPU:1'])
+    ).toEqual(['CPU:0', 'GPU:1']);
+  });
+
+  it('carry job and task when devices span tasks', () => {
+    expect(
+      deviceLabels(['/job:ps/replica:0/task:0/device:CPU:0', '/job:worker/task:1/device:CPU:0'])
+    ).toEqual(['/job:ps/task:0/CPU:0', '/job:worker/task:1/CPU:0']);
   });
 });

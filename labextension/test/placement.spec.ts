@@ -22,6 +22,7 @@ describe('placement data', () => {
   it('appends devices seen only on nodes, each with its own colour', () => {
     const devices = collectDevices(psWorkerGraph());
     expect(devices.map(d => d.short)).toEqual(['CPU:0', 'CPU:0']);
+    expect(devices.map(d => d.label)).toEqual(['/job:ps/task:0/CPU:0', '/job:worker/task:1/CPU:0']);
     expect(devices[1].name).toBe(WORKER1_CPU);
     expect(devices[0].color).not.toBe(devices[1].color);
   });

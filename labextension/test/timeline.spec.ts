@@ -43,6 +43,25 @@ describe('timeline model', () => {
     expect(model.laneIndex(GPU1)).toBe(1);
   });
 
+  it('adds job and task to lane names that would be ambiguous', () => {
+    const data = twoLaneTimeline();
+    data.ops.push({
+      name: 'x',
+      op: 'Add',
+      device: '/job:ps/task:0/device:GPU:0',
+      start_us: 0,
+      end_us: 1,
+      bytes: 4
+    });
+    const model = new TimelineModel(data);
+    expect(model.lanes.map(l => l.short)).toEqual([
+      '/job:localhost/task:0/GPU:0',
+      '/job:localhost/task:0/GPU:1',
+      '/job:ps/task:0/GPU:0'
+    ]);
+    expect(model.laneIndex('/job:ps/task:0/device:GPU:0')).toBe(2);
+  });
+
   it('colours ops by type, the same type the same colour', () => {
     const model = new TimelineModel(twoLaneTimeline());
     expect(model.opTypes).toEqual(['Const', 'Identity', 'MatMul']);

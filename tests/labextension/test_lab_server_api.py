@@ -141,3 +141,14 @@ def test_importing_the_server_extension_does_not_load_ipywidgets():
     out = subprocess.run([sys.executable, "-c", "import json; " + code], cwd=REPO,
                          capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == [True, False]
+
+
+def test_a_missing_registry_module_gives_no_clusters_and_a_hint(monkeypatch):
+    import tfteach.distributed
+    from tfteach.notebook import server as extension
+
+    monkeypatch.delattr(tfteach.distributed, "registry", raising=False)
+    monkeypatch.setitem(sys.modules, "tfteach.distributed.registry", None)
+    registry, why = extension._load_registry()
+    assert registry is None
+    assert "no LocalCluster can be listed" in why and "\nHint:" in why

@@ -11,7 +11,7 @@
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { parseDevice, shortDevice } from '../devices';
+import { deviceLabels, parseDevice, shortDevice } from '../devices';
 import { paletteColor } from '../format';
 
 /** The MIME type a kernel sends a placed graph with. */
@@ -43,9 +43,11 @@ export interface IPlacementData {
   devices: IPlacementDevice[];
 }
 
-/** A device as the view shows it: its colour and its short name. */
+/** A device as the view shows it: its colour, short name and legend label. */
 export interface IDeviceInfo extends IPlacementDevice {
   short: string;
+  /** The short name, prefixed with job and task when the graph spans several tasks. */
+  label: string;
   color: string;
 }
 
@@ -117,9 +119,11 @@ export function collectDevices(data: IPlacementData): IDeviceInfo[] {
       devices.push({ name, device_type: type, description: '' });
     }
   }
+  const labels = deviceLabels(devices.map(d => d.name));
   return devices.map((d, i) => ({
     ...d,
     short: shortDevice(d.name),
+    label: labels[i],
     color: paletteColor(i)
   }));
 }

@@ -94,7 +94,7 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
       box.addEventListener('change', () => model.setDeviceVisible(device.name, box.checked));
       const swatch = htmlEl('span', 'tft-swatch');
       swatch.style.background = device.color;
-      item.append(box, swatch, htmlEl('span', 'tft-legend-text', `${device.short} (${count})`));
+      item.append(box, swatch, htmlEl('span', 'tft-legend-text', `${device.label} (${count})`));
       this._legend.appendChild(item);
     }
   }

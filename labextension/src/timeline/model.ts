@@ -9,7 +9,7 @@
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { shortDevice } from '../devices';
+import { deviceLabels, shortDevice } from '../devices';
 import { paletteColor } from '../format';
 
 /** The MIME type a kernel sends step stats with. */
@@ -125,12 +125,17 @@ export class TimelineModel {
         this.lanes.push({ name: device, short: shortDevice(device) });
       }
     }
+    if (new Set(this.lanes.map(l => l.short)).size < this.lanes.length) {
+      const labels = deviceLabels(this.lanes.map(l => l.name));
+      this.lanes = this.lanes.map((l, i) => ({ ...l, short: labels[i] }));
+    }
     this.opTypes = [...new Set(data.ops.map(o => o.op))].sort();
   }
 
   readonly data: ITimelineData;
   readonly full: Range;
   readonly minSpan: number;
+  /** One lane per device; `short` names are unique (job and task added if needed). */
   readonly lanes: ITimelineDevice[];
   /** Op types sorted by name; an op's colour is its type's index here. */
   readonly opTypes: string[];
