@@ -1,48 +1,15 @@
-"""Real Jupyter kernels for the notebook tests (nbclient), seeing this checkout's tfteach.
-
-``kernel`` is one kernel per test module; ``kernel.run(source)`` executes one cell in it and
-returns that cell's outputs (display updates already applied, as nbclient stores them).
-Kernels inherit PYTHONPATH with the repository root, so they import this tfteach even when
-it is not pip-installed.
-"""
+"""The ``kernel`` fixture: one real Jupyter kernel per test module (see ``nbkernel``)."""
 from __future__ import annotations
-
-import os
-from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
-
-ROOT = Path(__file__).resolve().parents[2]
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-PLACEMENT_MIME = "application/vnd.tfteach.placement+json"
-TIMELINE_MIME = "application/vnd.tfteach.timeline+json"
-
-
-def _kernel_env() -> None:
-    paths = [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-
-
-class KernelSession:
-    """One notebook whose cells run one at a time in a live kernel."""
-
-    def __init__(self, client: NotebookClient, nb: nbformat.NotebookNode) -> None:
-        self.client = client
-        self.nb = nb
-
-    def run(self, source: str, allow_error: bool = False) -> list:
-        cell = nbformat.v4.new_code_cell(source)
-        self.nb.cells.append(cell)
-        self.client.allow_errors = allow_error
-        self.client.execute_cell(cell, len(self.nb.cells) - 1)
-        return cell.outputs
+from nbkernel import KernelSession, kernel_env
 
 
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory):
-    _kernel_env()
+    kernel_env()
     workdir = tmp_path_factory.mktemp("kernel")
     nb = nbformat.v4.new_notebook()
     client = NotebookClient(nb, timeout=120, kernel_name="python3",
@@ -52,23 +19,3 @@ def kernel(tmp_path_factory):
         session.workdir = workdir
         session.run("%load_ext tfteach\nimport tfteach as tf")
         yield session
-
-
-# ---- helpers shared by the tests ------------------------------------------------------------
-def data_outputs(outputs: list, mime: str) -> list:
-    """The ``mime`` payloads of ``outputs``, in order."""
-    return [o["data"][mime] for o in outputs if mime in o.get("data", {})]
-
-
-def one(outputs: list, mime: str):
-    found = data_outputs(outputs, mime)
-    assert len(found) == 1, f"expected one {mime} output, got {len(found)}: {outputs}"
-    return found[0]
-
-
-def stream_text(outputs: list) -> str:
-    return "".join(o.get("text", "") for o in outputs if o["output_type"] == "stream")
-
-
-def kinds(outputs: list) -> list[str]:
-    return [o["output_type"] for o in outputs]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import WIDGET_VIEW, data_outputs, one, stream_text
+from nbkernel import WIDGET_VIEW, data_outputs, one, stream_text
 
 try:
     from tfteach.distributed.local_cluster import LocalCluster
@@ -102,7 +102,7 @@ def test_the_cluster_stops_when_the_kernel_shuts_down(tmp_path):
     import time
 
     import nbformat
-    from conftest import KernelSession
+    from nbkernel import KernelSession
     from nbclient import NotebookClient
 
     nb = nbformat.v4.new_notebook()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import base64
 
 import pytest
-from conftest import one
+from nbkernel import one
 
 pytest.importorskip("matplotlib")
 

@@ -1,7 +1,7 @@
 """%%placement and %tfteach devices, driven in a real Jupyter kernel."""
 from __future__ import annotations
 
-from conftest import (PLACEMENT_MIME, TIMELINE_MIME, WIDGET_VIEW, data_outputs, kinds, one,
+from nbkernel import (PLACEMENT_MIME, TIMELINE_MIME, WIDGET_VIEW, data_outputs, kinds, one,
                       stream_text)
 
 GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"

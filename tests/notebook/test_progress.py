@@ -1,7 +1,7 @@
 """Progress for long runs: ETA from an injected clock, interruption, live updates."""
 from __future__ import annotations
 
-from conftest import one
+from nbkernel import one
 
 from tfteach.notebook.progress import Progress, format_seconds
 

@@ -197,7 +197,8 @@ class TimelineView(View):
         import ipywidgets as w
 
         button = w.Button(description="Save Chrome trace", icon="download",
-                          tooltip="write the step's trace as JSON for Perfetto")
+                          tooltip="write the step's trace as JSON for Perfetto",
+                          layout=w.Layout(width="auto"))
         where = w.HTML()
 
         def save(_: Any) -> None:

@@ -1,0 +1,83 @@
+"""Lesson 1 run live in a real JupyterLab in Chromium: the labextension draws the views and
+the kernel's controls redraw them in place.
+
+Reuses the labextension tests' harness (real ``jupyter lab`` subprocess, Playwright driving
+Debian's Chromium); screenshots go to test-artifacts/.
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+
+HARNESS = Path(__file__).resolve().parents[1] / "labextension"
+sys.path.insert(0, str(HARNESS))
+labharness = pytest.importorskip("labharness")
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+LESSON = Path(__file__).resolve().parents[2] / "lessons" / "01_device_placement.ipynb"
+ALL_CODE_CELLS_RAN = """() => {
+  const m = window.jupyterapp.shell.currentWidget.content.model;
+  const cells = [...Array(m.cells.length).keys()].map(i => m.cells.get(i));
+  return cells.filter(c => c.type === 'code').every(c => c.executionCount); }"""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(labharness.CHROMIUM).exists():
+        pytest.skip(f"{labharness.CHROMIUM} is missing: apt-get install chromium")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=labharness.CHROMIUM,
+                                              args=labharness.CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def lesson_page(browser, tmp_path_factory):
+    work = tmp_path_factory.mktemp("live-lab")
+    root = work / "root"
+    root.mkdir()
+    shutil.copy(LESSON, root / "lesson.ipynb")
+    with labharness.JupyterServer(work, app="lab", root_dir=root) as server:
+        page = labharness.LabPage(browser, server, viewport=(1400, 1000))
+        page.open("lesson.ipynb")
+        page.wait_kernel_idle(120000)
+        page.command("notebook:run-all-cells")
+        page.page.wait_for_function(ALL_CODE_CELLS_RAN, timeout=180000)
+        page.wait_kernel_idle(120000)
+        yield page
+        page.close()
+
+
+def _towers_cell(page):
+    cell = page.page.locator(".jp-CodeCell", has_text="total = tf.add_n(c)").first
+    cell.scroll_into_view_if_needed()
+    return cell
+
+
+def test_lesson_views_are_drawn_by_the_extension_with_live_controls(lesson_page):
+    page = lesson_page.page
+    assert page.locator("text=Error displaying widget").count() == 0
+    cell = _towers_cell(lesson_page)
+    cell.locator(".tft-placement").first.wait_for(timeout=30000)
+    assert cell.locator(".widget-toggle-buttons").count() == 2, "placement and timeline controls"
+    assert "AddN:0" in cell.inner_text() and "[ 98. 128.]]" in cell.inner_text()
+    lesson_page.screenshot("notebook-lesson1-towers-live", ".jp-CodeCell:has-text('tf.add_n(c)')")
+
+
+def test_colour_by_op_type_switches_to_the_graphviz_picture_and_back(lesson_page):
+    cell = _towers_cell(lesson_page)
+    controls = cell.locator(".widget-toggle-buttons").first
+    controls.locator(".widget-toggle-button", has_text="op type").click()
+    cell.locator(".jp-RenderedSVG").first.wait_for(timeout=30000)
+    assert "colour = op type" in unquote(cell.locator(".jp-RenderedSVG").first.inner_html())
+    assert cell.locator(".tft-placement").count() == 0
+    lesson_page.screenshot("notebook-lesson1-towers-by-op-type",
+                           ".jp-CodeCell:has-text('tf.add_n(c)')")
+    controls.locator(".widget-toggle-button", has_text="device").click()
+    cell.locator(".tft-placement").first.wait_for(timeout=30000)
