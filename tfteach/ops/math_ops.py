@@ -20,7 +20,7 @@ from tfteach.framework.graph import Tensor, register_operator
 from tfteach.framework.registry import not_differentiable, register_op, set_gradient
 from tfteach.framework.tensor_shape import TensorShape, unknown_shape
 from tfteach.ops import array_ops
-from tfteach.ops.common import (axis_list, binary_inputs, broadcast_shape_fn, const_value,
+from tfteach.ops.common import (graph_of, axis_list, binary_inputs, broadcast_shape_fn, const_value,
                                 convert_to_tensor, same_dtype, same_shape_fn, shape_error)
 
 # ---- elementwise ---------------------------------------------------------------------------
@@ -189,9 +189,18 @@ def sum_to(grad: Tensor, x: Tensor, other: Tensor) -> Tensor:
     return grad
 
 
+def _in_op_scope(op_type: str, inputs: list, name: str | None):
+    """TF builds an op inside a name scope of its own name, so Python operands converted for
+    it are named ``<op>/y``; the op then takes the scope's (unique) name."""
+    g = graph_of(inputs)
+    return g, g.name_scope(name or op_type)
+
+
 def _binary(op_type: str, x: Any, y: Any, name: str | None) -> Tensor:
-    tx, ty = binary_inputs(op_type, x, y)
-    return tx.graph.create_op(op_type, [tx, ty], {"T": tx.dtype}, name=name or op_type).outputs[0]
+    g, scope_cm = _in_op_scope(op_type, [x, y], name)
+    with g.as_default(), scope_cm as scope:
+        tx, ty = binary_inputs(op_type, x, y)
+        return g.create_op(op_type, [tx, ty], {"T": tx.dtype}, name=scope).outputs[0]
 
 
 def _unary(op_type: str, x: Any, name: str | None) -> Tensor:
@@ -235,12 +244,13 @@ neg = negative
 
 def divide(x: Any, y: Any, name: str | None = None) -> Tensor:
     """True division (``RealDiv`` for floats); integers are cast to float64 as TF does."""
-    tx, ty = binary_inputs("RealDiv", x, y)
-    if tx.dtype.is_integer:
-        from tfteach.ops.array_ops import cast
-        tx, ty = cast(tx, dtypes.float64), cast(ty, dtypes.float64)
-    return tx.graph.create_op("RealDiv", [tx, ty], {"T": tx.dtype},
-                              name=name or "truediv").outputs[0]
+    g, scope_cm = _in_op_scope("truediv", [x, y], name)
+    with g.as_default(), scope_cm as scope:
+        tx, ty = binary_inputs("RealDiv", x, y)
+        if tx.dtype.is_integer:
+            from tfteach.ops.array_ops import cast
+            tx, ty = cast(tx, dtypes.float64), cast(ty, dtypes.float64)
+        return g.create_op("RealDiv", [tx, ty], {"T": tx.dtype}, name=scope).outputs[0]
 
 
 truediv = divide
@@ -300,9 +310,11 @@ set_gradient("MatMul", _matmul_grad)
 def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,
            name: str | None = None) -> Tensor:
     """Matrix product of two rank-2 tensors."""
-    ta, tb = binary_inputs("MatMul", a, b, names=("a", "b"))
-    return ta.graph.create_op("MatMul", [ta, tb], {"T": ta.dtype, "transpose_a": transpose_a,
-                              "transpose_b": transpose_b}, name=name or "MatMul").outputs[0]
+    g, scope_cm = _in_op_scope("MatMul", [a, b], name)
+    with g.as_default(), scope_cm as scope:
+        ta, tb = binary_inputs("MatMul", a, b, names=("a", "b"))
+        return g.create_op("MatMul", [ta, tb], {"T": ta.dtype, "transpose_a": transpose_a,
+                           "transpose_b": transpose_b}, name=scope).outputs[0]
 
 
 # ---- AddN ----------------------------------------------------------------------------------
