@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 def _run(cmd: list[str], env: dict, cwd: Path) -> str:
     done = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
     assert done.returncode == 0, f"{' '.join(cmd)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    return done.stdout
+    return done.stdout + done.stderr
 
 
 def test_binder_environment_runs_lesson_1(tmp_path):
@@ -41,7 +41,7 @@ def test_binder_environment_runs_lesson_1(tmp_path):
     _run([python, "-m", "pip", "install", "-q", "-r", "binder/requirements.txt"], env, repo)
     _run(["bash", "binder/postBuild"], env, repo)
     where = _run([python, "-c", "import tfteach, sys; print(tfteach.__file__)"], env, tmp_path)
-    assert str(env_dir) in where                     # the installed wheel, not the checkout
+    assert str(env_dir) in where.splitlines()[-1]                     # the installed wheel, not the checkout
     exts = _run([str(bin_dir / "jupyter"), "labextension", "list"], env, tmp_path)
     assert "tfteach" in exts
     out = tmp_path / "lesson1.ipynb"
