@@ -134,3 +134,24 @@ def _running(pid: int) -> bool:
             return stat.read().split()[2] != "Z"
     except OSError:
         return True
+
+
+def test_live_status_widget_refreshes_when_a_task_dies():
+    import time
+
+    pytest.importorskip("ipywidgets")
+    from tfteach.notebook.cluster_view import ClusterStatus
+
+    with LocalCluster(ps=1, workers=1) as cluster:
+        status = ClusterStatus(cluster, refresh_s=0.2)
+        try:
+            widget = status.widget()
+            assert "DEAD" not in widget.value
+            cluster.kill("worker", 0)
+            deadline = time.monotonic() + 30
+            while "DEAD" not in widget.value and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert _rows(status.text())["worker:0"][2] == "DEAD"
+            assert "DEAD" in widget.value
+        finally:
+            status.stop()

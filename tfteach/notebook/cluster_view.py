@@ -103,19 +103,23 @@ class ClusterStatus:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
         bundle = {"text/html": self.html(), "text/plain": self.text()}
         if self.live and kernel_running():
-            bundle.update(self._live_bundle())
+            widget = self.widget()
+            if widget is not None:
+                bundle.update(widget_only_bundle(widget))
         return bundle
 
-    def _live_bundle(self) -> dict:
+    def widget(self) -> Any:
+        """The live HTML widget (None without ipywidgets); the first call starts the thread
+        that refreshes it every ``refresh_s`` seconds."""
         try:
             import ipywidgets as w
         except ImportError:
-            return {}
+            return None
         if self._widget is None:
             self._widget = w.HTML(value=self.html())
             threading.Thread(target=self._refresh_loop, name="tfteach-cluster-status",
                              daemon=True).start()
-        return widget_only_bundle(self._widget)
+        return self._widget
 
     def _refresh_loop(self) -> None:
         while not self._stop.wait(self.refresh_s):
