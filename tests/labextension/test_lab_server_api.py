@@ -152,3 +152,48 @@ def test_a_missing_registry_module_gives_no_clusters_and_a_hint(monkeypatch):
     registry, why = extension._load_registry()
     assert registry is None
     assert "no LocalCluster can be listed" in why and "\nHint:" in why
+
+
+def test_health_devices_become_names():
+    from tfteach.notebook.server import device_names
+
+    assert device_names([{"name": "/job:ps/replica:0/task:0/device:CPU:0", "device_type": "CPU"},
+                         "/job:worker/replica:0/task:0/device:CPU:0", ]) == [
+        "/job:ps/replica:0/task:0/device:CPU:0", "/job:worker/replica:0/task:0/device:CPU:0"]
+    assert device_names(None) == []
+
+
+@pytest.fixture
+def local_cluster(server):
+    from tfteach.distributed import LocalCluster
+
+    cluster = LocalCluster(ps=1, workers=1)
+    yield cluster
+    cluster.close()
+
+
+def tasks_by_name(server) -> tuple[dict, str]:
+    status, body, raw = server.api("GET", "tfteach/api/clusters")
+    assert status == 200, raw
+    [cluster] = body["clusters"]
+    return {f"{t['job']}:{t['task']}": t for t in cluster["tasks"]}, cluster["id"]
+
+
+@pytest.mark.cluster
+def test_a_running_local_cluster_is_listed_alive_with_device_names(server, local_cluster):
+    tasks, _ = tasks_by_name(server)
+    assert sorted(tasks) == ["ps:0", "worker:0"]
+    assert all(t["alive"] and t["error"] is None for t in tasks.values())
+    assert tasks["worker:0"]["devices"] == ["/job:worker/replica:0/task:0/device:CPU:0"]
+
+
+@pytest.mark.cluster
+def test_killed_task_reads_dead_until_it_is_restarted(server, local_cluster):
+    _, cluster_id = tasks_by_name(server)
+    url = f"tfteach/api/clusters/{cluster_id}/tasks/worker/0/"
+    assert server.api("POST", url + "kill")[0] == 200
+    assert tasks_by_name(server)[0]["worker:0"]["alive"] is False
+    status, body, _ = server.api("POST", url + "restart")
+    assert status == 200, body
+    tasks, _ = tasks_by_name(server)
+    assert tasks["worker:0"]["alive"] is True and tasks["ps:0"]["alive"] is True

@@ -64,13 +64,19 @@ def public_cluster(entry: dict[str, Any], uid: int) -> dict[str, Any]:
     return cluster
 
 
+def device_names(devices: Any) -> list[str]:
+    """Device names from a health answer, whose devices may be names or attribute dicts
+    (``{"name", "device_type", ...}``)."""
+    return [str(d.get("name", "")) if isinstance(d, dict) else str(d) for d in devices or []]
+
+
 async def _task_health(registry: Any, cluster: dict[str, Any], task: dict[str, Any]) -> dict:
     """A task's health; a failing check reads as dead, with the reason."""
     try:
         health = await _blocking(registry.task_health, cluster, task["job"], task["task"])
     except Exception as exc:  # noqa: BLE001 (a broken entry must not break the list)
         return dict(_DEAD, error=f"{type(exc).__name__}: {exc}")
-    return {"alive": bool(health.get("alive")), "devices": list(health.get("devices") or []),
+    return {"alive": bool(health.get("alive")), "devices": device_names(health.get("devices")),
             "last_step": health.get("last_step"), "error": None}
 
 

@@ -100,7 +100,7 @@ export class ClusterPanel extends Widget {
     const line1 = htmlEl('div', 'tft-task-line');
     line1.append(state, name, addr);
     const devices = task.devices.length
-      ? task.devices.map(shortDevice).join(', ')
+      ? task.devices.map(d => shortDevice(String(d))).join(', ')
       : 'no devices reported';
     const step = task.last_step === null ? 'no step yet' : `last step ${task.last_step}`;
     const line2 = htmlEl('div', 'tft-task-detail', `${devices} · ${step}`);
