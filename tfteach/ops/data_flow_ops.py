@@ -389,6 +389,16 @@ class AccumulatorResource(_Waitable):
         with self.lock:
             self.global_step = int(step)
 
+    def cancel_takers(self) -> None:
+        """End every waiting take_grad with CancelledError (its gradients stay)."""
+        with self.lock:
+            done = [(a, None, errors.CancelledError("TakeGrad operation was cancelled"))
+                    for a in self.takers]
+            for attempt in self.takers:
+                attempt.finished = True
+            self.takers.clear()
+        _resolve_all(done)
+
     def num_accumulated(self) -> int:
         with self.lock:
             return self.count
@@ -488,6 +498,10 @@ def _set_global_step_kernel(ctx: Any, accum: AccumulatorResource, step: Any) -> 
     accum.set_global_step(int(ctx.device.to_host(step)))
 
 
+def _cancel_takes_kernel(ctx: Any, accum: AccumulatorResource) -> None:
+    accum.cancel_takers()
+
+
 def _num_accumulated_kernel(ctx: Any, accum: AccumulatorResource) -> np.ndarray:
     return np.array(accum.num_accumulated(), dtype=np.int32)
 
@@ -553,6 +567,7 @@ register_op("AccumulatorTakeGradient",
             lambda op: [(op.attrs["dtype"], _handle_attrs(op)["shape"])], _take_grad_kernel,
             is_async=True, **_USES_HANDLE)
 register_op("AccumulatorSetGlobalStep", _NO_OUTPUT, _set_global_step_kernel, **_USES_HANDLE)
+register_op("_AccumulatorCancelTakes", _NO_OUTPUT, _cancel_takes_kernel, **_USES_HANDLE)
 register_op("AccumulatorNumAccumulated", lambda op: [(_dtypes.int32, TensorShape([]))],
             _num_accumulated_kernel, **_USES_HANDLE)
 register_op("DynamicPartition", _partition_shape, _dynamic_partition_kernel, gpu_types=ALL_TYPES)
@@ -560,7 +575,7 @@ not_differentiable("FIFOQueueV2", "QueueEnqueueV2", "QueueEnqueueManyV2", "Queue
                    "QueueDequeueManyV2", "QueueCloseV2", "QueueSizeV2",
                    "ConditionalAccumulator", "AccumulatorApplyGradient",
                    "AccumulatorTakeGradient", "AccumulatorSetGlobalStep",
-                   "AccumulatorNumAccumulated", "DynamicPartition")
+                   "AccumulatorNumAccumulated", "_AccumulatorCancelTakes", "DynamicPartition")
 
 
 # ---- Python API ------------------------------------------------------------------------------
@@ -742,6 +757,11 @@ class ConditionalAccumulator:
     def num_accumulated(self, name: str | None = None) -> Tensor:
         return self._op("AccumulatorNumAccumulated", [], {},
                         name or "AccumulatorNumAccumulated").outputs[0]
+
+    def cancel_waiting_takes(self, name: str | None = None) -> Operation:
+        """tfteach addition: end waiting take_grads with CancelledError (what TF does to a
+        session's pending steps when the session closes); the gradients stay."""
+        return self._op("_AccumulatorCancelTakes", [], {}, name or "CancelTakes")
 
 
 def dynamic_partition(data: Any, partitions: Any, num_partitions: int,

@@ -22,7 +22,25 @@ __all__ = ["AdagradOptimizer", "AdamOptimizer", "CheckpointState", "GradientDesc
            "global_step", "latest_checkpoint", "list_variables", "load_variable"]
 
 # Distributed training (issue 5): device setter, sync replicas, sessions, hooks.
+from tfteach.train.coordinator import Coordinator
 from tfteach.train.device_setter import (GreedyLoadBalancingStrategy, byte_size_load_fn,
                                          replica_device_setter)
+from tfteach.train.hooks import (CheckpointSaverHook, LoggingTensorHook, NanLossDuringTrainingError,
+                                 NanTensorHook, SecondOrStepTimer, SessionRunArgs,
+                                 SessionRunContext, SessionRunHook, SessionRunValues,
+                                 StepCounterHook, StopAtStepHook)
+from tfteach.train.monitored_session import (ChiefSessionCreator, MonitoredSession,
+                                             MonitoredTrainingSession, Scaffold, SessionManager,
+                                             SingularMonitoredSession, WorkerSessionCreator)
+from tfteach.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
+from tfteach.train.supervisor import Supervisor
+from tfteach.train.sync_replicas_optimizer import SyncReplicasOptimizer
 
-__all__ += ["GreedyLoadBalancingStrategy", "byte_size_load_fn", "replica_device_setter"]
+__all__ += ["CheckpointSaverHook", "ChiefSessionCreator", "Coordinator",
+            "GreedyLoadBalancingStrategy", "LoggingTensorHook", "MonitoredSession",
+            "MonitoredTrainingSession", "NanLossDuringTrainingError", "NanTensorHook",
+            "QueueRunner", "Scaffold", "SecondOrStepTimer", "SessionManager", "SessionRunArgs",
+            "SessionRunContext", "SessionRunHook", "SessionRunValues",
+            "SingularMonitoredSession", "StepCounterHook", "StopAtStepHook", "Supervisor",
+            "SyncReplicasOptimizer", "WorkerSessionCreator", "add_queue_runner",
+            "byte_size_load_fn", "replica_device_setter", "start_queue_runners"]
