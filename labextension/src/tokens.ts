@@ -1,5 +1,5 @@
 /**
- * Names shared by the plugins: command IDs and the plugin IDs.
+ * Names shared by the plugins: the command IDs.
  */
 
 /** The command IDs this extension adds. */
@@ -9,5 +9,3 @@ export namespace CommandIDs {
   /** Show the cluster panel in the left sidebar. */
   export const showClusters = 'tfteach:show-clusters';
 }
-
-export const PLUGIN_PREFIX = 'tfteach';
