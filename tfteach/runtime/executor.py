@@ -61,6 +61,19 @@ class Pending:
         cb(*self._result)
 
 
+class _NoLock:
+    """The synchronous path's stand-in for a lock (one thread touches the step)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+_NO_LOCK = _NoLock()
+
+
 class _Step:
     __slots__ = ("plan", "values", "pending", "uses", "remaining", "error", "done", "lock",
                  "trace", "records", "resources", "cancel_hooks", "t0")
@@ -72,8 +85,8 @@ class _Step:
         self.uses = list(plan.uses)
         self.remaining = len(plan.nodes)
         self.error: BaseException | None = None
-        self.done = threading.Event()
-        self.lock = threading.Lock()
+        self.done: threading.Event | None = None    # made by the threaded path only
+        self.lock: Any = _NO_LOCK
         self.trace = trace
         self.records: list = []
         self.resources = resources
@@ -170,6 +183,8 @@ class Executor:
             return
         if step.remaining == 0:
             return
+        step.done = threading.Event()
+        step.lock = threading.Lock()
         for i in ready:
             self._submit(step, i)
         deadline = None if not timeout_s else time.monotonic() + timeout_s
@@ -309,7 +324,8 @@ class Executor:
                 hook()
             except Exception:  # noqa: BLE001 (cancellation is best effort)
                 pass
-        step.done.set()
+        if step.done is not None:
+            step.done.set()
 
 
 def _store_unlocked(node: PlanNode, out: Any, values: list, uses: list,
@@ -339,14 +355,23 @@ def _store_unlocked(node: PlanNode, out: Any, values: list, uses: list,
 
 
 def _release(step: _Step) -> None:
-    """Return the bytes of every value still held (fetches included) to its device."""
-    fed = set(step.plan.feed_slots.values())
-    for s, v in enumerate(step.values):
+    """Return the bytes of every value still held (fetches included) to its device.
+
+    After a successful run only fetched values are left (every other value was dropped by
+    its last consumer, or never counted because nothing used it); after a failure, scan all.
+    """
+    plan = step.plan
+    fed = plan.feed_slots.values()
+    slots = range(len(step.values)) if step.error is not None else \
+        (s for s in set(plan.fetch_slots) if s is not None)
+    for s in slots:
+        v = step.values[s]
         if v is not None and s not in fed and step.uses[s] > 0:
             nbytes = getattr(v, "nbytes", 0)
             if nbytes:
-                step.plan.slot_device[s].memory.free(nbytes)
-    step.values = [None] * len(step.values) if step.error is not None else step.values
+                plan.slot_device[s].memory.free(nbytes)
+    if step.error is not None:
+        step.values = [None] * len(step.values)
 
 
 def _as_op_error(e: BaseException, node: PlanNode) -> BaseException:

@@ -70,6 +70,7 @@ class Plan:
     single_device: bool = False
     has_async: bool = False
     uses_virtual_blas: bool = False
+    uses_cpu_blas: bool = False
     slot_names: list = field(default_factory=list)
 
 
@@ -195,9 +196,13 @@ class _Builder:
                     fetch_slots, [t is not None and t.is_ref for t in fetches], self.uses,
                     devices, self.slot_device, single_device=len(devices) <= 1,
                     has_async=any(n.is_async for n in self.nodes),
-                    uses_virtual_blas=any(n.device.blas_threads == 1 and n.op_def is not None
-                                          and not n.op_def.cheap for n in self.nodes),
+                    uses_virtual_blas=_expensive_on(self.nodes, lambda d: d.blas_threads == 1),
+                    uses_cpu_blas=_expensive_on(self.nodes, lambda d: d.device_type == "CPU"),
                     slot_names=self.slot_names)
+
+
+def _expensive_on(nodes: list, which: Callable) -> bool:
+    return any(n.op_def is not None and not n.op_def.cheap and which(n.device) for n in nodes)
 
 
 def _transfer_kernel(ctx: KernelContext, value: Any) -> Any:
