@@ -180,3 +180,25 @@ def test_chain_of_same_device_ops_runs_on_one_thread():
     _, md = traced(tf.Session(), y, {x: 0.0})
     threads = {n.thread_id for d in md.step_stats.dev_stats for n in d.node_stats}
     assert len(threads) == 1 and threads == {threading.get_ident()}
+
+
+def test_ctrl_c_in_a_synchronous_step_returns_the_memory():
+    import _thread
+
+    def interrupt(ctx, x):
+        _thread.interrupt_main()
+        time.sleep(1)            # the KeyboardInterrupt arrives here, inside the step
+        return x
+
+    _register("_TestInterrupt", interrupt)
+    g = tf.get_default_graph()
+    with tf.device("/gpu:0"):
+        big = tf.fill([512, 512], 1.0)
+        y = g.create_op("_TestInterrupt", [big * 2.0], {"T": tf.float32}).outputs[0]
+    sess = tf.Session()
+    dev = [d for d in sess.devices if d.name == LOCAL + "GPU:0"][0]
+    before = dev.memory.used
+    with pytest.raises(KeyboardInterrupt):
+        sess.run(y)
+    assert dev.memory.used == before
+    assert sess.run(big)[0, 0] == 1.0

@@ -172,10 +172,12 @@ class Executor:
                     pending[c] -= 1
                     if pending[c] == 0:
                         stack.append(c)
-        except Exception as e:
+        except BaseException as e:  # noqa: BLE001 (Ctrl-C too: the step's memory is released)
             err = _as_op_error(e, node)
             step.error = err
-            raise err from (None if err is e else e)
+            if err is e:
+                raise
+            raise err from e
 
     def _run_threaded(self, step: _Step, ready: list[int], timeout_s: float | None) -> None:
         if not ready and step.remaining:
