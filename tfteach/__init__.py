@@ -29,6 +29,8 @@ from tfteach.ops.array_ops import slice_ as slice
 from tfteach.ops.common import convert_to_tensor
 from tfteach.ops.control_ops import group, no_op
 from tfteach.ops.control_ops import tuple_ as tuple
+from tfteach.ops.data_flow_ops import (ConditionalAccumulator, FIFOQueue, QueueBase,
+                                       dynamic_partition)
 from tfteach.ops.math_ops import (abs, add, add_n, argmax, argmin, div, divide, equal, exp,
                                   floordiv, greater, greater_equal, less, less_equal, log,
                                   log1p, logical_and, logical_not, logical_or, matmul, maximum,
@@ -88,6 +90,12 @@ def get_collection_ref(key):
 
 def add_to_collection(name, value):
     get_default_graph().add_to_collection(name, value)
+
+
+def report_uninitialized_variables(var_list=None, name="report_uninitialized_variables"):
+    """The names of the variables not initialized yet (a 1-D string tensor)."""
+    from tfteach.train.monitored_session import report_uninitialized_variables as _report
+    return _report(var_list, name)
 
 
 def get_seed(op_seed):

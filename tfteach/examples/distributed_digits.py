@@ -186,6 +186,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--master", default=None, help="use this task's running server")
     p.add_argument("--records", default=None, help="append one JSON line per step here")
     p.add_argument("--log_every", type=int, default=20)
+    p.add_argument("--t0", type=float, default=None, help="wall_time 0 (seconds since epoch)")
+    p.add_argument("--no_eval", action="store_true", help="skip the chief's test accuracy")
     return p.parse_args(argv)
 
 
@@ -204,8 +206,8 @@ def main(argv: list[str] | None = None) -> int:
                         args.learning_rate)
     on_step = _printer(args)
     train_worker(target, model, args.steps, args.batch_size, args.seed, args.checkpoint_dir,
-                 args.save_checkpoint_steps, on_step=on_step)
-    if args.task_index == 0:
+                 args.save_checkpoint_steps, on_step=on_step, t0=args.t0)
+    if args.task_index == 0 and not args.no_eval:
         print(f"test accuracy: {evaluate(target, model, args.seed):.3f}", flush=True)
     return 0
 

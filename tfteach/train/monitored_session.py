@@ -414,12 +414,16 @@ class _CoordinatedSessionCreator:
 
 
 class _RecoverableSession:
-    """Re-creates the session when a step fails because a task was lost (preemption)."""
+    """Re-creates the session when a step fails because a task was lost (preemption).
+
+    tfteach: the *first* session is not retried (TF retries it too): a wrong address or a
+    task that never started fails at once with its UnavailableError instead of hanging.
+    """
 
     def __init__(self, creator: _CoordinatedSessionCreator, recover: bool = True) -> None:
         self._creator = creator
         self._recover_errors = _PREEMPTION_ERRORS if recover else ()
-        self.sess: _CoordinatedSession | None = self._create()
+        self.sess: _CoordinatedSession | None = creator.create_session()
 
     def _create(self) -> _CoordinatedSession:
         while True:
