@@ -160,6 +160,9 @@ def _legend(colors: dict, color_by: str) -> list[str]:
              'color="#BBBBBB"; node [shape=box, style="filled", fontsize=9, height=0.2];']
     lines += [f'"__legend_{i}" [label="{escape(k)}", fillcolor="{c}"];'
               for i, (k, c) in enumerate(colors.items())]
+    if len(colors) > 1:
+        chain = " -> ".join(f'"__legend_{i}"' for i in range(len(colors)))
+        lines.append(f"{{ rank=same; {chain} [style=invis]; }}")
     lines.append("}")
     return lines
 
