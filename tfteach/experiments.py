@@ -40,7 +40,7 @@ MODES = ("sync", "async")
 
 def sync_vs_async(workers: int = 2, ps: int = 1, worker_speeds: Sequence[float] | None = None,
                   backup_workers: int = 0, steps: int = 200, seed: int = 0,
-                  batch_size: int = 32, learning_rate: float = 0.5, clients: str = "threads",
+                  batch_size: int = 32, learning_rate: float = 1.0, clients: str = "threads",
                   modes: Sequence[str] = MODES, kill_worker: tuple[int, int] | None = None,
                   cluster: Any = None, timeout_s: float = 300.0) -> dict:
     """Train to global step ``steps`` each way; see the module docstring for the result.

@@ -62,7 +62,7 @@ def _num_workers(cluster: Any) -> int:
 
 
 def build_model(cluster: Any, task_index: int, sync: bool = False, backup_workers: int = 0,
-                learning_rate: float = 0.5) -> Model:
+                learning_rate: float = 1.0) -> Model:
     """Softmax regression 64 -> 10 in a new graph, variables on the ps tasks."""
     num_workers = _num_workers(cluster)
     g = tf.Graph()
@@ -179,7 +179,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--backup_workers", type=int, default=0, help="sync: backup workers")
     p.add_argument("--steps", type=int, default=200, help="train until this global step")
     p.add_argument("--batch_size", type=int, default=32)
-    p.add_argument("--learning_rate", type=float, default=0.5)
+    p.add_argument("--learning_rate", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--checkpoint_dir", default=None)
     p.add_argument("--save_checkpoint_steps", type=int, default=None)
