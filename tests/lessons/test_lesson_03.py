@@ -30,7 +30,7 @@ def test_lesson_passes_nbval_with_its_sanitizers(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--nbval", str(LESSON), "--nbval-sanitize-with",
          str(SANITIZE), "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path)],
-        cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
+        check=False, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert re.search(r"\b\d+ passed\b", done.stdout)
 
