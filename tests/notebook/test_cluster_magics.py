@@ -155,3 +155,42 @@ def test_live_status_widget_refreshes_when_a_task_dies():
             assert "DEAD" in widget.value
         finally:
             status.stop()
+
+
+def test_stop_button_ends_a_long_run_and_leaves_the_cluster_usable(kernel):
+    import os
+    import signal
+    import threading
+    import time
+
+    flag = kernel.workdir / "loop-started"
+    kernel.run("%tfteach cluster start --ps 1 --workers 1")
+    kernel.run("with tf.device('/job:ps/task:0'):\n    counter = tf.Variable(0, name='counter')\n"
+               "step = tf.assign_add(counter, 1)\n"
+               "sess = tf.Session(cluster.target('worker', 0))\n"
+               "sess.run(counter.initializer)")
+
+    kernel_pid = int(stream_text(kernel.run("import os\nprint(os.getpid())")))
+
+    def press_stop() -> None:
+        """What the stop button does: SIGINT to the kernel, once the loop runs."""
+        deadline = time.monotonic() + 60
+        while not flag.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        os.kill(kernel_pid, signal.SIGINT)
+
+    threading.Thread(target=press_stop, daemon=True).start()
+    outputs = kernel.run(
+        "import pathlib, time\nfrom tfteach.notebook import Progress\n"
+        "with Progress(total=100000, label='training', min_interval_s=0) as progress:\n"
+        f"    pathlib.Path({str(flag)!r}).touch()\n"
+        "    for i in range(100000):\n"
+        "        done = sess.run(step)\n"
+        "        progress.update(i + 1)\n"
+        "        time.sleep(0.01)")
+    text = one(outputs, "text/plain")
+    assert "Stopped by you after step" in text and "100000 (100%)" not in text
+    after = stream_text(kernel.run("before = sess.run(counter)\nprint(sess.run(step) - before)"))
+    assert after.strip() == "1", "the cluster and its variables still work"
+    kernel.run("sess.close()\n%tfteach cluster stop")
