@@ -147,3 +147,9 @@ def load_ipython_extension(ipython):
     """``%load_ext tfteach``: the magics (tfteach.notebook)."""
     from tfteach.notebook.magics import load_ipython_extension as _load
     _load(ipython)
+
+
+def unload_ipython_extension(ipython):
+    """``%unload_ext tfteach``: stop the magics' cluster and restore tracebacks."""
+    from tfteach.notebook.magics import unload_ipython_extension as _unload
+    _unload(ipython)
