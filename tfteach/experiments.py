@@ -38,6 +38,45 @@ from tfteach.examples import distributed_digits as program
 MODES = ("sync", "async")
 
 
+class InProcessCluster:
+    """``ps`` and ``workers`` tasks as Servers inside this process, on free loopback ports.
+
+    Faster to start than a LocalCluster (no subprocesses) and just as real over gRPC, but a
+    task cannot be killed (``stop`` it instead) and all tasks share this process's CPU.
+    """
+
+    def __init__(self, ps: int = 1, workers: int = 2, gpus_per_task: int = 0) -> None:
+        from tfteach.distributed.cluster_spec import ClusterSpec
+        from tfteach.distributed.graph_engine import GraphEngine
+        from tfteach.distributed.processes import free_ports
+        from tfteach.distributed.server import Server
+        ports = iter(free_ports(ps + workers))
+        jobs = {job: [f"localhost:{next(ports)}" for _ in range(n)]
+                for job, n in (("ps", ps), ("worker", workers)) if n}
+        self.spec = ClusterSpec(jobs)
+        config = tf.ConfigProto(device_count={"GPU": gpus_per_task})
+        self.servers = {(job, i): Server(self.spec, job_name=job, task_index=i, config=config,
+                                         engine_factory=GraphEngine)
+                        for job, addresses in jobs.items() for i in range(len(addresses))}
+
+    def target(self, job: str = "worker", task: int = 0) -> str:
+        return self.servers[job, task].target
+
+    def stop(self, job: str, task: int) -> None:
+        """Stop one task (its port closes, as when a machine goes away)."""
+        self.servers[job, task].stop()
+
+    def close(self) -> None:
+        for server in self.servers.values():
+            server.stop()
+
+    def __enter__(self) -> "InProcessCluster":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
 def sync_vs_async(workers: int = 2, ps: int = 1, worker_speeds: Sequence[float] | None = None,
                   backup_workers: int = 0, steps: int = 200, seed: int = 0,
                   batch_size: int = 32, learning_rate: float = 1.0, clients: str = "threads",
