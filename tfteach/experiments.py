@@ -86,8 +86,9 @@ def sync_vs_async(workers: int = 2, ps: int = 1, worker_speeds: Sequence[float] 
 
     ``worker_speeds[i] < 1`` slows worker i's devices (a straggler). ``backup_workers`` (sync)
     lets each step go ahead with the first ``workers - backup_workers`` gradients.
-    ``kill_worker=(i, n)`` kills worker i (its task and its client) once the global step
-    reaches n. ``clients`` is "threads" or "processes".
+    ``kill_worker=(i, n)`` kills worker i (its task and its client, which then runs in a
+    process) once the global step reaches n and worker i has done a step. ``clients`` is
+    "threads" or "processes".
     """
     _check(workers, backup_workers, clients, modes, kill_worker)
     run = _Run(workers, ps, backup_workers, steps, seed, batch_size, learning_rate, clients,
@@ -148,8 +149,10 @@ class _Run:
     def one_mode(self, cluster: Any, mode: str, result: dict) -> None:
         _fresh_state(cluster, self.workers)
         sync = mode == "sync"
+        clients = self._start_clients(cluster, sync)
         t0 = time.time()
-        clients = [self._start_client(cluster, i, sync, t0) for i in range(self.workers)]
+        for c in clients:
+            c.go(t0)
         killed = self._kill_when_due(cluster, clients, t0)
         records, errors = _collect(clients, t0 + self.timeout_s)
         result["wall_time"][mode] = time.time() - t0
@@ -162,10 +165,18 @@ class _Run:
         result["steps_per_second"][mode] = step / max(result["wall_time"][mode], 1e-9)
         result["accuracy"][mode] = self._accuracy(cluster, sync)
 
-    def _start_client(self, cluster: Any, i: int, sync: bool, t0: float) -> "_Client":
-        as_process = self.clients == "processes" or (self.kill is not None and self.kill[0] == i)
-        client = _ProcessClient if as_process else _ThreadClient
-        return client(self, cluster, i, sync, t0)
+    def _start_clients(self, cluster: Any, sync: bool) -> list:
+        """Every client, built and waiting for ``go`` (processes take a while to start)."""
+        clients = []
+        for i in range(self.workers):
+            as_process = self.clients == "processes" or (self.kill is not None and
+                                                         self.kill[0] == i)
+            clients.append((_ProcessClient if as_process else _ThreadClient)(
+                self, cluster, i, sync))
+        deadline = time.monotonic() + self.timeout_s
+        while not all(c.ready() for c in clients) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return clients
 
     def _kill_when_due(self, cluster: Any, clients: list, t0: float) -> dict | None:
         if self.kill is None:
@@ -174,7 +185,8 @@ class _Run:
         deadline = t0 + self.timeout_s
         while time.time() < deadline and not all(c.done() for c in clients):
             seen = max([c.last_global_step() for c in clients], default=0)
-            if seen >= at_step:
+            if seen >= at_step and clients[index].records():   # it has taken part
+                seen = max([c.last_global_step() for c in clients], default=0)
                 cluster.kill("worker", index)
                 clients[index].kill()
                 return {"worker": index, "at_global_step": seen, "wall_time": time.time() - t0}
@@ -220,22 +232,30 @@ class _Client:
     def close(self) -> None:
         """Release what the client holds (its records file)."""
 
+    def ready(self) -> bool:
+        return True
+
 
 class _ThreadClient(_Client):
     """A worker client in a thread of this process (its own graph and session)."""
 
-    def __init__(self, run: _Run, cluster: Any, i: int, sync: bool, t0: float) -> None:
+    def __init__(self, run: _Run, cluster: Any, i: int, sync: bool) -> None:
         self._records: list = []
         self._errors: list = []
-        self._thread = threading.Thread(target=self._train, args=(run, cluster, i, sync, t0),
-                                        daemon=True, name=f"worker-{i}-client")
+        self._args = (run, cluster, i, sync)
+        self._thread = threading.Thread(target=self._train, daemon=True,
+                                        name=f"worker-{i}-client")
+
+    def go(self, t0: float) -> None:
+        self._t0 = t0
         self._thread.start()
 
-    def _train(self, run: _Run, cluster: Any, i: int, sync: bool, t0: float) -> None:
+    def _train(self) -> None:
+        run, cluster, i, sync = self._args
         try:
             model = program.build_model(cluster.spec, i, sync, run.backup, run.learning_rate)
             program.train_worker(cluster.target("worker", i), model, run.steps, run.batch_size,
-                                 run.seed, on_step=self._records.append, t0=t0)
+                                 run.seed, on_step=self._records.append, t0=self._t0)
         except Exception as e:  # noqa: BLE001 (reported in the result)
             self._errors.append(f"worker {i}: {type(e).__name__}: {e}")
 
@@ -260,10 +280,11 @@ class _ThreadClient(_Client):
 class _ProcessClient(_Client):
     """A worker client in its own process (``python -m tfteach.examples.distributed_digits``)."""
 
-    def __init__(self, run: _Run, cluster: Any, i: int, sync: bool, t0: float) -> None:
+    def __init__(self, run: _Run, cluster: Any, i: int, sync: bool) -> None:
         fd, path = tempfile.mkstemp(prefix=f"tfteach-worker{i}-", suffix=".jsonl")
         os.close(fd)
         self._path = Path(path)
+        self._start = Path(path + ".start")
         self._killed = False
         self._i = i
         spec = cluster.spec.as_dict()
@@ -273,7 +294,7 @@ class _ProcessClient(_Client):
                 cluster.target("worker", i), "--records", path, "--steps", str(run.steps),
                 "--seed", str(run.seed), "--batch_size", str(run.batch_size),
                 "--learning_rate", str(run.learning_rate), "--log_every", "0",
-                "--t0", repr(t0), "--no_eval"]
+                "--start_file", str(self._start), "--no_eval"]
         if sync:
             argv += ["--sync", "--backup_workers", str(run.backup)]
         env = dict(os.environ, TFTEACH_CLUSTER_TOKEN=cluster.token,
@@ -281,6 +302,14 @@ class _ProcessClient(_Client):
                                               [p for p in [os.environ.get("PYTHONPATH")] if p]))
         self._proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.PIPE, text=True)
+
+    def ready(self) -> bool:
+        return Path(str(self._start) + ".ready").exists() or self.done()
+
+    def go(self, t0: float) -> None:
+        staging = Path(str(self._start) + ".tmp")
+        staging.write_text(repr(t0))
+        staging.rename(self._start)
 
     def done(self) -> bool:
         return self._proc.poll() is not None
@@ -305,7 +334,8 @@ class _ProcessClient(_Client):
         return [json.loads(line) for line in lines if line.endswith("}")]
 
     def close(self) -> None:
-        self._path.unlink(missing_ok=True)
+        for path in (self._path, self._start, Path(str(self._start) + ".ready")):
+            path.unlink(missing_ok=True)
 
     def errors(self) -> list:
         if self._killed or self._proc.returncode == 0:

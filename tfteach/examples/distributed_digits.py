@@ -27,6 +27,7 @@ import json
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -188,6 +189,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--log_every", type=int, default=20)
     p.add_argument("--t0", type=float, default=None, help="wall_time 0 (seconds since epoch)")
     p.add_argument("--no_eval", action="store_true", help="skip the chief's test accuracy")
+    p.add_argument("--start_file", default=None,
+                   help="once ready, create FILE.ready and wait for FILE (holding t0)")
     return p.parse_args(argv)
 
 
@@ -205,11 +208,23 @@ def main(argv: list[str] | None = None) -> int:
     model = build_model(cluster, args.task_index, args.sync, args.backup_workers,
                         args.learning_rate)
     on_step = _printer(args)
+    t0 = _wait_for_start(args.start_file) if args.start_file else args.t0
     train_worker(target, model, args.steps, args.batch_size, args.seed, args.checkpoint_dir,
-                 args.save_checkpoint_steps, on_step=on_step, t0=args.t0)
+                 args.save_checkpoint_steps, on_step=on_step, t0=t0)
     if args.task_index == 0 and not args.no_eval:
         print(f"test accuracy: {evaluate(target, model, args.seed):.3f}", flush=True)
     return 0
+
+
+def _wait_for_start(path: str, timeout_s: float = 300.0) -> float:
+    """Say ready (``path.ready``), then wait for ``path``: it holds the common t0."""
+    Path(path + ".ready").touch()
+    deadline = time.monotonic() + timeout_s
+    while not Path(path).exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no start signal in {path} after {timeout_s:g} s")
+        time.sleep(0.02)
+    return float(Path(path).read_text())
 
 
 def _printer(args: argparse.Namespace) -> Callable[[dict], None]:

@@ -1,0 +1,57 @@
+"""Faults on a real multi-process LocalCluster: a worker is killed mid-run (async goes on;
+sync goes on with a backup worker) and the ps is restarted (training resumes from the last
+checkpoint, losing at most the steps since it)."""
+import pytest
+
+from tfteach import experiments
+from tfteach.distributed.local_cluster import LocalCluster
+from tfteach.examples import distributed_digits as program
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with LocalCluster(ps=1, workers=3, engine=program.GRAPH_ENGINE) as c:
+        yield c
+
+
+def _after(records, worker, t):
+    return [r for r in records if r["worker"] == worker and r["wall_time"] > t]
+
+
+@pytest.mark.parametrize("mode,backup", [("async", 0), ("sync", 1)])
+def test_training_goes_on_when_a_worker_is_killed(cluster, mode, backup):
+    result = experiments.sync_vs_async(workers=3, backup_workers=backup, steps=60,
+                                       modes=(mode,), kill_worker=(2, 15), cluster=cluster)
+    killed, records = result["killed"][mode], result[mode]
+    assert killed is not None and killed["worker"] == 2
+    assert result["errors"][mode] == []
+    assert result["global_step"][mode] >= 60                 # the run reached its end
+    assert [r for r in records if r["worker"] == 2]          # worker 2 took part ...
+    assert not _after(records, 2, killed["wall_time"] + 0.5)  # ... and then stopped
+    assert _after(records, 0, killed["wall_time"]) and _after(records, 1, killed["wall_time"])
+    assert not cluster.alive("worker", 2)
+
+
+def test_training_resumes_from_the_last_checkpoint_after_a_ps_restart(cluster, tmp_path):
+    import tfteach as tf
+    tf.Session.reset(cluster.target("worker", 0))
+    model = program.build_model(cluster.spec, 0)
+    restarted_at = []
+
+    def on_step(record):
+        if record["global_step"] >= 22 and not restarted_at:
+            restarted_at.append(record["global_step"])
+            cluster.restart("ps", 0)                 # all its variables are gone
+
+    records = program.train_worker(cluster.target("worker", 0), model, steps=40,
+                                   checkpoint_dir=str(tmp_path), save_checkpoint_steps=5,
+                                   on_step=on_step)
+    steps = [r["global_step"] for r in records]
+    resumed = steps[len(restarted_at) and steps.index(restarted_at[0]) + 1]
+    last_checkpoint = restarted_at[0] // 5 * 5
+    assert resumed == last_checkpoint + 1                   # restored, then one more step
+    assert restarted_at[0] - last_checkpoint < 5            # lost less than one interval
+    assert steps[-1] == 40
+    assert program.evaluate(cluster.target("worker", 0), model) > 0.8
