@@ -2,10 +2,12 @@ import { computeLayout } from '../src/placement/layout';
 import {
   buildLayoutInput,
   collectDevices,
+  DEFAULT_PLACEMENT_SETTINGS,
   groupsFor,
   highlightOf,
   nodeId,
   parsePlacement,
+  parsePlacementSettings,
   PlacementModel
 } from '../src/placement/model';
 import { GPU0, GPU1, psWorkerGraph, twoGpuGraph, WORKER1_CPU } from './fixtures';
@@ -137,5 +139,55 @@ describe('layout', () => {
       expect(box.x + box.width).toBeLessThanOrEqual(layout.width);
       expect(box.y + box.height).toBeLessThanOrEqual(layout.height);
     }
+  });
+});
+
+describe('view settings from the kernel', () => {
+  it('reads color_by and show_transfers from output metadata, defaulting the rest', () => {
+    expect(parsePlacementSettings({ color_by: 'type', show_transfers: false })).toEqual({
+      colorBy: 'type',
+      showTransfers: false
+    });
+    expect(parsePlacementSettings(undefined)).toEqual(DEFAULT_PLACEMENT_SETTINGS);
+    expect(parsePlacementSettings({ color_by: 'memory', show_transfers: 'no' })).toEqual(
+      DEFAULT_PLACEMENT_SETTINGS
+    );
+  });
+
+  it('colours by device by default, one colour per device', () => {
+    const model = new PlacementModel(twoGpuGraph());
+    const [a, , c] = model.data.nodes;
+    expect(model.nodeColor(a)).toBe(model.device(GPU0)!.color);
+    expect(model.nodeColor(c)).toBe(model.device(GPU1)!.color);
+    expect(model.colorKeys.map(k => k.label)).toEqual(['GPU:0', 'GPU:1']);
+  });
+
+  it('colours by op type: same type same colour, whatever the device', () => {
+    const graph = twoGpuGraph();
+    graph.nodes.push({ name: 'e', type: 'Const', requested_device: '', assigned_device: GPU1 });
+    const model = new PlacementModel(graph, { colorBy: 'type', showTransfers: true });
+    const color = (name: string): string => model.nodeColor(model.node(name)!);
+    expect(model.colorKeys.map(k => k.key)).toEqual(['Const', 'Identity', 'MatMul']);
+    expect(color('e')).toBe(color('a'));
+    expect(new Set([color('a'), color('c'), color('d')]).size).toBe(3);
+    const byDevice = new PlacementModel(graph);
+    expect(byDevice.nodeColor(byDevice.node('e')!)).not.toBe(byDevice.nodeColor(graph.nodes[0]));
+  });
+
+  it('colours by job and task, keeping every task of the session in the key', () => {
+    const model = new PlacementModel(psWorkerGraph(), { colorBy: 'job', showTransfers: true });
+    expect(model.colorKeys.map(k => k.label)).toEqual(['/job:ps/task:0', '/job:worker/task:1']);
+    const [v, read, y] = model.data.nodes;
+    expect(model.nodeColor(v)).toBe(model.nodeColor(read));
+    expect(model.nodeColor(y)).not.toBe(model.nodeColor(v));
+  });
+
+  it('hides transfers without taking them out of the layout', () => {
+    const hidden = new PlacementModel(twoGpuGraph(), { colorBy: 'device', showTransfers: false });
+    expect([0, 1, 2].map(i => hidden.edgeShown(i))).toEqual([false, false, true]);
+    expect(hidden.layoutInput().edges.map(e => e.index)).toEqual([0, 1, 2]);
+    const shown = new PlacementModel(twoGpuGraph());
+    expect([0, 1, 2].map(i => shown.edgeShown(i))).toEqual([true, true, true]);
+    expect(shown.edgeShown(7)).toBe(false);
   });
 });

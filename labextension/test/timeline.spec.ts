@@ -1,5 +1,12 @@
-import { fullRange, parseTimeline, TimelineModel, TimeScale } from '../src/timeline/model';
-import { GPU1, twoLaneTimeline } from './fixtures';
+import {
+  DEFAULT_TIMELINE_SETTINGS,
+  fullRange,
+  parseTimeline,
+  parseTimelineSettings,
+  TimelineModel,
+  TimeScale
+} from '../src/timeline/model';
+import { GPU0, GPU1, twoLaneTimeline } from './fixtures';
 
 describe('time scale', () => {
   const scale = new TimeScale([0, 100], [96, 496]);
@@ -106,5 +113,32 @@ describe('timeline model', () => {
     const [a, b] = model.view;
     expect(b).toBe(100);
     expect(a).toBeCloseTo(50);
+  });
+});
+
+describe('timeline settings from the kernel', () => {
+  it('reads color_by and show_transfers from output metadata, defaulting the rest', () => {
+    expect(parseTimelineSettings({ color_by: 'device', show_transfers: false })).toEqual({
+      colorBy: 'device',
+      showTransfers: false
+    });
+    expect(parseTimelineSettings(null)).toEqual(DEFAULT_TIMELINE_SETTINGS);
+    expect(parseTimelineSettings({ color_by: 'job' })).toEqual(DEFAULT_TIMELINE_SETTINGS);
+  });
+
+  it('colours bars by lane when asked to colour by device', () => {
+    const data = twoLaneTimeline();
+    const [a, c, d] = data.ops;
+    const byType = new TimelineModel(data);
+    expect(byType.barColor(c)).not.toBe(byType.barColor(d));
+    expect(byType.colorKeys().map(k => k.label)).toEqual(['Const', 'Identity', 'MatMul']);
+    const byDevice = new TimelineModel(data, { colorBy: 'device', showTransfers: true });
+    expect(byDevice.barColor(c)).toBe(byDevice.barColor(d));
+    expect(byDevice.barColor(a)).not.toBe(byDevice.barColor(c));
+    expect(byDevice.colorKeys()).toEqual([
+      { label: 'GPU:0', color: byDevice.barColor(a) },
+      { label: 'GPU:1', color: byDevice.barColor(c) }
+    ]);
+    expect(byDevice.laneIndex(GPU0)).toBe(0);
   });
 });

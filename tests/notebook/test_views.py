@@ -36,23 +36,24 @@ def _fills(svg: str) -> set[str]:
 
 
 def test_default_bundle_has_the_json_svg_and_text(towers):
-    bundle = towers.view._repr_mimebundle_()
+    bundle, metadata = towers.view._repr_mimebundle_()
     assert set(bundle) == {PLACEMENT_MIME, "image/svg+xml", "text/plain"}
     json.dumps(bundle[PLACEMENT_MIME])  # plain JSON
     assert bundle["text/plain"].endswith("AddN (AddN) -> CPU:0")
+    assert metadata == {PLACEMENT_MIME: {"color_by": "device", "show_transfers": True}}
 
 
-def test_colouring_by_op_type_redraws_the_svg_and_drops_the_json(towers):
+def test_colouring_by_op_type_redraws_the_svg_and_tells_the_json_renderer(towers):
     view = towers.view
-    by_device = view.svg()
-    view.set_view(color_by="type")
-    by_type = view._repr_mimebundle_()
-    assert PLACEMENT_MIME not in by_type, "the JSON renderer only colours by device"
-    assert by_type["image/svg+xml"] != by_device
+    by_device, _ = view._repr_mimebundle_()
+    view.set_view(color_by="type", show_transfers=False)
+    by_type, metadata = view._repr_mimebundle_()
+    assert by_type[PLACEMENT_MIME] == by_device[PLACEMENT_MIME], "settings are not in the payload"
+    assert metadata[PLACEMENT_MIME] == {"color_by": "type", "show_transfers": False}
+    assert by_type["image/svg+xml"] != by_device["image/svg+xml"]
     assert "colour = op type" in by_type["image/svg+xml"]
-    assert "colour = device" in by_device
-    view.set_view(color_by="device")
-    assert PLACEMENT_MIME in view._repr_mimebundle_()
+    assert "colour = device" in by_device["image/svg+xml"]
+    assert by_type["text/plain"] == by_device["text/plain"]
 
 
 def test_hiding_transfers_keeps_the_layout_but_hides_cross_device_edges(towers):
@@ -115,8 +116,9 @@ def test_timeline_text_is_stable_and_svg_has_lanes_bars_and_arrows(towers):
 
 
 def test_timeline_bundle_and_chrome_trace(towers, tmp_path):
-    bundle = towers.timeline._repr_mimebundle_()
+    bundle, metadata = towers.timeline._repr_mimebundle_()
     assert set(bundle) == {TIMELINE_MIME, "image/svg+xml", "text/plain"}
+    assert metadata == {TIMELINE_MIME: {"color_by": "type", "show_transfers": True}}
     path = towers.timeline.save_chrome_trace(tmp_path / "step.json")
     trace = json.loads(path.read_text())
     names = {e["args"]["name"] for e in trace["traceEvents"] if e.get("ph") == "M"}

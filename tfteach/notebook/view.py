@@ -1,11 +1,13 @@
 """The shape every tfteach picture shares: a static MIME bundle plus live controls.
 
 A view (placement graph, device timeline) holds its data and two view settings, ``color_by``
-and ``show_transfers``. Its ``_repr_mimebundle_`` is the static form that nbconvert, GitHub
-and nbval see: ``image/svg+xml``, a deterministic ``text/plain``, and, while the settings are
-the defaults, the custom JSON MIME type that the JupyterLab extension draws interactively
-(that renderer colours by device and shows transfers; other settings are drawn by our SVG, so
-every control has a visible effect in every frontend).
+and ``show_transfers``. Its ``_repr_mimebundle_`` returns ``(data, metadata)``: ``data`` holds
+the custom JSON MIME type that the JupyterLab extension draws interactively, plus the static
+form that nbconvert, GitHub and nbval see (``image/svg+xml`` and a deterministic
+``text/plain``), both drawn with the current settings; ``metadata[MIME]`` carries the settings
+(``{"color_by", "show_transfers"}``) for the extension's renderer, so every control has a
+visible effect in every frontend. The settings travel in metadata, not in the JSON payload, so
+the payload of a saved notebook does not depend on them (nbval ignores output metadata).
 
 ``show()`` displays that bundle under a display id and, inside a kernel with ipywidgets,
 a row of controls below it that redraws the bundle in place (``update_display_data``), so
@@ -49,14 +51,14 @@ class View:
         return []
 
     # -- static form ------------------------------------------------------------------
-    def is_default(self) -> bool:
-        return self.color_by == self.COLOR_CHOICES[0][1] and self.show_transfers
+    def settings(self) -> dict:
+        """The view settings as the extension's renderer reads them from output metadata."""
+        return {"color_by": self.color_by, "show_transfers": self.show_transfers}
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
-        data = {"image/svg+xml": self.svg(), "text/plain": self.text()}
-        if self.is_default():
-            data[self.MIME] = self.payload()
-        return data
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None
+                          ) -> tuple[dict, dict]:
+        data = {"image/svg+xml": self.svg(), "text/plain": self.text(), self.MIME: self.payload()}
+        return data, {self.MIME: self.settings()}
 
     def __repr__(self) -> str:
         return self.text()

@@ -1,17 +1,21 @@
 /**
  * The placement view's model: a placed graph (nodes with requested and
- * assigned devices, edges with transfer sizes, the device list) plus the
- * view state a learner changes: which devices are hidden and which node is
- * selected.
+ * assigned devices, edges with transfer sizes, the device list), the kernel's
+ * view settings (colour by device, job or op type; show or hide transfers)
+ * plus the view state a learner changes: which devices are hidden and which
+ * node is selected.
  *
  * State: `hiddenDevices` (full device names) and `selected` (a node name or
- * null). Invariants: the data never changes after construction; every node's
- * device is in `devices` (devices seen only on nodes are appended); a hidden
- * device's nodes and their edges are not in `layoutInput()`.
+ * null). Invariants: the data and settings never change after construction
+ * (the kernel sends a new bundle to change settings); every node's device is
+ * in `devices` (devices seen only on nodes are appended); every node's colour
+ * key is in `colorKeys`; a hidden device's nodes and their edges are not in
+ * `layoutInput()`; hidden transfers stay in the layout (so nodes keep their
+ * places) but `edgeShown()` is false for them.
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { deviceLabels, parseDevice, shortDevice } from '../devices';
+import { deviceLabels, parseDevice, shortDevice, taskOf } from '../devices';
 import { paletteColor } from '../format';
 
 /** The MIME type a kernel sends a placed graph with. */
@@ -41,6 +45,30 @@ export interface IPlacementData {
   nodes: IPlacementNode[];
   edges: IPlacementEdge[];
   devices: IPlacementDevice[];
+}
+
+/** What node colours stand for, as the kernel's "Colour by" control says. */
+export type ColorBy = 'device' | 'job' | 'type';
+
+/**
+ * The kernel's view settings. They arrive in the output's metadata under the
+ * MIME type as `{"color_by": ..., "show_transfers": ...}`.
+ */
+export interface IPlacementSettings {
+  colorBy: ColorBy;
+  showTransfers: boolean;
+}
+
+export const DEFAULT_PLACEMENT_SETTINGS: IPlacementSettings = {
+  colorBy: 'device',
+  showTransfers: true
+};
+
+/** One entry of the colour key: what a colour stands for. */
+export interface IColorKey {
+  key: string;
+  label: string;
+  color: string;
 }
 
 /** A device as the view shows it: its colour, short name and legend label. */
@@ -105,6 +133,54 @@ export function parsePlacement(value: unknown): IPlacementData {
     edges: list<IPlacementEdge>('edges'),
     devices: list<IPlacementDevice>('devices')
   };
+}
+
+/** The settings in an output's metadata entry; missing or unknown values are the defaults. */
+export function parsePlacementSettings(value: unknown): IPlacementSettings {
+  const raw = (value !== null && typeof value === 'object' ? value : {}) as {
+    [key: string]: unknown;
+  };
+  const colorBy = ['device', 'job', 'type'].includes(raw['color_by'] as string)
+    ? (raw['color_by'] as ColorBy)
+    : DEFAULT_PLACEMENT_SETTINGS.colorBy;
+  const showTransfers =
+    typeof raw['show_transfers'] === 'boolean'
+      ? raw['show_transfers']
+      : DEFAULT_PLACEMENT_SETTINGS.showTransfers;
+  return { colorBy, showTransfers };
+}
+
+/** What decides a node's colour: its device's name, its `/job:x/task:n` or its op type. */
+export function colorKeyOf(node: IPlacementNode, colorBy: ColorBy): string {
+  if (colorBy === 'type') {
+    return node.type;
+  }
+  const device = node.assigned_device || '';
+  return colorBy === 'job' ? taskOf(device) : device;
+}
+
+/**
+ * The colour key for `colorBy`: the devices in their legend order; every
+ * job/task of the session's devices (so a task keeps its colour from cell to
+ * cell) or the graph's op types, sorted.
+ */
+export function collectColorKeys(
+  data: IPlacementData,
+  devices: ReadonlyArray<IDeviceInfo>,
+  colorBy: ColorBy
+): IColorKey[] {
+  if (colorBy === 'device') {
+    return devices.map(d => ({ key: d.name, label: d.label, color: d.color }));
+  }
+  const keys =
+    colorBy === 'job'
+      ? devices.map(d => taskOf(d.name))
+      : data.nodes.map(n => colorKeyOf(n, colorBy));
+  return [...new Set(keys)].sort().map((key, i) => ({
+    key,
+    label: key || (colorBy === 'job' ? '(no job)' : '(no type)'),
+    color: paletteColor(i)
+  }));
 }
 
 /** The declared devices, then any device seen only on a node, coloured in order. */
@@ -209,16 +285,24 @@ export function highlightOf(data: IPlacementData, name: string): IHighlight {
 }
 
 export class PlacementModel {
-  constructor(data: IPlacementData) {
+  constructor(data: IPlacementData, settings: IPlacementSettings = DEFAULT_PLACEMENT_SETTINGS) {
     this.data = data;
+    this.settings = { ...settings };
     this.devices = collectDevices(data);
+    this.colorKeys = collectColorKeys(data, this.devices, settings.colorBy);
     for (const node of data.nodes) {
       this._nodes.set(node.name, node);
+    }
+    for (const entry of this.colorKeys) {
+      this._colors.set(entry.key, entry.color);
     }
   }
 
   readonly data: IPlacementData;
+  readonly settings: Readonly<IPlacementSettings>;
   readonly devices: ReadonlyArray<IDeviceInfo>;
+  /** What each node colour stands for under `settings.colorBy`. */
+  readonly colorKeys: ReadonlyArray<IColorKey>;
 
   /** Emitted when a device is hidden or shown (the layout must be redone). */
   get visibilityChanged(): ISignal<this, void> {
@@ -244,6 +328,17 @@ export class PlacementModel {
 
   device(name: string): IDeviceInfo | undefined {
     return this.devices.find(d => d.name === name);
+  }
+
+  /** A node's fill colour under the current settings. */
+  nodeColor(node: IPlacementNode): string {
+    return this._colors.get(colorKeyOf(node, this.settings.colorBy)) ?? '#999';
+  }
+
+  /** Whether the edge at `index` is drawn: transfers only while they are shown. */
+  edgeShown(index: number): boolean {
+    const edge = this.data.edges[index];
+    return !!edge && (this.settings.showTransfers || !edge.cross_device);
   }
 
   setDeviceVisible(device: string, visible: boolean): void {
@@ -303,6 +398,7 @@ export class PlacementModel {
   }
 
   private _nodes = new Map<string, IPlacementNode>();
+  private _colors = new Map<string, string>();
   private _hidden = new Set<string>();
   private _selected: string | null = null;
   private _visibilityChanged = new Signal<this, void>(this);

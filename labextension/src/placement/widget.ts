@@ -1,12 +1,15 @@
 /**
  * The placement view: an interactive drawing of a placed graph.
  *
- * Nodes are coloured by assigned device and boxed by job, task and device;
+ * Nodes are coloured by assigned device (or by job/task or op type, when the
+ * output's metadata says so: the kernel's "Colour by" control) and boxed by
+ * job, task and device; transfers are drawn unless the metadata hides them;
  * the legend's checkboxes hide a device's nodes; hovering shows a node's type,
  * requested and assigned device and bytes; clicking a node lights up its
  * inputs, outputs and cross-device transfers. Wheel zooms, drag pans.
- * The widget owns its model, pan-zoom controller and tooltip and releases
- * them in dispose().
+ * The kernel redraws with new settings by updating the output, which calls
+ * renderModel() again. The widget owns its model, pan-zoom controller and
+ * tooltip and releases them in dispose().
  */
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
@@ -16,7 +19,17 @@ import { formatBytes, htmlEl, svgEl } from '../format';
 import { PanZoom } from '../panzoom';
 import { Tooltip, TooltipRow } from '../tooltip';
 import { computeLayout, ILayout, IPoint } from './layout';
-import { ILayoutInput, IPlacementNode, nodeId, parsePlacement, PlacementModel } from './model';
+import {
+  ILayoutInput,
+  IPlacementNode,
+  nodeId,
+  parsePlacement,
+  parsePlacementSettings,
+  PlacementModel
+} from './model';
+
+/** How the colour key is titled for each colouring. */
+const COLOR_TITLES = { device: 'device', job: 'job/task', type: 'op type' };
 
 let markerCount = 0;
 
@@ -32,15 +45,20 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
     this.addClass('tft-placement');
     this._markerId = `tft-arrow-${++markerCount}`;
     this._legend = htmlEl('div', 'tft-legend');
+    this._colorKey = htmlEl('div', 'tft-color-key');
     const reset = htmlEl('button', 'tft-button tft-reset', 'Reset view');
     reset.addEventListener('click', () => this._panZoom.reset());
     const toolbar = htmlEl('div', 'tft-toolbar');
     toolbar.append(this._legend, reset);
     this._canvas = htmlEl('div', 'tft-canvas');
-    this._svg = svgEl('svg', { class: 'tft-svg', preserveAspectRatio: 'xMidYMin meet' });
+    this._svg = svgEl('svg', {
+      class: 'tft-svg',
+      preserveAspectRatio: 'xMidYMin meet',
+      role: 'img'
+    });
     this._canvas.appendChild(this._svg);
     this._status = htmlEl('div', 'tft-status');
-    this.node.append(toolbar, this._canvas, this._status);
+    this.node.append(toolbar, this._colorKey, this._canvas, this._status);
     this._tooltip = new Tooltip(this._canvas);
     this._panZoom = new PanZoom(this._svg);
     this._svg.addEventListener('mousemove', this._onHover);
@@ -57,14 +75,26 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
     this._model?.dispose();
     this._model = null;
     try {
-      this._model = new PlacementModel(parsePlacement(model.data[this._mimeType]));
+      this._model = new PlacementModel(
+        parsePlacement(model.data[this._mimeType]),
+        parsePlacementSettings(model.metadata[this._mimeType])
+      );
     } catch (error) {
       this._status.textContent = `Cannot show this placement: ${error}`;
       return Promise.resolve();
     }
     this._model.visibilityChanged.connect(this._draw, this);
     this._model.selectionChanged.connect(this._applyHighlight, this);
+    const { colorBy, showTransfers } = this._model.settings;
+    this.node.dataset.colorBy = colorBy;
+    this.node.dataset.showTransfers = String(showTransfers);
+    this._svg.setAttribute(
+      'aria-label',
+      `placement graph: ${this._model.data.nodes.length} ops on ` +
+        `${this._model.devices.length} devices, coloured by ${COLOR_TITLES[colorBy]}`
+    );
     this._buildLegend();
+    this._buildColorKey();
     this._draw();
     return Promise.resolve();
   }
@@ -92,10 +122,36 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
       box.checked = true;
       box.dataset.device = device.name;
       box.addEventListener('change', () => model.setDeviceVisible(device.name, box.checked));
-      const swatch = htmlEl('span', 'tft-swatch');
-      swatch.style.background = device.color;
-      item.append(box, swatch, htmlEl('span', 'tft-legend-text', `${device.label} (${count})`));
+      item.appendChild(box);
+      if (model.settings.colorBy === 'device') {
+        const swatch = htmlEl('span', 'tft-swatch');
+        swatch.style.background = device.color;
+        item.appendChild(swatch);
+      }
+      item.appendChild(htmlEl('span', 'tft-legend-text', `${device.label} (${count})`));
       this._legend.appendChild(item);
+    }
+  }
+
+  /** The colour key, shown when nodes are coloured by something other than device. */
+  private _buildColorKey(): void {
+    const model = this._model!;
+    const colorBy = model.settings.colorBy;
+    this._colorKey.replaceChildren();
+    this._colorKey.hidden = colorBy === 'device';
+    if (colorBy === 'device') {
+      return;
+    }
+    this._colorKey.appendChild(
+      htmlEl('span', 'tft-color-key-title', `colour = ${COLOR_TITLES[colorBy]}:`)
+    );
+    for (const entry of model.colorKeys) {
+      const item = htmlEl('span', 'tft-legend-item tft-color-item');
+      item.dataset.key = entry.key;
+      const swatch = htmlEl('span', 'tft-swatch');
+      swatch.style.background = entry.color;
+      item.append(swatch, htmlEl('span', 'tft-legend-text', entry.label));
+      this._colorKey.appendChild(item);
     }
   }
 
@@ -140,7 +196,7 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
         height: box.height,
         rx: 6
       });
-      if (group.kind === 'device') {
+      if (group.kind === 'device' && this._model!.settings.colorBy === 'device') {
         const device = this._model!.device(group.id.slice(2));
         rect.style.stroke = device?.color ?? '';
       }
@@ -155,6 +211,9 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
   private _drawEdges(layout: ILayout): SVGGElement {
     const layer = svgEl('g', { class: 'tft-edges' });
     for (const [index, points] of layout.edges) {
+      if (!this._model!.edgeShown(index)) {
+        continue;
+      }
       const edge = this._model!.data.edges[index];
       const cls = edge.cross_device ? 'tft-edge tft-transfer' : 'tft-edge';
       const g = svgEl('g', { class: cls, 'data-edge': index });
@@ -175,7 +234,6 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
       if (!box) {
         continue;
       }
-      const device = this._model!.device(node.assigned_device || '');
       const g = svgEl('g', {
         class: 'tft-node',
         'data-name': node.name,
@@ -188,7 +246,7 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
         height: box.height,
         rx: 5
       });
-      rect.style.fill = device?.color ?? '#999';
+      rect.style.fill = this._model!.nodeColor(node);
       const name = svgEl('text', {
         x: box.x + box.width / 2,
         y: box.y + 16,
@@ -241,7 +299,8 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
       return (
         `${model.data.nodes.length} nodes on ${model.devices.length} devices` +
         (hidden ? ` (${hidden} hidden)` : '') +
-        `, ${cross} cross-device edges. ` +
+        `, ${cross} cross-device edges` +
+        (model.settings.showTransfers ? '. ' : ' (not drawn). ') +
         'Click a node to see its inputs, outputs and transfers; drag to pan, wheel to zoom.'
       );
     }
@@ -301,6 +360,7 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
   private _markerId: string;
   private _model: PlacementModel | null = null;
   private _legend: HTMLElement;
+  private _colorKey: HTMLElement;
   private _canvas: HTMLElement;
   private _svg: SVGSVGElement;
   private _status: HTMLElement;

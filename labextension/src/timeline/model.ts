@@ -1,11 +1,14 @@
 /**
  * The timeline view's model: one step's op executions and transfers per
- * device, the visible time range and the time <-> pixel scale.
+ * device, the kernel's view settings (bars coloured by op type or device;
+ * transfers shown or hidden), the visible time range and the time <-> pixel
+ * scale.
  *
  * State: `view` = [start, end] in microseconds. Invariants: `full` covers
  * every op and transfer and the step (it is never empty); `view` always lies
  * inside `full` and is at least `minSpan` wide; lanes keep the order the
- * kernel sent, devices seen only on ops are appended.
+ * kernel sent, devices seen only on ops are appended; data and settings never
+ * change after construction.
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
@@ -43,6 +46,36 @@ export interface ITimelineData {
   ops: ITimelineOp[];
   transfers: ITimelineTransfer[];
   step_us: number;
+}
+
+/** What bar colours stand for, as the kernel's "Colour by" control says. */
+export type TimelineColorBy = 'type' | 'device';
+
+/** The kernel's view settings, from the output's metadata under the MIME type. */
+export interface ITimelineSettings {
+  colorBy: TimelineColorBy;
+  showTransfers: boolean;
+}
+
+export const DEFAULT_TIMELINE_SETTINGS: ITimelineSettings = {
+  colorBy: 'type',
+  showTransfers: true
+};
+
+/** The settings in an output's metadata entry; missing or unknown values are the defaults. */
+export function parseTimelineSettings(value: unknown): ITimelineSettings {
+  const raw = (value !== null && typeof value === 'object' ? value : {}) as {
+    [key: string]: unknown;
+  };
+  const colorBy =
+    raw['color_by'] === 'device' || raw['color_by'] === 'type'
+      ? raw['color_by']
+      : DEFAULT_TIMELINE_SETTINGS.colorBy;
+  const showTransfers =
+    typeof raw['show_transfers'] === 'boolean'
+      ? raw['show_transfers']
+      : DEFAULT_TIMELINE_SETTINGS.showTransfers;
+  return { colorBy, showTransfers };
 }
 
 /** A time range [start, end] in microseconds. */
@@ -109,8 +142,9 @@ export function fullRange(data: ITimelineData): Range {
 }
 
 export class TimelineModel {
-  constructor(data: ITimelineData) {
+  constructor(data: ITimelineData, settings: ITimelineSettings = DEFAULT_TIMELINE_SETTINGS) {
     this.data = data;
+    this.settings = { ...settings };
     this.full = fullRange(data);
     const span = this.full[1] - this.full[0];
     this.minSpan = Math.min(span, Math.max(span * 1e-4, 1e-3));
@@ -133,6 +167,7 @@ export class TimelineModel {
   }
 
   readonly data: ITimelineData;
+  readonly settings: Readonly<ITimelineSettings>;
   readonly full: Range;
   readonly minSpan: number;
   /** One lane per device; `short` names are unique (job and task added if needed). */
@@ -158,6 +193,21 @@ export class TimelineModel {
 
   opColor(op: string): string {
     return paletteColor(this.opTypes.indexOf(op));
+  }
+
+  /** An op's bar colour: its type's, or its lane's when colouring by device. */
+  barColor(op: ITimelineOp): string {
+    return this.settings.colorBy === 'device'
+      ? paletteColor(this.laneIndex(op.device))
+      : this.opColor(op.op);
+  }
+
+  /** What each bar colour stands for: op types, or devices (lane labels). */
+  colorKeys(): { label: string; color: string }[] {
+    if (this.settings.colorBy === 'device') {
+      return this.lanes.map((lane, i) => ({ label: lane.short, color: paletteColor(i) }));
+    }
+    return this.opTypes.map(op => ({ label: op, color: this.opColor(op) }));
   }
 
   /** Show [a, b] (in either order), clamped to the full range. */

@@ -1,6 +1,8 @@
 /**
  * The timeline view: one swimlane per device, ops as bars coloured by op
- * type, transfers as arrows between lanes, a time axis.
+ * type (or by device, when the output's metadata says so: the kernel's
+ * "Colour by" control), transfers as arrows between lanes (unless the
+ * metadata hides them), a time axis.
  *
  * Drag across the lanes to zoom into that range, use the wheel to zoom about
  * the pointer, `Reset zoom` to see the whole step; hover shows an op's type,
@@ -13,7 +15,14 @@ import { Widget } from '@lumino/widgets';
 
 import { formatBytes, formatDuration, htmlEl, svgEl } from '../format';
 import { Tooltip } from '../tooltip';
-import { ITimelineOp, ITimelineTransfer, parseTimeline, TimelineModel, TimeScale } from './model';
+import {
+  ITimelineOp,
+  ITimelineTransfer,
+  parseTimeline,
+  parseTimelineSettings,
+  TimelineModel,
+  TimeScale
+} from './model';
 
 /** Pixel geometry of the drawing. */
 const LABEL_WIDTH = 96;
@@ -42,7 +51,7 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
     const toolbar = htmlEl('div', 'tft-toolbar');
     toolbar.append(this._legend, this._range, this._reset);
     this._canvas = htmlEl('div', 'tft-canvas');
-    this._svg = svgEl('svg', { class: 'tft-svg' });
+    this._svg = svgEl('svg', { class: 'tft-svg', role: 'img' });
     this._canvas.appendChild(this._svg);
     this._status = htmlEl('div', 'tft-status');
     this.node.append(toolbar, this._canvas, this._status);
@@ -69,12 +78,23 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
     this._model?.dispose();
     this._model = null;
     try {
-      this._model = new TimelineModel(parseTimeline(model.data[this._mimeType]));
+      this._model = new TimelineModel(
+        parseTimeline(model.data[this._mimeType]),
+        parseTimelineSettings(model.metadata[this._mimeType])
+      );
     } catch (error) {
       this._status.textContent = `Cannot show this timeline: ${error}`;
       return Promise.resolve();
     }
     this._model.viewChanged.connect(this._draw, this);
+    const { colorBy, showTransfers } = this._model.settings;
+    this.node.dataset.colorBy = colorBy;
+    this.node.dataset.showTransfers = String(showTransfers);
+    this._svg.setAttribute(
+      'aria-label',
+      `device timeline: ${this._model.data.ops.length} ops on ${this._model.lanes.length} ` +
+        `devices, step ${formatDuration(this._model.data.step_us)}`
+    );
     this._buildLegend();
     this._draw();
     return Promise.resolve();
@@ -94,14 +114,14 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
   private _buildLegend(): void {
     const model = this._model!;
     this._legend.replaceChildren();
-    for (const op of model.opTypes) {
+    for (const { label, color } of model.colorKeys()) {
       const item = htmlEl('span', 'tft-legend-item');
       const swatch = htmlEl('span', 'tft-swatch');
-      swatch.style.background = model.opColor(op);
-      item.append(swatch, htmlEl('span', 'tft-legend-text', op));
+      swatch.style.background = color;
+      item.append(swatch, htmlEl('span', 'tft-legend-text', label));
       this._legend.appendChild(item);
     }
-    if (model.data.transfers.length) {
+    if (model.data.transfers.length && model.settings.showTransfers) {
       const item = htmlEl('span', 'tft-legend-item');
       item.append(
         htmlEl('span', 'tft-swatch tft-swatch-transfer'),
@@ -229,7 +249,7 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
         height: LANE_HEIGHT - 6,
         rx: 2
       });
-      rect.style.fill = model.opColor(op.op);
+      rect.style.fill = model.barColor(op);
       layer.appendChild(rect);
     });
     return layer;
@@ -238,6 +258,9 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
   private _drawTransfers(scale: TimeScale, arrowId: string): SVGGElement {
     const model = this._model!;
     const layer = svgEl('g', { class: 'tft-transfers' });
+    if (!model.settings.showTransfers) {
+      return layer;
+    }
     model.data.transfers.forEach((tr, i) => {
       const src = model.laneIndex(tr.src_device);
       const dst = model.laneIndex(tr.dst_device);
