@@ -1,0 +1,79 @@
+"""tfteach.experiments.sync_vs_async on a real LocalCluster (1 ps, 3 workers, worker 2 a
+straggler): histories are plain data, and they show what the seeds claim, as properties."""
+import numpy as np
+import pytest
+
+from tfteach import experiments
+from tfteach.distributed.local_cluster import LocalCluster
+from tfteach.examples.distributed_digits import GRAPH_ENGINE
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(240)]
+SPEEDS = [1.0, 1.0, 0.03]
+KEYS = {"worker", "step", "global_step", "wall_time", "loss", "staleness", "accepted"}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with LocalCluster(ps=1, workers=3, worker_speeds=SPEEDS, engine=GRAPH_ENGINE) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def result(cluster):
+    return experiments.sync_vs_async(workers=3, backup_workers=1, steps=100,
+                                     worker_speeds=SPEEDS, cluster=cluster)
+
+
+def _by_worker(records, worker):
+    return [r for r in records if r["worker"] == worker]
+
+
+def test_both_ways_reach_90_percent_test_accuracy(result):
+    assert result["errors"] == {"sync": [], "async": []}
+    assert result["accuracy"]["sync"] >= 0.9 and result["accuracy"]["async"] >= 0.9
+    assert result["global_step"]["sync"] >= 100 and result["global_step"]["async"] >= 100
+
+
+def test_histories_are_plain_records(result):
+    for mode in ("sync", "async"):
+        records = result[mode]
+        assert records and all(set(r) == KEYS for r in records)
+        assert [r["wall_time"] for r in records] == sorted(r["wall_time"] for r in records)
+        for w in range(3):
+            assert [r["step"] for r in _by_worker(records, w)] == \
+                list(range(1, len(_by_worker(records, w)) + 1))
+    assert all(isinstance(r["accepted"], bool) and r["staleness"] is None
+               for r in result["sync"])
+    assert all(isinstance(r["staleness"], int) and r["staleness"] >= 0 and r["accepted"] is None
+               for r in result["async"])
+
+
+def test_async_gradients_are_stale_and_the_straggler_most(result):
+    stale = {w: np.mean([r["staleness"] for r in _by_worker(result["async"], w)])
+             for w in range(3)}
+    assert max(r["staleness"] for r in result["async"]) >= 1
+    assert stale[2] > max(stale[0], stale[1])
+    assert min(stale.values()) < 3                # about N-1 for the equal workers
+
+
+def test_sync_with_a_backup_does_not_wait_for_the_straggler(result):
+    records, steps = result["sync"], result["global_step"]["sync"]
+    accepted = {w: np.mean([r["accepted"] for r in _by_worker(records, w)]) for w in range(3)}
+    assert accepted[2] < min(accepted[0], accepted[1])   # its gradients come too late
+    assert len(_by_worker(records, 2)) < 0.8 * steps     # and steps went on without it
+    assert sum(not r["accepted"] for r in records) > 0
+
+
+def test_sync_without_backups_waits_for_the_slowest_worker(cluster):
+    result = experiments.sync_vs_async(workers=3, steps=40, modes=("sync",), cluster=cluster)
+    steps = result["global_step"]["sync"]
+    slow = [r for r in _by_worker(result["sync"], 2) if r["accepted"]]
+    assert steps >= 40
+    assert len(slow) >= 0.8 * steps                      # in (nearly) every step
+
+
+def test_bad_settings_are_explained():
+    with pytest.raises(ValueError, match="backup_workers must be between 0 and workers - 1"):
+        experiments.sync_vs_async(workers=2, backup_workers=2)
+    with pytest.raises(ValueError, match="worker 0 is the chief"):
+        experiments.sync_vs_async(workers=2, kill_worker=(0, 5))
