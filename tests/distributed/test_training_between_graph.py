@@ -208,3 +208,55 @@ def test_a_wrong_worker_address_in_the_cluster_fails_with_unavailable():
         assert tf.Session(server.target, config=config).run(c) == 2.0
     finally:
         server.stop()
+
+
+def test_the_supervisor_seed_program(cluster):
+    """The older seeds: tf.train.Supervisor, managed_session(server.target), should_stop()."""
+    workers = [Worker(cluster, i) for i in range(2)]
+    steps = {}
+
+    def train(worker):
+        with worker.graph.as_default():
+            sv = tf.train.Supervisor(is_chief=worker.index == 0, global_step=worker.gs,
+                                     logdir=None, recovery_wait_secs=0.1)
+        with sv.managed_session(worker.target) as sess:
+            step = 0
+            while not sv.should_stop() and step < 10:
+                _, step = sess.run([worker.train, worker.gs], {worker.c: 1.0})
+        sv.stop()
+        steps[worker.index] = step
+    _threads(*[lambda w=w: train(w) for w in workers])
+    assert min(steps.values()) >= 10
+    assert _read(workers[0], workers[0].gs)[0] >= 10
+
+
+def test_the_seed_program_runs_as_one_process_per_task(tmp_path):
+    """``python -m tfteach.examples.distributed_digits --job_name=... --task_index=...``"""
+    import os
+    import subprocess
+    import sys
+
+    from tfteach.distributed.processes import free_ports
+    from tfteach.examples.distributed_digits import GRAPH_ENGINE
+    ports = free_ports(3)
+    hosts = [f"--ps_hosts=localhost:{ports[0]}",
+             f"--worker_hosts=localhost:{ports[1]},localhost:{ports[2]}"]
+    env = dict(os.environ, TFTEACH_ENGINE=GRAPH_ENGINE, TFTEACH_VIRTUAL_GPUS="0")
+
+    def start(job, index, *extra):
+        return subprocess.Popen([sys.executable, "-m", "tfteach.examples.distributed_digits",
+                                 *hosts, f"--job_name={job}", f"--task_index={index}", *extra],
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True)
+    ps = start("ps", 0)
+    try:
+        workers = [start("worker", i, "--sync", "--steps=60", "--log_every=20")
+                   for i in range(2)]
+        outputs = [w.communicate(timeout=100)[0] for w in workers]
+    finally:
+        ps.kill()
+        ps.communicate()
+    assert [w.returncode for w in workers] == [0, 0], outputs
+    accuracy = float(outputs[0].split("test accuracy: ")[1].split()[0])
+    assert accuracy > 0.8
+    assert "worker 1: step 20, global step" in outputs[1]
