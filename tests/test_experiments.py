@@ -20,7 +20,7 @@ def cluster():
 
 @pytest.fixture(scope="module")
 def result(cluster):
-    return experiments.sync_vs_async(workers=3, backup_workers=1, steps=100,
+    return experiments.sync_vs_async(workers=3, backup_workers=1, steps=200,
                                      worker_speeds=SPEEDS, cluster=cluster)
 
 
@@ -31,7 +31,7 @@ def _by_worker(records, worker):
 def test_both_ways_reach_90_percent_test_accuracy(result):
     assert result["errors"] == {"sync": [], "async": []}
     assert result["accuracy"]["sync"] >= 0.9 and result["accuracy"]["async"] >= 0.9
-    assert result["global_step"]["sync"] >= 100 and result["global_step"]["async"] >= 100
+    assert result["global_step"]["sync"] >= 200 and result["global_step"]["async"] >= 200
 
 
 def test_histories_are_plain_records(result):
@@ -65,11 +65,12 @@ def test_sync_with_a_backup_does_not_wait_for_the_straggler(result):
 
 
 def test_sync_without_backups_waits_for_the_slowest_worker(cluster):
-    result = experiments.sync_vs_async(workers=3, steps=40, modes=("sync",), cluster=cluster)
-    steps = result["global_step"]["sync"]
-    slow = [r for r in _by_worker(result["sync"], 2) if r["accepted"]]
-    assert steps >= 40
-    assert len(slow) >= 0.8 * steps                      # in (nearly) every step
+    """Once the start is over (TF's initial tokens let the first workers run ahead while a
+    late one is still joining), every global step waits for a gradient of the straggler."""
+    result = experiments.sync_vs_async(workers=3, steps=50, modes=("sync",), cluster=cluster)
+    assert result["global_step"]["sync"] >= 50
+    late = [r for r in _by_worker(result["sync"], 2) if r["accepted"] and r["global_step"] > 25]
+    assert len(late) >= 0.8 * 25, [(r["global_step"], r["accepted"]) for r in result["sync"]]
 
 
 def test_bad_settings_are_explained():

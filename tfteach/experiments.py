@@ -29,8 +29,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import tfteach as tf
 from tfteach.examples import distributed_digits as program
@@ -70,10 +71,10 @@ class InProcessCluster:
         for server in self.servers.values():
             server.stop()
 
-    def __enter__(self) -> "InProcessCluster":
+    def __enter__(self) -> InProcessCluster:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -127,7 +128,7 @@ def _start_cluster(ps: int, workers: int, speeds: Sequence[float] | None) -> Any
                         engine=program.GRAPH_ENGINE)
 
 
-def _empty_result(run: "_Run", speeds: Sequence[float] | None) -> dict:
+def _empty_result(run: _Run, speeds: Sequence[float] | None) -> dict:
     config = {"workers": run.workers, "ps": run.ps, "worker_speeds": list(speeds or []),
               "backup_workers": run.backup, "steps": run.steps, "seed": run.seed,
               "batch_size": run.batch_size, "learning_rate": run.learning_rate,

@@ -4,7 +4,6 @@ import logging
 import threading
 import time
 
-import numpy as np
 import pytest
 
 import tfteach as tf

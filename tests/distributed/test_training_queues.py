@@ -37,7 +37,7 @@ def test_a_timed_out_dequeue_on_the_ps_takes_nothing(cluster):
 def test_a_failed_part_of_the_step_cancels_the_waiting_dequeue(cluster):
     """The worker's part fails at once; the master aborts the step, which ends the ps
     part's waiting dequeue instead of leaving it (and that registered graph) stuck."""
-    q, deq, enq = _queue()
+    _, deq, enq = _queue()
     with tf.device("/job:worker/task:0"):
         x = tf.placeholder(tf.float32, [None])
         reshaped = tf.reshape(x, [3])
@@ -50,7 +50,7 @@ def test_a_failed_part_of_the_step_cancels_the_waiting_dequeue(cluster):
 
 
 def test_a_dequeue_on_the_ps_leaves_the_tasks_free(cluster):
-    q, deq, enq = _queue()
+    _, deq, enq = _queue()
     waiter = tf.Session(cluster.target())
     box = {}
     t = threading.Thread(target=lambda: box.setdefault("token", waiter.run(deq)))
@@ -66,7 +66,7 @@ def test_a_dequeue_on_the_ps_leaves_the_tasks_free(cluster):
 
 
 def test_a_reset_releases_a_waiting_dequeue(cluster):
-    q, deq, enq = _queue()
+    _, deq, _ = _queue()
     box = {}
 
     def wait():

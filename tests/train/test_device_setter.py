@@ -4,8 +4,11 @@ import logging
 import pytest
 
 import tfteach as tf
-from tfteach.train.device_setter import (GreedyLoadBalancingStrategy, byte_size_load_fn,
-                                         replica_device_setter)
+from tfteach.train.device_setter import (
+    GreedyLoadBalancingStrategy,
+    byte_size_load_fn,
+    replica_device_setter,
+)
 
 CLUSTER = {"ps": ["ps0:2222", "ps1:2222"], "worker": ["w0:2222", "w1:2222"]}
 
@@ -48,9 +51,8 @@ def test_a_variable_on_another_job_keeps_its_device_and_does_not_tick():
 
 
 def test_a_variable_with_only_a_device_type_gets_a_ps_task():
-    with tf.device(_setter()):
-        with tf.device("/device:GPU:1"):
-            v = tf.Variable(1.0, name="v")
+    with tf.device(_setter()), tf.device("/device:GPU:1"):
+        v = tf.Variable(1.0, name="v")
     assert v.device == "/job:ps/task:0/device:GPU:1"
 
 

@@ -26,14 +26,14 @@ def _train(sess, train, gs):
 
 
 def test_stop_at_step_hook_stops_at_the_last_step():
-    w, gs, train = _model()
+    _, gs, train = _model()
     with tf.train.MonitoredTrainingSession(hooks=[tf.train.StopAtStepHook(last_step=7)]) as sess:
         ran = _train(sess, train, gs)
     assert len(ran) == 7
 
 
 def test_run_after_a_stop_is_an_error():
-    _, gs, train = _model()
+    _, _, train = _model()
     with tf.train.MonitoredTrainingSession(hooks=[tf.train.StopAtStepHook(num_steps=1)]) as sess:
         sess.run(train)
         assert sess.should_stop()
@@ -50,7 +50,7 @@ def test_the_chief_restores_the_latest_checkpoint(tmp_path):
     saved = {int(p.name.split("-")[1].split(".")[0]) for p in tmp_path.glob("model.ckpt-*")}
     assert saved == {0, 3, 6, 9, 10}             # at the start, every 3 steps, at the end
     tf.reset_default_graph()
-    w, gs, train = _model()
+    _, gs, train = _model()
     with tf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path),
                                            hooks=[tf.train.StopAtStepHook(num_steps=5)]) as sess:
         ran = _train(sess, train, gs)
@@ -83,7 +83,7 @@ class _Recorder(tf.train.SessionRunHook):
 
 
 def test_hooks_are_called_in_order_and_get_their_fetches():
-    w, gs, train = _model()
+    _, gs, train = _model()
     hook = _Recorder(fetch=gs, stop_after=2)
     with tf.train.MonitoredTrainingSession(hooks=[hook]) as sess:
         _train(sess, train, gs)
@@ -93,18 +93,18 @@ def test_hooks_are_called_in_order_and_get_their_fetches():
 
 
 def test_end_is_not_called_when_the_loop_raises():
-    w, gs, train = _model()
+    _, _, train = _model()
     hook = _Recorder()
-    with pytest.raises(ZeroDivisionError):
-        with tf.train.MonitoredTrainingSession(hooks=[hook]) as sess:
-            sess.run(train)
-            1 / 0
+    with pytest.raises(ZeroDivisionError), tf.train.MonitoredTrainingSession(
+            hooks=[hook]) as sess:
+        sess.run(train)
+        raise ZeroDivisionError
     assert "end" not in hook.calls
 
 
 def test_out_of_range_ends_the_loop_quietly():
     q = FIFOQueue(-1, tf.float32, shapes=())
-    _, gs, _ = _model()
+    _model()
     fill, close, take = q.enqueue(1.0), q.close(), q.dequeue()
     taken = []
     with tf.train.MonitoredTrainingSession() as sess:
@@ -116,7 +116,7 @@ def test_out_of_range_ends_the_loop_quietly():
 
 
 def test_the_graph_is_finalized_while_training():
-    _, gs, train = _model()
+    _, _, train = _model()
     with tf.train.MonitoredTrainingSession() as sess:
         with pytest.raises(RuntimeError, match="finalized"):
             tf.constant(1.0)
@@ -125,7 +125,7 @@ def test_the_graph_is_finalized_while_training():
 
 
 def test_logging_tensor_hook_prints(capsys):
-    w, gs, train = _model()
+    _, gs, train = _model()
     hooks = [tf.train.LoggingTensorHook({"step": gs}, every_n_iter=2),
              tf.train.StopAtStepHook(last_step=3)]
     with tf.train.MonitoredTrainingSession(hooks=hooks) as sess:
@@ -134,12 +134,12 @@ def test_logging_tensor_hook_prints(capsys):
 
 
 def test_nan_loss_fails_the_training():
-    _, gs, train = _model()
+    _, _, train = _model()
     loss = tf.placeholder(tf.float32, [], name="loss")
-    with pytest.raises(tf.train.NanLossDuringTrainingError):
-        with tf.train.MonitoredTrainingSession(hooks=[tf.train.NanTensorHook(loss)]) as sess:
-            sess.run(train, {loss: 1.0})
-            sess.run(train, {loss: float("nan")})
+    with pytest.raises(tf.train.NanLossDuringTrainingError), \
+            tf.train.MonitoredTrainingSession(hooks=[tf.train.NanTensorHook(loss)]) as sess:
+        sess.run(train, {loss: 1.0})
+        sess.run(train, {loss: float("nan")})
 
 
 # ---- Coordinator and QueueRunner -------------------------------------------------------------
@@ -226,14 +226,13 @@ def test_supervisor_initializes_saves_and_restores(tmp_path):
 
 
 def test_supervisor_finalizes_the_graph_and_reports_errors():
-    _, gs, train = _model()
+    _, _, train = _model()
     sv = tf.train.Supervisor(logdir=None)
     with pytest.raises(RuntimeError, match="finalized"):
         tf.constant(1.0)
-    with pytest.raises(ValueError, match="in the loop"):
-        with sv.managed_session() as sess:
-            sess.run(train)
-            raise ValueError("in the loop")
+    with pytest.raises(ValueError, match="in the loop"), sv.managed_session() as sess:
+        sess.run(train)
+        raise ValueError("in the loop")
     assert sv.should_stop()
 
 

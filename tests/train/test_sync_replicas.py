@@ -198,7 +198,8 @@ def test_dynamic_partition_and_report_uninitialized_variables():
     parts = tf.dynamic_partition(tf.constant([10, 20, 30, 40]), tf.constant([1, 0, 1, 1]), 2)
     sess = tf.Session()
     assert [p.tolist() for p in sess.run(parts)] == [[20], [10, 30, 40]]
-    a, b = tf.Variable(1.0, name="a"), tf.Variable(2.0, name="b")
+    a = tf.Variable(1.0, name="a")
+    tf.Variable(2.0, name="b")
     report = tf.report_uninitialized_variables()
     assert sess.run(report).tolist() == [b"a", b"b"]
     sess.run(a.initializer)
@@ -215,7 +216,7 @@ def _model(device_fn=None):
 
 
 def test_global_step_is_required():
-    w, _, loss = _model()
+    _, _, loss = _model()
     opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1), 2)
     with pytest.raises(ValueError, match="Global step is required to check staleness"):
         opt.minimize(loss)

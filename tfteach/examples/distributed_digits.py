@@ -26,9 +26,10 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -88,8 +89,26 @@ def build_model(cluster: Any, task_index: int, sync: bool = False, backup_worker
         with tf.colocate_with(out.op.inputs[0].op):     # beside the (local) step variable
             step_after = tf.identity(out, name="step_after")
     hooks = [opt.make_session_run_hook(task_index == 0)] if sync else []
+    if sync and task_index == 0:
+        with g.as_default():
+            hooks.append(ReleaseWorkersAtEndHook(opt.get_init_tokens_op(num_workers)))
     return Model(g, x, y, loss, accuracy, train_op, global_step, step_after, opt, sync,
                  task_index, num_workers, hooks)
+
+
+class ReleaseWorkersAtEndHook(tf.train.SessionRunHook):
+    """Sync only, on the chief: when training ends, hand every worker one more token.
+
+    A worker can be waiting at the token barrier when the last global step is reached; the
+    chief then stops making steps, so no token would ever come (in TF such workers hang
+    until they are killed). One token each lets them finish that step and see the end.
+    """
+
+    def __init__(self, release_op: Any) -> None:
+        self._release_op = release_op
+
+    def end(self, session: Any) -> None:
+        session.run(self._release_op)
 
 
 def session_config(task_index: int) -> Any:
@@ -101,8 +120,7 @@ def _endless_batches(x: np.ndarray, y: np.ndarray, batch_size: int,
                      seed: int) -> Iterator[tuple]:
     epoch = 0
     while True:
-        for xb, yb in batches(x, y, batch_size, seed=seed * 1000 + epoch):
-            yield xb, yb
+        yield from batches(x, y, batch_size, seed=seed * 1000 + epoch)
         epoch += 1
 
 
@@ -228,12 +246,10 @@ def _wait_for_start(path: str, timeout_s: float = 300.0) -> float:
 
 
 def _printer(args: argparse.Namespace) -> Callable[[dict], None]:
-    out = open(args.records, "a") if args.records else None
-
     def on_step(record: dict) -> None:
-        if out is not None:
-            out.write(json.dumps(record) + "\n")
-            out.flush()
+        if args.records:
+            with open(args.records, "a") as out:      # a whole line per write
+                out.write(json.dumps(record) + "\n")
         if args.log_every and record["step"] % args.log_every == 0:
             print(f"worker {record['worker']}: step {record['step']}, global step "
                   f"{record['global_step']}, loss {record['loss']:.4f}", flush=True)

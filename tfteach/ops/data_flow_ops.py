@@ -27,7 +27,8 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -64,7 +65,7 @@ def shared_resource(resources: Any, kind: str, name: str, factory: Callable[[], 
 class _Attempt:
     """One waiting enqueue/dequeue/take: what it needs, and the Pending it will resolve."""
 
-    __slots__ = ("pending", "need", "items", "op_name", "finished")
+    __slots__ = ("finished", "items", "need", "op_name", "pending")
 
     def __init__(self, pending: Any, need: int, op_name: str, items: list | None = None) -> None:
         self.pending = pending
@@ -546,9 +547,9 @@ def _partition_shape(op: Operation) -> list:
     return [(data.dtype, shape)] * op.attrs["num_partitions"]
 
 
-_NO_OUTPUT = lambda op: []  # noqa: E731
-_HANDLE_OP = dict(gpu_types=CPU_ONLY, stateful=True, ref_output=True)
-_USES_HANDLE = dict(gpu_types=CPU_ONLY, stateful=True, ref_inputs=(0,))
+_NO_OUTPUT = lambda op: []
+_HANDLE_OP = {"gpu_types": CPU_ONLY, "stateful": True, "ref_output": True}
+_USES_HANDLE = {"gpu_types": CPU_ONLY, "stateful": True, "ref_inputs": (0,)}
 
 register_op("FIFOQueueV2", lambda op: _HANDLE, _queue_kernel, **_HANDLE_OP)
 register_op("QueueEnqueueV2", _NO_OUTPUT, _enqueue_kernel, is_async=True, **_USES_HANDLE)

@@ -11,7 +11,8 @@ import contextlib
 import sys
 import threading
 import time
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from tfteach import errors
 

@@ -14,7 +14,8 @@ plain dict), so this module never imports the cluster runtime.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 

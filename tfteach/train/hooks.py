@@ -148,9 +148,9 @@ class StopAtStepHook(SessionRunHook):
 
     def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
         # The fetched value may predate this run's update; check the real one.
-        if int(run_values.results) + 1 >= self._last_step:
-            if int(run_context.session.run(self._global_step_tensor)) >= self._last_step:
-                run_context.request_stop()
+        if int(run_values.results) + 1 >= self._last_step and \
+                int(run_context.session.run(self._global_step_tensor)) >= self._last_step:
+            run_context.request_stop()
 
 
 class CheckpointSaverHook(SessionRunHook):
@@ -213,7 +213,8 @@ class CheckpointSaverHook(SessionRunHook):
         for listener in self._listeners:
             listener.before_save(session, step)
         self._get_saver().save(session, self._save_path, global_step=step)
-        return any([bool(listener.after_save(session, step)) for listener in self._listeners])
+        stops = [bool(listener.after_save(session, step)) for listener in self._listeners]
+        return any(stops)
 
 
 class StepCounterHook(SessionRunHook):

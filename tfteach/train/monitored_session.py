@@ -21,7 +21,6 @@ tfteach's clusters start in seconds, so it polls every ``RECOVERY_WAIT_SECS``.
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from typing import Any
 
@@ -29,15 +28,20 @@ import numpy as np
 
 from tfteach import errors
 from tfteach.framework import dtypes
-from tfteach.framework.graph import GraphKeys, Operation, get_default_graph
+from tfteach.framework.graph import GraphKeys, get_default_graph
 from tfteach.ops import array_ops, math_ops, state_ops
 from tfteach.ops.control_ops import group
 from tfteach.ops.data_flow_ops import dynamic_partition
 from tfteach.runtime.session import Session
 from tfteach.train import saver as saver_mod
 from tfteach.train.coordinator import Coordinator
-from tfteach.train.hooks import (CheckpointSaverHook, SessionRunArgs, SessionRunContext,
-                                 SessionRunValues, StepCounterHook)
+from tfteach.train.hooks import (
+    CheckpointSaverHook,
+    SessionRunArgs,
+    SessionRunContext,
+    SessionRunValues,
+    StepCounterHook,
+)
 from tfteach.train.queue_runner import start_queue_runners
 
 _log = logging.getLogger("tfteach.train")
@@ -115,7 +119,7 @@ class Scaffold:
         self._summary_op = summary_op
         self._saver = saver
 
-    def finalize(self) -> "Scaffold":
+    def finalize(self) -> Scaffold:
         """Create the missing ops (or take them from the collections) and finalize the graph."""
         g = get_default_graph()
         if self._init_op is None:
@@ -272,8 +276,8 @@ def _name(op: Any) -> str:
 def _close_quietly(sess: Any) -> None:
     try:
         sess.close()
-    except Exception:  # noqa: BLE001 (closing a session of a dead cluster)
-        pass
+    except Exception as e:  # noqa: BLE001 (closing a session of a dead cluster)
+        _log.debug("Ignored error while closing a session: %s", e)
 
 
 # ---- session creators ------------------------------------------------------------------------
@@ -369,14 +373,17 @@ class _CoordinatedSession:
         except _PREEMPTION_ERRORS:
             raise
         except Exception:
-            original = sys.exc_info()
-            try:
-                self.coord.raise_requested_exception()    # a thread's error is the root cause
-            except _PREEMPTION_ERRORS:
-                raise
-            except Exception:  # noqa: BLE001
-                pass
-            raise original[1].with_traceback(original[2])
+            self._raise_lost_task_of_threads()
+            raise
+
+    def _raise_lost_task_of_threads(self) -> None:
+        """A queue runner that lost a task is the root cause of a failed step: raise that."""
+        try:
+            self.coord.raise_requested_exception()
+        except _PREEMPTION_ERRORS:
+            raise
+        except Exception:  # noqa: BLE001 (another error: the step's own error is raised)
+            return
 
     def should_stop(self) -> bool:
         self.coord.raise_requested_exception()
@@ -386,8 +393,8 @@ class _CoordinatedSession:
         self.coord.request_stop()
         try:
             self.coord.join(stop_grace_period_secs=self._grace, ignore_live_threads=True)
-        except Exception:  # noqa: BLE001 (the threads' errors were reported already)
-            pass
+        except Exception as e:  # noqa: BLE001 (the threads' errors were reported already)
+            _log.debug("Ignored error of a thread at close: %s", e)
         finally:
             _close_quietly(self.hooked.sess)
 
@@ -511,10 +518,11 @@ class MonitoredSession:
                 if not self._graph_was_finalized:
                     self._graph._finalized = False   # TF's _unsafe_unfinalize
 
-    def __enter__(self) -> "MonitoredSession":
+    def __enter__(self) -> MonitoredSession:
         return self
 
-    def __exit__(self, exception_type: Any, exception_value: Any, traceback: Any) -> bool:
+    def __exit__(self, exception_type: type[BaseException] | None,
+                 exception_value: BaseException | None, traceback: object) -> bool:
         if exception_type in (errors.OutOfRangeError, StopIteration):
             exception_type = None
         self._close_internal(exception_type)

@@ -19,7 +19,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from tfteach import errors
 from tfteach.framework.graph import GraphKeys, get_default_graph
@@ -85,7 +86,7 @@ class QueueRunner:
                 own.run(enqueue_op)
         except self._queue_closed_exception_types:
             self._last_thread_closes(sess, own)
-        except Exception as e:  # noqa: BLE001 (reported to the coordinator, as TF does)
+        except Exception as e:
             if coord is None:
                 _log.error("Exception in QueueRunner: %s", e)
                 with self._lock:

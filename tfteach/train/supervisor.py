@@ -15,16 +15,22 @@ import contextlib
 import logging
 import os
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from tfteach.framework.graph import GraphKeys, get_default_graph
 from tfteach.ops import state_ops
 from tfteach.ops.control_ops import group
 from tfteach.train import saver as saver_mod
 from tfteach.train.coordinator import Coordinator
-from tfteach.train.monitored_session import (LOCAL_INIT_OP, READY_FOR_LOCAL_INIT_OP,
-                                             RECOVERY_WAIT_SECS, SessionManager,
-                                             report_uninitialized_variables)
+from tfteach.train.monitored_session import (
+    LOCAL_INIT_OP,
+    READY_FOR_LOCAL_INIT_OP,
+    RECOVERY_WAIT_SECS,
+    SessionManager,
+    _close_quietly,
+    report_uninitialized_variables,
+)
 from tfteach.train.training_util import get_global_step
 
 _log = logging.getLogger("tfteach.train")
@@ -136,10 +142,7 @@ class Supervisor:
                 self.stop()
             finally:
                 if sess is not None:
-                    try:
-                        sess.close()
-                    except Exception:  # noqa: BLE001
-                        pass
+                    _close_quietly(sess)
 
     def start_standard_services(self, sess: Any) -> list[threading.Thread]:
         """The chief's checkpoint thread (every ``save_model_secs``)."""
