@@ -34,10 +34,12 @@ def test_training_goes_on_when_a_worker_is_killed(cluster, mode, backup):
     assert not cluster.alive("worker", 2)
 
 
-def test_training_resumes_from_the_last_checkpoint_after_a_ps_restart(cluster, tmp_path):
+@pytest.mark.parametrize("sync", [False, True])
+def test_training_resumes_from_the_last_checkpoint_after_a_ps_restart(cluster, tmp_path, sync):
+    """Sync too: the new ps has no token queue or accumulators; the chief makes them again."""
     import tfteach as tf
     tf.Session.reset(cluster.target("worker", 0))
-    model = program.build_model(cluster.spec, 0)
+    model = program.build_model(cluster.spec, 0, sync=sync)
     restarted_at = []
 
     def on_step(record):
@@ -49,9 +51,10 @@ def test_training_resumes_from_the_last_checkpoint_after_a_ps_restart(cluster, t
                                    checkpoint_dir=str(tmp_path), save_checkpoint_steps=5,
                                    on_step=on_step)
     steps = [r["global_step"] for r in records]
-    resumed = steps[len(restarted_at) and steps.index(restarted_at[0]) + 1]
+    resumed = steps[steps.index(restarted_at[0]) + 1]
     last_checkpoint = restarted_at[0] // 5 * 5
-    assert resumed == last_checkpoint + 1                   # restored, then one more step
+    # restored, then one more step (sync records the token: the step the next step starts at)
+    assert resumed == last_checkpoint + (0 if sync else 1)
     assert restarted_at[0] - last_checkpoint < 5            # lost less than one interval
     assert steps[-1] == 40
     assert program.evaluate(cluster.target("worker", 0), model) > 0.8

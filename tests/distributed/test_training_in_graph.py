@@ -53,3 +53,24 @@ def test_towers_on_worker_tasks_average_their_gradients(gpus):
             assert placed == device.replace("/task:", "/replica:0/task:") + \
                 ("" if gpus else "/device:CPU:0")
         assert md.placement["w"].startswith("/job:ps/replica:0/task:0/device:")
+
+
+def test_replica_device_setter_places_variables_round_robin_on_the_ps_tasks():
+    with InProcessCluster(ps=2, workers=1) as cluster:
+        setter = tf.train.replica_device_setter(cluster=cluster.spec,
+                                                worker_device="/job:worker/task:0")
+        with tf.device(setter):
+            v1, v2, v3 = (tf.Variable(float(i), name=f"v{i}") for i in (1, 2, 3))
+            with tf.device("/job:worker/task:0"):
+                local = tf.Variable(0.0, name="local")
+            total = tf.add_n([v1, v2, v3, local], name="total")
+        md = tf.RunMetadata()
+        with tf.Session(cluster.target("worker", 0)) as sess:
+            sess.run(tf.global_variables_initializer())
+            assert sess.run(total, run_metadata=md) == 6.0
+        task = {n: md.placement[n].split("/device:")[0] for n in ("v1", "v2", "v3", "local",
+                                                                  "total", "v1/read")}
+        assert task == {"v1": "/job:ps/replica:0/task:0", "v2": "/job:ps/replica:0/task:1",
+                        "v3": "/job:ps/replica:0/task:0", "local": "/job:worker/replica:0/task:0",
+                        "total": "/job:worker/replica:0/task:0",
+                        "v1/read": "/job:ps/replica:0/task:0"}
