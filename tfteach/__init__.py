@@ -6,7 +6,7 @@ tfteach-only additions live in ``tfteach.config``, ``tfteach.cluster``, ``tfteac
 """
 from __future__ import annotations
 
-from tfteach import errors
+from tfteach import _late, errors
 from tfteach.framework import dtypes
 from tfteach.framework.device_spec import DeviceSpec
 from tfteach.framework.dtypes import (DType, as_dtype, bool_ as bool, double, float16, float32,
@@ -122,13 +122,17 @@ def _grpc_reset(target, containers=None, config=None):
 register_target_factory("grpc://", _grpc_session, _grpc_reset)
 
 
-def _attach_cluster_api(train_module):
-    """``tf.train.ClusterSpec``/``Server`` live in tfteach.distributed (train cannot import it)."""
-    from tfteach.distributed import cluster_spec, graph_engine, server
-    from tfteach.distributed.engine_api import set_engine_factory
-    set_engine_factory(graph_engine.GraphEngine)
-    train_module.ClusterSpec = cluster_spec.ClusterSpec
-    train_module.Server = server.Server
+def _cluster_spec():
+    from tfteach.distributed.cluster_spec import ClusterSpec
+    return ClusterSpec
+
+
+def _server():
+    from tfteach.distributed.server import Server
+    return Server
+
+
+_late.TRAIN.update(ClusterSpec=_cluster_spec, Server=_server)
 
 
 def __getattr__(name):
@@ -136,8 +140,6 @@ def __getattr__(name):
     if name in _LAZY:
         import importlib
         module = importlib.import_module(_LAZY[name])
-        if name == "train":
-            _attach_cluster_api(module)
         globals()[name] = module
         return module
     raise AttributeError(f"module 'tfteach' has no attribute '{name}'")

@@ -125,3 +125,34 @@ def test_kernel_error_names_the_op():
     with pytest.raises(tf.errors.OpError) as e:
         tf.Session().run(y, {x: [1, 2]})
     assert "Reshape" in str(e.value)
+
+
+def test_split_into_one_part_gives_an_array():
+    x = tf.placeholder(tf.float32, [None, 2])
+    (p,) = tf.split(x, 1)
+    out = tf.Session().run(p * 2.0, {x: [[1.0, 2.0]]})
+    assert out.tolist() == [[2.0, 4.0]]
+
+
+def test_colocate_with_a_variable():
+    with tf.device("/cpu:0"):
+        v = tf.Variable(1.0, name="v")
+    with tf.device("/gpu:1"), tf.colocate_with(v):
+        w = tf.identity(v, name="w")
+    assert w.op.device == "/device:CPU:0" and w.op.colocation_groups() == [b"loc:@v"]
+
+
+def test_oom_leaves_the_memory_accounting_right():
+    from tfteach import config
+    config.set_virtual_gpus(1, memory_limit_mb=64)
+    with tf.device("/gpu:0"):
+        v = tf.Variable(tf.zeros([4 << 20]))          # 16 MiB kept
+        big = tf.fill([8 << 20], 1.0) + tf.reduce_max(v)   # 32 MiB
+        y = big * 2.0 + big                           # two more 32 MiB: over 64 MiB
+    sess = tf.Session()
+    sess.run(v.initializer)
+    dev = [d for d in sess.devices if d.device_type == "GPU"][0]
+    kept = dev.memory.used
+    with pytest.raises(tf.errors.ResourceExhaustedError):
+        sess.run(y)
+    assert dev.memory.used == kept

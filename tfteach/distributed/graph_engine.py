@@ -153,7 +153,7 @@ class GraphEngine:
             raise errors.AbortedError(f"Graph handle is not found: {handle!r} on task "
                                       f"{self.task.task_name}",
                                       hint="the task restarted since the session registered its "
-                                           "graph; run the step again (a new session re-registers).")
+                                           "graph; create a new tf.Session (it registers the graph again).")
         return part
 
     def pull(self, step_id: int, attrs: dict, device: Device, pending: Any,

@@ -233,7 +233,7 @@ def _decode_strings(content: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
         raise errors.DataLossError("Received a string tensor whose lengths do not add up")
     data = content[8 * count:].tobytes()
     ends = np.cumsum(lengths).tolist()
-    starts = [0] + ends[:-1]
+    starts = [0] + ends[:-1] if ends else []
     result = np.empty(count, dtype=object)
     result[:] = [data[start:end] for start, end in zip(starts, ends, strict=True)]
     return result.reshape(shape)

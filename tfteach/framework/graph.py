@@ -381,7 +381,13 @@ class Graph:
         if op is None:
             yield
             return
+        if hasattr(op, "_as_graph_element"):          # a tf.Variable
+            op = op._as_graph_element()
         op = op.op if isinstance(op, Tensor) else op
+        if not isinstance(op, Operation):
+            raise TypeError(f"colocate_with needs an op, a tensor or a variable, got {op!r}")
+        op = op.inputs[0].op if op.type == "Identity" and op.inputs and op.inputs[0].is_ref \
+            else op
         old_devices = self._device_stack
         self._device_stack = []
         old_coloc = self._colocation_stack

@@ -399,9 +399,15 @@ def _split_shape(op):
     return [(x.dtype, TensorShape(dims))] * n
 
 
+def _outputs(parts: Any) -> Any:
+    """A multi-output kernel's result; one output is the array itself, not a 1-tuple."""
+    parts = tuple(parts)
+    return parts[0] if len(parts) == 1 else parts
+
+
 register_op("Split", _split_shape,
-            lambda ctx, a, x: tuple(ctx.xp.split(x, ctx.attrs["num_split"],
-                                                 axis=int(ctx.device.to_host(a)))))
+            lambda ctx, a, x: _outputs(ctx.xp.split(x, ctx.attrs["num_split"],
+                                                    axis=int(ctx.device.to_host(a)))))
 set_gradient("Split", lambda op, *grads: [None, concat(list(grads), op.inputs[0])])
 
 
@@ -525,7 +531,7 @@ def _unpack_shape(op):
 
 def _unpack_kernel(ctx, x):
     ax = ctx.attrs["axis"]
-    return tuple(ctx.xp.take(x, i, axis=ax) for i in range(x.shape[ax]))
+    return _outputs(ctx.xp.take(x, i, axis=ax) for i in range(x.shape[ax]))
 
 
 register_op("Unpack", _unpack_shape, _unpack_kernel)

@@ -278,10 +278,10 @@ class Executor:
         mem = node.device.memory
         for s, v in zip(node.out_slots, (out,) if len(node.out_slots) == 1 else out or ()):
             if s >= 0:
-                values[s] = v
                 nbytes = getattr(v, "nbytes", 0)
                 if nbytes and uses[s]:
                     mem.alloc(nbytes, v.shape, v.dtype, node.name, node.device.name)
+                values[s] = v
         with step.lock:
             dropped = []
             for s in node.in_slots:
@@ -336,17 +336,17 @@ def _store_unlocked(node: PlanNode, out: Any, values: list, uses: list,
     slots = node.out_slots
     if len(slots) == 1:
         s = slots[0]
-        values[s] = out
         nbytes = getattr(out, "nbytes", 0)
         if nbytes and uses[s]:
             node.device.memory.take(nbytes, out, node.name, node.device.name)
+        values[s] = out
     else:
         for s, v in zip(slots, out or ()):
             if s >= 0:
-                values[s] = v
                 nbytes = getattr(v, "nbytes", 0)
                 if nbytes and uses[s]:
                     node.device.memory.take(nbytes, v, node.name, node.device.name)
+                values[s] = v
     for s in node.in_slots:
         uses[s] -= 1
         if uses[s] == 0:

@@ -44,3 +44,13 @@ __all__ += ["CheckpointSaverHook", "ChiefSessionCreator", "Coordinator",
             "SingularMonitoredSession", "StepCounterHook", "StopAtStepHook", "Supervisor",
             "SyncReplicasOptimizer", "WorkerSessionCreator", "add_queue_runner",
             "byte_size_load_fn", "replica_device_setter", "start_queue_runners"]
+
+
+def __getattr__(name):
+    """``ClusterSpec``/``Server``: provided by tfteach.distributed through ``tfteach._late``."""
+    from tfteach import _late
+    if name in _late.TRAIN:
+        value = _late.TRAIN[name]()
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'tfteach.train' has no attribute '{name}'")
