@@ -77,7 +77,10 @@ def test_lesson_views_are_drawn_by_the_extension_with_live_controls(lesson_page)
     cell = _towers_cell(lesson_page)
     cell.locator(".tft-placement").first.wait_for(timeout=30000)
     assert cell.locator(".widget-toggle-buttons").count() == 2, "placement and timeline controls"
-    assert "AddN:0" in cell.inner_text() and "[ 98. 128.]]" in cell.inner_text()
+    from playwright.sync_api import expect        # waits: the windowed notebook may still be
+    cell.scroll_into_view_if_needed()             # attaching the cell's outputs
+    expect(cell).to_contain_text("AddN:0", timeout=30000)
+    expect(cell).to_contain_text("[ 98. 128.]]", timeout=30000)
     lesson_page.screenshot("notebook-lesson1-towers-live", ".jp-CodeCell:has-text('tf.add_n(c)')")
 
 
