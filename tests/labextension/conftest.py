@@ -2,8 +2,9 @@
 
   * ``registry_dir``: a fresh TFTEACH_REGISTRY_DIR (set in this process too);
     ``module_registry`` the same shared by a module (for a module-scoped server).
-  * ``browser``: Debian's Chromium driven by Playwright, one per session; tests that use it
-    skip when /usr/bin/chromium is missing.
+  * ``browser``: Debian's Chromium driven by Playwright, one per test module (Playwright's
+    sync API allows one running instance per thread, and other test folders start their
+    own); tests that use it skip when /usr/bin/chromium is missing.
   * ``lab_page_factory``: makes ``LabPage``s on a ``JupyterServer``, closed after the test.
 """
 from __future__ import annotations
@@ -39,7 +40,7 @@ def module_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         os.environ["TFTEACH_REGISTRY_DIR"] = old
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """Debian's Chromium driven by Playwright (skips when Chromium is not installed)."""
     if not os.path.exists(CHROMIUM):

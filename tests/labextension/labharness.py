@@ -6,8 +6,8 @@ Reusable pieces (import them from ``labharness``; the fixtures are in conftest.p
     extension enabled and this checkout's built labextension in front of any installed one;
     ``.api(method, path)`` calls its REST API.
   * ``write_notebook``: a notebook file from code cells.
-  * ``LabPage``: a Playwright page on that server: open a file, run all cells, wait for
-    the kernel, take a screenshot into test-artifacts/.
+  * ``LabPage``: a Playwright page on that server: open a file, run all cells or one cell
+    (found by its source), wait for the kernel, take a screenshot into test-artifacts/.
   * ``fake_entry`` / ``write_entry``: a registry entry written through the real registry.
 """
 from __future__ import annotations
@@ -59,9 +59,19 @@ def ensure_node_modules() -> None:
         assert done.returncode == 0, done.stdout + done.stderr
 
 
+def _newest_source_mtime() -> float:
+    """When the labextension's sources (src/, style/, package.json) last changed."""
+    files = [LABEXTENSION_SRC / "package.json"]
+    files += [p for d in ("src", "style") for p in (LABEXTENSION_SRC / d).rglob("*")
+              if p.is_file()]
+    return max(p.stat().st_mtime for p in files)
+
+
 def ensure_labextension_built() -> Path:
-    """This checkout's built labextension (built here if `pip install` has not yet)."""
-    if not (LABEXTENSION_BUILD / "package.json").exists():
+    """This checkout's built labextension (built here if `pip install` has not yet, or
+    rebuilt if a source changed since the last build)."""
+    built = LABEXTENSION_BUILD / "package.json"
+    if not built.exists() or built.stat().st_mtime < _newest_source_mtime():
         ensure_node_modules()
         done = run_npm("run", "build:prod")
         assert done.returncode == 0, done.stdout + done.stderr
@@ -275,6 +285,39 @@ class LabPage:
             "() => { const p = [...document.querySelectorAll('.jp-InputPrompt')];"
             " return p.length > 0 && p.every(e => /\\[\\d+\\]/.test(e.textContent)); }",
             timeout=timeout_ms)
+
+    def cell_index(self, text: str) -> int:
+        """Index of the open notebook's first code cell whose source contains ``text``."""
+        index = self.page.evaluate(
+            "t => { const m = window.jupyterapp.shell.currentWidget.content.model;"
+            " for (let i = 0; i < m.cells.length; i++) { const c = m.cells.get(i);"
+            "   if (c.type === 'code' && c.sharedModel.getSource().includes(t)) { return i; } }"
+            " return -1; }", text)
+        assert index >= 0, f"no code cell of the open notebook contains {text!r}"
+        return index
+
+    def run_cell(self, text: str, timeout_ms: int = 120000) -> Any:
+        """Run the open notebook's first code cell containing ``text``, wait until it has
+        finished and the kernel is idle; returns a locator of that cell."""
+        index = self.cell_index(text)
+        self.page.evaluate(
+            "i => { const nb = window.jupyterapp.shell.currentWidget.content;"
+            " nb.model.cells.get(i).executionCount = null; nb.activeCellIndex = i;"
+            " void window.jupyterapp.commands.execute('notebook:run-cell'); }", index)
+        self.page.wait_for_function(
+            "i => { const w = window.jupyterapp.shell.currentWidget;"
+            " const k = w.sessionContext.session && w.sessionContext.session.kernel;"
+            " return !!w.content.model.cells.get(i).executionCount && !!k"
+            " && k.status === 'idle'; }", arg=index, timeout=timeout_ms)
+        return self.cell(index)
+
+    def cell(self, index: int) -> Any:
+        """A locator of the open notebook's cell ``index`` (scrolled into the DOM first,
+        since JupyterLab may attach only the cells in view)."""
+        self.page.evaluate("i => window.jupyterapp.shell.currentWidget.content"
+                           ".scrollToItem(i, 'start')", index)
+        return self.page.locator(
+            f".jp-NotebookPanel:visible .jp-Cell[data-windowed-list-index='{index}']")
 
     def screenshot(self, name: str, selector: str | None = None) -> Path:
         """Save a PNG under test-artifacts/ (of one element when ``selector`` is given)."""
