@@ -11,9 +11,10 @@ State of one step (``_Step``): ``values`` (slot -> array), ``pending`` (node -> 
 device budget), ``remaining`` nodes, the first ``error``, and trace records. Only the thread
 running a node writes its output slots; counts change under the step's lock.
 
-How work is submitted is a parameter: a plan on one device with no waiting kernels runs
-synchronously on the caller's thread (the same ``_drain`` loop, no workers), which is both
-the fast path and the deterministic path for tests. Waiting kernels return a ``Pending``
+How work is submitted is a parameter: a plan with no waiting kernels whose expensive
+kernels are all on one device (and which uses no real GPU) runs synchronously on the
+caller's thread (the same loop, no workers), which is both the fast path and the
+deterministic path for tests; nothing in such a plan could overlap anyway. Waiting kernels return a ``Pending``
 and never block a device thread: the node completes when the Pending resolves.
 """
 from __future__ import annotations
@@ -81,8 +82,9 @@ class _Step:
     def __init__(self, plan: Plan, resources: Any, trace: bool) -> None:
         self.plan = plan
         self.values: list = [None] * plan.n_slots
-        self.pending = [n.pending for n in plan.nodes]
-        self.uses = list(plan.uses)
+        inline = plan.run_inline    # the inline loop needs no counters (and never writes uses)
+        self.pending = None if inline else [n.pending for n in plan.nodes]
+        self.uses = plan.uses if inline else list(plan.uses)
         self.remaining = len(plan.nodes)
         self.error: BaseException | None = None
         self.done: threading.Event | None = None    # made by the threaded path only
@@ -133,13 +135,12 @@ class Executor:
         step = _Step(plan, resources, trace)
         for slot, value in feeds.items():
             step.values[slot] = value
-        ready = [n.index for n in plan.nodes if n.pending == 0]
         try:
             with blas.limit_for(plan):
-                if plan.single_device and not plan.has_async:
-                    self._run_sync(step, ready)
+                if plan.run_inline:
+                    self._run_sync(step)
                 else:
-                    self._run_threaded(step, ready, timeout_s)
+                    self._run_threaded(step, plan.ready, timeout_s)
             if step.error is not None:
                 raise step.error
             fetched = [None if s is None else step.values[s] for s in plan.fetch_slots]
@@ -148,30 +149,27 @@ class Executor:
         return fetched, (_stats(step) if trace else None)
 
     # ---- the two ways of submitting work --------------------------------------------
-    def _run_sync(self, step: _Step, ready: list[int]) -> None:
-        """The caller's thread runs everything: one device, no waiting kernels.
+    def _run_sync(self, step: _Step) -> None:
+        """The caller's thread runs everything (``Plan.run_inline``) in the plan's fixed order.
 
-        The hot loop of tfteach: no locks (only this thread touches the step), and the
-        general ``_execute`` path only for nodes that trace, stretch time or read refs.
+        The hot loop of tfteach: no locks, no pending counts (the order is fixed when the plan
+        is built, and with it when each value is last read), and the general ``_execute``
+        path only for nodes that trace, stretch time or read refs.
         """
-        plan = step.plan
-        nodes, values, pending, uses = plan.nodes, step.values, step.pending, step.uses
-        slot_device = plan.slot_device
-        plain = not step.trace and all(d.speed >= 1.0 for d in plan.devices)
-        stack = list(ready)
+        values = step.values
+        plain = not step.trace and all(d.speed >= 1.0 for d in step.plan.devices)
         node = None
         try:
-            while stack:
-                node = nodes[stack.pop()]
+            for node in step.plan.order:
                 if plain and node.deref is None:
                     out = node.kernel(node.ctx, *[values[s] for s in node.in_slots])
                 else:
                     out = self._execute(step, node)
-                _store_unlocked(node, out, values, uses, slot_device)
-                for c in node.consumers:
-                    pending[c] -= 1
-                    if pending[c] == 0:
-                        stack.append(c)
+                _keep(node, out, values)
+                for s, budget in node.drops:
+                    if budget is not None:
+                        budget.used -= getattr(values[s], "nbytes", 0)
+                    values[s] = None
         except BaseException as e:  # noqa: BLE001 (Ctrl-C too: the step's memory is released)
             err = _as_op_error(e, node)
             step.error = err
@@ -330,30 +328,23 @@ class Executor:
             step.done.set()
 
 
-def _store_unlocked(node: PlanNode, out: Any, values: list, uses: list,
-                    slot_device: list) -> None:
-    """``_store`` for the synchronous loop: one thread, so plain counters, no locks."""
-    slots = node.out_slots
-    if len(slots) == 1:
-        s = slots[0]
-        nbytes = getattr(out, "nbytes", 0)
-        if nbytes and uses[s]:
-            node.device.memory.take(nbytes, out, node.name, node.device.name)
-        values[s] = out
-    else:
-        for s, v in zip(slots, out or ()):
-            if s >= 0:
-                nbytes = getattr(v, "nbytes", 0)
-                if nbytes and uses[s]:
-                    node.device.memory.take(nbytes, v, node.name, node.device.name)
-                values[s] = v
-    for s in node.in_slots:
-        uses[s] -= 1
-        if uses[s] == 0:
-            nbytes = getattr(values[s], "nbytes", 0)
-            values[s] = None
+def _keep(node: PlanNode, out: Any, values: list) -> None:
+    """Store a node's outputs for the inline loop, counting their bytes where the plan says."""
+    if len(node.out_slots) == 1:
+        s, budget = node.out_slots[0], node.keep[0]
+        if s < 0:
+            return
+        if budget is not None:
+            nbytes = getattr(out, "nbytes", 0)
             if nbytes:
-                slot_device[s].memory.used -= nbytes
+                budget.take(nbytes, out, node.name, node.device.name)
+        values[s] = out
+        return
+    for s, budget, v in zip(node.out_slots, node.keep, out or ()):
+        if s >= 0:
+            if budget is not None and getattr(v, "nbytes", 0):
+                budget.take(v.nbytes, v, node.name, node.device.name)
+            values[s] = v
 
 
 def _release(step: _Step) -> None:

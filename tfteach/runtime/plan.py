@@ -51,6 +51,11 @@ class PlanNode:
     consumers: list = field(default_factory=list)
     pending: int = 0
     transfer: tuple | None = None   # (tensor name, src device, src op name) for transfers
+    # Inline plans only (``Plan.order``): per output slot, the budget its bytes count against
+    # (None: not counted, e.g. nobody reads it); after the node, the input slots it read
+    # last, each with the budget to return its bytes to (None for fed values).
+    keep: tuple = ()
+    drops: tuple = ()
 
     @property
     def is_async(self) -> bool:
@@ -69,6 +74,9 @@ class Plan:
     slot_device: list         # device index of each slot's producer
     single_device: bool = False
     has_async: bool = False
+    run_inline: bool = False  # the caller's thread may run it all (see ``_inline``)
+    order: list = field(default_factory=list)  # inline plans: the nodes in the order run
+    ready: list = field(default_factory=list)  # indices of nodes with no pending inputs
     uses_virtual_blas: bool = False
     uses_cpu_blas: bool = False
     slot_names: list = field(default_factory=list)
@@ -192,13 +200,59 @@ class _Builder:
         for n in self.nodes:
             if n.device not in devices:
                 devices.append(n.device)
-        return Plan(self.nodes, len(self.slot_device), {t: self.slots[t] for t in feeds},
+        has_async = any(n.is_async for n in self.nodes)
+        plan = Plan(self.nodes, len(self.slot_device), {t: self.slots[t] for t in feeds},
                     fetch_slots, [t is not None and t.is_ref for t in fetches], self.uses,
                     devices, self.slot_device, single_device=len(devices) <= 1,
-                    has_async=any(n.is_async for n in self.nodes),
+                    has_async=has_async,
+                    run_inline=not has_async and _inline(self.nodes, devices),
                     uses_virtual_blas=_expensive_on(self.nodes, lambda d: d.blas_threads == 1),
                     uses_cpu_blas=_expensive_on(self.nodes, lambda d: d.device_type == "CPU"),
-                    slot_names=self.slot_names)
+                    slot_names=self.slot_names,
+                    ready=[n.index for n in self.nodes if n.pending == 0])
+        if plan.run_inline:
+            _schedule(plan, set(plan.feed_slots.values()))
+        return plan
+
+
+def _inline(nodes: list, devices: list) -> bool:
+    """Whether one thread can run the whole plan without changing what it computes or how
+    long it takes: one device, or host devices only (CPU, virtual GPUs) where every
+    expensive kernel is on the same device. Then nothing could overlap anyway (cheap
+    kernels are microseconds), and skipping the worker threads' queue hops is the win.
+    Real GPUs keep their own threads (each binds its stream there)."""
+    if len(devices) <= 1:
+        return True
+    if any(d.is_gpu for d in devices):
+        return False
+    return len({n.device.name for n in nodes
+                if n.op_def is not None and not n.op_def.cheap}) <= 1
+
+
+def _schedule(plan: Plan, fed: set) -> None:
+    """Fix an inline plan's order once (the threaded executor's depth-first order: the
+    last ready node first), and with it when each value is last read, so a step needs no
+    pending counts or use counters: it runs ``order`` and drops what each node says."""
+    pending = [n.pending for n in plan.nodes]
+    stack = list(plan.ready)
+    while stack:
+        node = plan.nodes[stack.pop()]
+        plan.order.append(node)
+        for c in node.consumers:
+            pending[c] -= 1
+            if pending[c] == 0:
+                stack.append(c)
+    budget = [None if s in fed or not plan.uses[s] else plan.slot_device[s].memory
+              for s in range(plan.n_slots)]
+    left = list(plan.uses)
+    for node in plan.order:
+        node.keep = tuple(budget[s] if s >= 0 else None for s in node.out_slots)
+        drops = []
+        for s in node.in_slots:
+            left[s] -= 1
+            if left[s] == 0:
+                drops.append((s, budget[s]))
+        node.drops = tuple(drops)
 
 
 def _expensive_on(nodes: list, which: Callable) -> bool:
