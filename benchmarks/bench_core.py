@@ -12,27 +12,17 @@ Run: ``python benchmarks/bench_core.py`` (add ``--quick`` for fewer repetitions)
 """
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import tfteach as tf  # noqa: E402
 from tfteach import config  # noqa: E402
-
-
-def _median_time(fn, repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+from timing import interleaved  # noqa: E402
 
 
 def per_op_overhead(repeat: int) -> dict:
@@ -42,7 +32,6 @@ def per_op_overhead(repeat: int) -> dict:
     for _ in range(1000):
         y = y + 1.0
     sess = tf.Session()
-    t_tf = _median_time(lambda: sess.run(y, {x: 1.0}), repeat)
 
     def numpy_chain():
         v = np.float32(1.0)
@@ -50,7 +39,7 @@ def per_op_overhead(repeat: int) -> dict:
         for _ in range(1000):
             v = v + one
         return v
-    t_np = _median_time(numpy_chain, repeat)
+    t_tf, t_np, _ = interleaved(lambda: sess.run(y, {x: 1.0}), numpy_chain, repeat)
     return {"us_per_op": t_tf / 1000 * 1e6, "numpy_us_per_op": t_np / 1000 * 1e6,
             "goal_us": 10.0}
 
@@ -73,28 +62,26 @@ def _matmul_graph(devices: list[str], n: int = 8, size: int = 512):
 def matmuls_vs_numpy(repeat: int) -> dict:
     total, mats = _matmul_graph(["/cpu:0"])
     sess = tf.Session()
-    t_tf = _median_time(lambda: sess.run(total), repeat)
 
     def numpy_work():
         out = mats[0] @ mats[1]
         for i in range(1, 8):
             out = out + mats[2 * i] @ mats[2 * i + 1]
         return out
-    t_np = _median_time(numpy_work, repeat)
+    t_tf, t_np, ratio = interleaved(lambda: sess.run(total), numpy_work, repeat)
     np.testing.assert_allclose(sess.run(total), numpy_work(), rtol=1e-3, atol=1e-2)
-    return {"tfteach_ms": t_tf * 1e3, "numpy_ms": t_np * 1e3, "ratio": t_tf / t_np, "goal": 1.15}
+    return {"tfteach_ms": t_tf * 1e3, "numpy_ms": t_np * 1e3, "ratio": ratio, "goal": 1.15}
 
 
 def two_virtual_gpus_vs_one(repeat: int) -> dict:
     config.set_virtual_gpus(2)
     one, _ = _matmul_graph(["/gpu:0"])
-    s1 = tf.Session()
-    t1 = _median_time(lambda: s1.run(one), repeat)
+    s1 = tf.Session(graph=one.graph)
     two, _ = _matmul_graph(["/gpu:0", "/gpu:1"])
-    s2 = tf.Session()
-    t2 = _median_time(lambda: s2.run(two), repeat)
+    s2 = tf.Session(graph=two.graph)
+    t2, t1, ratio = interleaved(lambda: s2.run(two), lambda: s1.run(one), repeat)
     config.reset_virtual_gpus()
-    return {"one_gpu_ms": t1 * 1e3, "two_gpus_ms": t2 * 1e3, "ratio": t2 / t1, "goal": 0.7}
+    return {"one_gpu_ms": t1 * 1e3, "two_gpus_ms": t2 * 1e3, "ratio": ratio, "goal": 0.7}
 
 
 def main(argv: list[str]) -> int:
@@ -102,7 +89,8 @@ def main(argv: list[str]) -> int:
     op = per_op_overhead(repeat)
     mm = matmuls_vs_numpy(repeat)
     vg = two_virtual_gpus_vs_one(repeat)
-    print("tfteach core benchmarks (median of", repeat, "runs)")
+    print(f"tfteach core benchmarks (medians of {repeat} interleaved rounds; ratio: median "
+          "of the per-round ratios)")
     print(f"{'benchmark':44} {'tfteach':>12} {'baseline':>12} {'ratio':>7} {'goal':>8}")
     print(f"{'per-op overhead, 1000-op scalar chain (us/op)':44} {op['us_per_op']:12.2f} "
           f"{op['numpy_us_per_op']:12.2f} {op['us_per_op'] / op['numpy_us_per_op']:7.1f} "

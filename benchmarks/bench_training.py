@@ -14,18 +14,18 @@ Run: ``python benchmarks/bench_training.py`` (``--quick`` for fewer repetitions,
 """
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from threadpoolctl import threadpool_limits
 
 import tfteach as tf
+from timing import interleaved
 
 BATCH, IN, HIDDEN, OUT, LR = 128, 64, 128, 10, 0.1
 
@@ -38,29 +38,6 @@ def _data(seed: int = 0) -> dict:
             "b1": np.zeros(HIDDEN, np.float32),
             "w2": (rng.standard_normal((HIDDEN, OUT)) * 0.1).astype(np.float32),
             "b2": np.zeros(OUT, np.float32)}
-
-
-def _per_step(fn, inner: int, blas_threads: int | None = None) -> float:
-    with threadpool_limits(blas_threads, user_api="blas"):
-        t = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        return (time.perf_counter() - t) / inner
-
-
-def _interleaved(fn_a, fn_b, repeat: int, b_threads: int | None,
-                 inner: int = 20) -> tuple[float, float, float]:
-    """Median step times of a and b, and the median of their per-round ratios.
-
-    Rounds alternate a and b, so a busy machine slows both alike."""
-    _per_step(fn_a, inner)
-    _per_step(fn_b, inner, b_threads)
-    ta, tb = [], []
-    for _ in range(repeat):
-        ta.append(_per_step(fn_a, inner))
-        tb.append(_per_step(fn_b, inner, b_threads))
-    ratios = [a / b for a, b in zip(ta, tb)]
-    return statistics.median(ta), statistics.median(tb), statistics.median(ratios)
 
 
 class NumpyMLP:
@@ -122,9 +99,10 @@ def compare(device: str | None, repeat: int) -> dict:
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
     plan = sess._plan([], [train], feed)
     one_thread = plan.uses_virtual_blas
-    t_tf, t_np, ratio = _interleaved(lambda: sess.run(train, feed),
-                                     lambda: ref.step(d["x"], d["y"]), repeat,
-                                     1 if one_thread else None)
+    threads = 1 if one_thread else None
+    t_tf, t_np, ratio = interleaved(lambda: sess.run(train, feed),
+                                    lambda: ref.step(d["x"], d["y"]), repeat, inner=20,
+                                    context_b=lambda: threadpool_limits(threads, user_api="blas"))
     sess.close()
     return {"tf_us": t_tf * 1e6, "np_us": t_np * 1e6, "ratio": ratio,
             "ops": len(plan.nodes), "blas": "1" if one_thread else "default"}

@@ -200,7 +200,7 @@ class Executor:
             raise
 
     def _submit(self, step: _Step, index: int) -> None:
-        dev = step.plan.nodes[index].device
+        dev = step.plan.nodes[index].runner
         w = self._workers.get(dev.name)
         if w is None:
             with self._lock:
@@ -263,7 +263,7 @@ class Executor:
             step.remaining -= 1
             last = step.remaining == 0
         for c in ready:
-            if nodes[c].device is device:
+            if nodes[c].runner is device:
                 stack.append(c)
             else:
                 self._submit(step, c)

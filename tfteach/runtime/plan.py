@@ -56,6 +56,14 @@ class PlanNode:
     # last, each with the budget to return its bytes to (None for fed values).
     keep: tuple = ()
     drops: tuple = ()
+    # The device whose worker thread runs the node: its own, except that a copy between
+    # host devices runs on the sending device's thread, as a GPU's copy engine works beside
+    # its compute (the receiver keeps computing while the sender copies).
+    runner: Any = None
+
+    def __post_init__(self) -> None:
+        if self.runner is None:
+            self.runner = self.device
 
     @property
     def is_async(self) -> bool:
@@ -175,7 +183,8 @@ class _Builder:
         self.uses.append(0)
         node = PlanNode(len(self.nodes), f"_recv_{t.op.name}_{t.value_index}_{dev.short_name}",
                         "_Transfer", dev, _transfer_kernel, KernelContext(None, dev), [src],
-                        (True,) if t.is_ref else None, [out], transfer=(t.name, src_dev, t.op.name))
+                        (True,) if t.is_ref else None, [out], transfer=(t.name, src_dev, t.op.name),
+                        runner=dev if dev.is_gpu or src_dev.is_gpu else src_dev)
         node.ctx.attrs = {"src": src_dev}
         self._add_node(node, [])
         return out
