@@ -76,15 +76,22 @@ _NO_LOCK = _NoLock()
 
 
 class _Step:
-    __slots__ = ("plan", "values", "pending", "uses", "remaining", "error", "done", "lock",
-                 "trace", "records", "resources", "cancel_hooks", "t0")
+    __slots__ = ("plan", "program", "values", "pending", "uses", "remaining", "error", "done",
+                 "lock", "trace", "records", "resources", "cancel_hooks", "t0")
 
     def __init__(self, plan: Plan, resources: Any, trace: bool) -> None:
         self.plan = plan
-        self.values: list = [None] * plan.n_slots
-        inline = plan.run_inline    # the inline loop needs no counters (and never writes uses)
-        self.pending = None if inline else [n.pending for n in plan.nodes]
-        self.uses = plan.uses if inline else list(plan.uses)
+        # An inline plan runs one of its programs (the full one when traced or slowed), which
+        # needs no counters; the threaded path counts pending inputs and reads left.
+        self.program = None
+        if plan.run_inline:
+            full = trace or any(d.speed < 1.0 for d in plan.devices)
+            self.program = plan.full if full else plan.fast
+            self.values = list(self.program.initial)
+            self.pending, self.uses = None, self.program.uses
+        else:
+            self.values = [None] * plan.n_slots
+            self.pending, self.uses = [n.pending for n in plan.nodes], list(plan.uses)
         self.remaining = len(plan.nodes)
         self.error: BaseException | None = None
         self.done: threading.Event | None = None    # made by the threaded path only
@@ -143,30 +150,30 @@ class Executor:
                     self._run_threaded(step, plan.ready, timeout_s)
             if step.error is not None:
                 raise step.error
-            fetched = [None if s is None else step.values[s] for s in plan.fetch_slots]
+            slots = step.program.fetch_slots if step.program else plan.fetch_slots
+            fetched = [None if s is None else step.values[s] for s in slots]
         finally:
             _release(step)
         return fetched, (_stats(step) if trace else None)
 
     # ---- the two ways of submitting work --------------------------------------------
     def _run_sync(self, step: _Step) -> None:
-        """The caller's thread runs everything (``Plan.run_inline``) in the plan's fixed order.
+        """The caller's thread runs the step's ``Program`` (see tfteach.runtime.program).
 
-        The hot loop of tfteach: no locks, no pending counts (the order is fixed when the plan
-        is built, and with it when each value is last read), and the general ``_execute``
+        The hot loop of tfteach: no locks, no pending counts, and the general ``_execute``
         path only for nodes that trace, stretch time or read refs.
         """
         values = step.values
-        plain = not step.trace and all(d.speed >= 1.0 for d in step.plan.devices)
+        plain = step.program is step.plan.fast
         node = None
         try:
-            for node in step.plan.order:
+            for node, ins, keep, drops in step.program.instrs:
                 if plain and node.deref is None:
-                    out = node.kernel(node.ctx, *[values[s] for s in node.in_slots])
+                    out = node.kernel(node.ctx, *[values[s] for s in ins])
                 else:
-                    out = self._execute(step, node)
-                _keep(node, out, values)
-                for s, budget in node.drops:
+                    out = self._execute(step, node, ins)
+                _keep(node, keep, out, values)
+                for s, budget in drops:
                     if budget is not None:
                         budget.used -= getattr(values[s], "nbytes", 0)
                     values[s] = None
@@ -229,9 +236,9 @@ class Executor:
                 continue
             self._finish(step, node, out, stack, device)
 
-    def _execute(self, step: _Step, node: PlanNode) -> Any:
+    def _execute(self, step: _Step, node: PlanNode, ins: list | None = None) -> Any:
         values = step.values
-        args = [values[s] for s in node.in_slots]
+        args = [values[s] for s in (node.in_slots if ins is None else ins)]
         if node.deref is not None:
             args = [a.read(node.op) if d else a for a, d in zip(args, node.deref)]
         dev = node.device
@@ -328,10 +335,10 @@ class Executor:
             step.done.set()
 
 
-def _keep(node: PlanNode, out: Any, values: list) -> None:
-    """Store a node's outputs for the inline loop, counting their bytes where the plan says."""
+def _keep(node: PlanNode, keep: tuple, out: Any, values: list) -> None:
+    """Store a node's outputs for the inline loop, counting their bytes where ``keep`` says."""
     if len(node.out_slots) == 1:
-        s, budget = node.out_slots[0], node.keep[0]
+        s, budget = node.out_slots[0], keep[0]
         if s < 0:
             return
         if budget is not None:
@@ -340,7 +347,7 @@ def _keep(node: PlanNode, out: Any, values: list) -> None:
                 budget.take(nbytes, out, node.name, node.device.name)
         values[s] = out
         return
-    for s, budget, v in zip(node.out_slots, node.keep, out or ()):
+    for s, budget, v in zip(node.out_slots, keep, out or ()):
         if s >= 0:
             if budget is not None and getattr(v, "nbytes", 0):
                 budget.take(v.nbytes, v, node.name, node.device.name)
@@ -353,16 +360,20 @@ def _release(step: _Step) -> None:
     After a successful run only fetched values are left (every other value was dropped by
     its last consumer, or never counted because nothing used it); after a failure, scan all.
     """
-    plan = step.plan
+    plan, prog = step.plan, step.program
     fed = plan.feed_slots.values()
+    fetch = prog.fetch_slots if prog else plan.fetch_slots
     slots = range(len(step.values)) if step.error is not None else \
-        (s for s in set(plan.fetch_slots) if s is not None)
+        (s for s in set(fetch) if s is not None)
     for s in slots:
         v = step.values[s]
-        if v is not None and s not in fed and step.uses[s] > 0:
-            nbytes = getattr(v, "nbytes", 0)
-            if nbytes:
-                plan.slot_device[s].memory.free(nbytes)
+        if v is None:
+            continue
+        budget = prog.budget[s] if prog else \
+            (plan.slot_device[s].memory if s not in fed and step.uses[s] > 0 else None)
+        nbytes = getattr(v, "nbytes", 0)
+        if budget is not None and nbytes:
+            budget.free(nbytes)
     if step.error is not None:
         step.values = [None] * len(step.values)
 

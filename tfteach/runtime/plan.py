@@ -20,6 +20,7 @@ from typing import Any, Callable
 from tfteach.devices.base import Device
 from tfteach.framework.graph import Operation, Tensor
 from tfteach.framework.registry import OpDef
+from tfteach.runtime.program import compile_program, depth_first_order
 
 
 class KernelContext:
@@ -51,11 +52,6 @@ class PlanNode:
     consumers: list = field(default_factory=list)
     pending: int = 0
     transfer: tuple | None = None   # (tensor name, src device, src op name) for transfers
-    # Inline plans only (``Plan.order``): per output slot, the budget its bytes count against
-    # (None: not counted, e.g. nobody reads it); after the node, the input slots it read
-    # last, each with the budget to return its bytes to (None for fed values).
-    keep: tuple = ()
-    drops: tuple = ()
     # The device whose worker thread runs the node: its own, except that a copy between
     # host devices runs on the sending device's thread, as a GPU's copy engine works beside
     # its compute (the receiver keeps computing while the sender copies).
@@ -83,7 +79,8 @@ class Plan:
     single_device: bool = False
     has_async: bool = False
     run_inline: bool = False  # the caller's thread may run it all (see ``_inline``)
-    order: list = field(default_factory=list)  # inline plans: the nodes in the order run
+    full: Any = None          # inline plans: the ``Program`` running every node
+    fast: Any = None          # ... and the one with constants, NoOps, Identities folded
     ready: list = field(default_factory=list)  # indices of nodes with no pending inputs
     uses_virtual_blas: bool = False
     uses_cpu_blas: bool = False
@@ -220,7 +217,9 @@ class _Builder:
                     slot_names=self.slot_names,
                     ready=[n.index for n in self.nodes if n.pending == 0])
         if plan.run_inline:
-            _schedule(plan, set(plan.feed_slots.values()))
+            order = depth_first_order(plan)
+            plan.full = compile_program(plan, order, fold=False)
+            plan.fast = compile_program(plan, order, fold=True)
         return plan
 
 
@@ -236,32 +235,6 @@ def _inline(nodes: list, devices: list) -> bool:
         return False
     return len({n.device.name for n in nodes
                 if n.op_def is not None and not n.op_def.cheap}) <= 1
-
-
-def _schedule(plan: Plan, fed: set) -> None:
-    """Fix an inline plan's order once (the threaded executor's depth-first order: the
-    last ready node first), and with it when each value is last read, so a step needs no
-    pending counts or use counters: it runs ``order`` and drops what each node says."""
-    pending = [n.pending for n in plan.nodes]
-    stack = list(plan.ready)
-    while stack:
-        node = plan.nodes[stack.pop()]
-        plan.order.append(node)
-        for c in node.consumers:
-            pending[c] -= 1
-            if pending[c] == 0:
-                stack.append(c)
-    budget = [None if s in fed or not plan.uses[s] else plan.slot_device[s].memory
-              for s in range(plan.n_slots)]
-    left = list(plan.uses)
-    for node in plan.order:
-        node.keep = tuple(budget[s] if s >= 0 else None for s in node.out_slots)
-        drops = []
-        for s in node.in_slots:
-            left[s] -= 1
-            if left[s] == 0:
-                drops.append((s, budget[s]))
-        node.drops = tuple(drops)
 
 
 def _expensive_on(nodes: list, which: Callable) -> bool:

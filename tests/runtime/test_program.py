@@ -1,0 +1,88 @@
+"""Inline plans' straight-line programs: the same results with constants, NoOps and
+Identities folded, control dependencies kept, and every byte returned to its device."""
+import numpy as np
+import pytest
+
+import tfteach as tf
+
+LOCAL = "/job:localhost/replica:0/task:0/device:"
+
+
+def _gpu0(sess):
+    return [d for d in sess.devices if d.name == LOCAL + "GPU:0"][0]
+
+
+def _model():
+    with tf.device("/gpu:0"):
+        x = tf.placeholder(tf.float32, [None, 3], name="x")
+        w = tf.Variable(np.ones((3, 2), np.float32), name="w")
+        y = tf.matmul(x, w)
+        ident = tf.identity(y, name="ident")
+        c = tf.constant(2.0, name="two")
+        out = ident * c
+        grads = tf.gradients(tf.reduce_sum(out), [w])[0]
+        train = tf.assign_sub(w, 0.1 * grads)
+        with tf.control_dependencies([train]):
+            after = tf.identity(w.read_value() if hasattr(w, "read_value") else w + 0.0)
+    return x, w, ident, c, out, train, after
+
+
+def test_fast_program_folds_constants_noops_and_identities():
+    x, w, ident, c, out, train, after = _model()
+    sess = tf.Session()
+    sess.run(tf.global_variables_initializer())
+    plan = sess._plan([ident, c, out], [], {x: None})
+    assert plan.run_inline
+    full = {node.name for node, *_ in plan.full.instrs}
+    fast = {node.name: node for node, *_ in plan.fast.instrs}
+    assert {"two", "ident", "w/read"} <= full
+    assert "two" not in fast and "ident" not in fast
+    assert "w/read" in fast        # reading a variable is not a value Identity: it stays
+    assert len(plan.fast.instrs) < len(plan.full.instrs)
+
+
+def test_folded_and_traced_runs_agree_and_fetch_folded_values():
+    x, w, ident, c, out, train, after = _model()
+    sess = tf.Session()
+    sess.run(tf.global_variables_initializer())
+    feed = {x: np.arange(6, dtype=np.float32).reshape(2, 3)}
+    fast = sess.run([ident, c, out], feed)
+    md = tf.RunMetadata()
+    traced = sess.run([ident, c, out], feed, run_metadata=md,
+                      options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE))
+    for a, b in zip(fast, traced):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(fast[0], feed[x] @ np.ones((3, 2), np.float32))
+    assert fast[1] == 2.0
+    ran = {n.node_name for d in md.step_stats.dev_stats for n in d.node_stats}
+    assert {"ident", "two"} <= ran          # a traced step shows every op
+
+
+def test_control_dependency_through_a_folded_identity_still_orders_the_update():
+    x, w, ident, c, out, train, after = _model()
+    sess = tf.Session()
+    sess.run(tf.global_variables_initializer())
+    feed = {x: np.ones((1, 3), np.float32)}
+    got = sess.run(after, feed)
+    # d(sum(2 * x @ w))/dw = 2 * x^T 1 = 2 everywhere; w = 1 - 0.1 * 2
+    np.testing.assert_allclose(got, np.full((3, 2), 0.8, np.float32))
+
+
+def test_every_byte_returns_to_the_device_after_success_and_failure():
+    with tf.device("/gpu:0"):
+        x = tf.placeholder(tf.float32, [None, 4])
+        labels = tf.placeholder(tf.int64, [None])
+        h = tf.identity(tf.nn.relu(x * 3.0))
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=labels, logits=h))
+    sess = tf.Session()
+    dev = _gpu0(sess)
+    before = dev.memory.used
+    xs = np.ones((8, 4), np.float32)
+    for _ in range(3):
+        sess.run([loss, h], {x: xs, labels: np.zeros(8, np.int64)})
+    assert dev.memory.used == before
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        sess.run(loss, {x: xs, labels: np.full(8, 9, np.int64)})
+    assert dev.memory.used == before
+    assert dev.memory.peak >= xs.nbytes
