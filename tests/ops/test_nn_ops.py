@@ -127,6 +127,16 @@ def test_sparse_cross_entropy_rejects_a_label_out_of_range():
         _run(cost, {labels: [0, 3]})
 
 
+@pytest.mark.parametrize("dtype", [tf.int32, tf.int64])
+def test_sparse_cross_entropy_rejects_a_negative_label(dtype):
+    labels = tf.placeholder(dtype, [None])
+    cost = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels,
+                                                          logits=tf.constant(X))
+    with pytest.raises(InvalidArgumentError, match=r"label value of -1 which is outside"):
+        _run(cost, {labels: [0, -1]})
+    np.testing.assert_array_equal(_run(cost, {labels: [2, 0]}).shape, [2])
+
+
 def test_cross_entropies_need_named_arguments():
     with pytest.raises(ValueError, match="Only call `softmax_cross_entropy_with_logits` with "
                                          "named arguments"):

@@ -276,7 +276,12 @@ def _sparse_xent_shape(op):
 
 def _check_labels(ctx, labels, classes: int) -> None:
     host = np.asarray(ctx.device.to_host(labels))
-    if not host.size or (host.min() >= 0 and host.max() < classes):
+    if not host.size:
+        return
+    if host.dtype.kind == "i":      # one pass: as unsigned, a negative label is huge
+        if int(host.view(host.dtype.str.replace("i", "u")).max()) < classes:
+            return
+    elif host.min() >= 0 and host.max() < classes:
         return
     bad = (host < 0) | (host >= classes)
     if bad.any():
