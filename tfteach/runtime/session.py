@@ -311,6 +311,13 @@ def _resolve_feeds(feed_dict: dict, graph: Graph) -> dict:
     return out
 
 
+def _fits(dims: list | None, shape: tuple) -> bool:
+    """Whether an array of ``shape`` may be fed to a tensor with static ``dims``."""
+    if dims is None:
+        return True
+    return len(dims) == len(shape) and all(d is None or d == n for d, n in zip(dims, shape))
+
+
 def _feed_value(t: Tensor, value: Any) -> np.ndarray:
     dt = t.dtype
     if isinstance(value, Tensor):
@@ -326,7 +333,7 @@ def _feed_value(t: Tensor, value: Any) -> np.ndarray:
         raise TypeError(f"Type of feed value {value} with type {type(value)} is not compatible "
                         f"with Tensor type {dt!r}. Try explicitly setting the type of the feed "
                         "tensor to a larger type (e.g. int64).")
-    if not t.shape.is_compatible_with(arr.shape):
+    if not _fits(t.shape.dims, arr.shape):
         raise ValueError(f"Cannot feed value of shape {arr.shape} for Tensor '{t.name}', which "
                          f"has shape '{t.shape}'\nHint: reshape the value to {t.shape} (? means "
                          "any size), e.g. x.reshape(-1, ...).")
