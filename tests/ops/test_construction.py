@@ -70,6 +70,20 @@ def test_reshape_and_errors():
         tf.reshape(x, [5, 2])
 
 
+def test_reshape_of_a_fed_value_that_does_not_fit_is_invalid_argument():
+    x = tf.placeholder(tf.float32, [None, 3])
+    flat = tf.reshape(x, [4])
+    rows = tf.reshape(x, [-1, 4])
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"tensor with 6 values, but the requested shape has 4"
+                                 r"[\s\S]*Reshape[\s\S]*Hint:"):
+            sess.run(flat, {x: [[1, 2, 3], [4, 5, 6]]})
+        with pytest.raises(tf.errors.InvalidArgumentError, match="requires a multiple of 4"):
+            sess.run(rows, {x: [[1, 2, 3], [4, 5, 6]]})
+        assert sess.run(rows, {x: [[1, 2, 3], [4, 5, 6], [7, 8, 9], [1, 2, 3]]}).shape == (3, 4)
+
+
 def test_concat_split_transpose_shapes():
     a, b = tf.zeros([2, 3]), tf.zeros([2, 5])
     assert tf.concat([a, b], 1).shape.as_list() == [2, 8]

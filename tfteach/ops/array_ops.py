@@ -242,7 +242,18 @@ def _reshape_shape(op):
 
 
 def _reshape_kernel(ctx, x, s):
-    return x.reshape(tuple(int(d) for d in np.atleast_1d(ctx.device.to_host(s))))
+    target = tuple(int(d) for d in np.atleast_1d(ctx.device.to_host(s)))
+    known = int(np.prod([d for d in target if d != -1], dtype=np.int64))
+    if (known != x.size) if -1 not in target else (known == 0 or x.size % known):
+        from tfteach.errors import InvalidArgumentError
+        wanted = f"requires a multiple of {known}" if -1 in target else f"has {known}"
+        raise InvalidArgumentError(
+            f"Input to reshape is a tensor with {x.size} values, but the requested shape "
+            f"{wanted}\n\t [[Node: {ctx.op.summary()}]]", op=ctx.op,
+            hint=f"the shape [{', '.join(map(str, target))}] must hold exactly the input's "
+                 f"{x.size} values (use -1 for one dimension to have it computed); check the "
+                 "batch size of what you feed.")
+    return x.reshape(target)
 
 
 register_op("Reshape", _reshape_shape, _reshape_kernel, gpu_types=ALL_TYPES)
