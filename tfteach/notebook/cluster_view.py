@@ -17,7 +17,7 @@ import atexit
 import threading
 from typing import Any, Sequence
 
-from tfteach.notebook.style import html_escape, kernel_running
+from tfteach.notebook.style import count, html_escape, kernel_running
 from tfteach.notebook.view import widget_only_bundle
 from tfteach.timeline import short_device
 
@@ -149,7 +149,7 @@ class ClusterController:
         local_cluster = load_local_cluster()
         self.cluster = local_cluster(ps=ps, workers=workers, gpus_per_task=gpus_per_task,
                                      worker_speeds=list(speeds) if speeds else None)
-        return self.show(f"Started a cluster: {ps} ps, {workers} workers")
+        return self.show(f"Started a cluster: {ps} ps, {count(workers, 'worker')}")
 
     def require(self) -> Any:
         if self.cluster is None:

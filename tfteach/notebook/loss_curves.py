@@ -28,6 +28,8 @@ import io
 import time
 from typing import Any, Callable, Iterable
 
+from tfteach.notebook.style import count
+
 MODE_COLORS = {"sync": "#0072B2", "async": "#D55E00"}
 OTHER_COLORS = ("#009E73", "#CC79A7", "#E69F00", "#56B4E9")
 WORKER_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -110,7 +112,7 @@ def summary(histories: dict[str, list[dict]]) -> str:
         extra = f", max staleness {max(stale)}" if stale else ""
         dropped = sum(1 for r in records if r.get("accepted") is False)
         extra += f", {dropped} stale gradients dropped" if dropped else ""
-        lines.append(f"  {mode}: {len(records)} records from {workers} workers{last}{extra}")
+        lines.append(f"  {mode}: {len(records)} records from {count(workers, 'worker')}{last}{extra}")
     return "\n".join(lines)
 
 

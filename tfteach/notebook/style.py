@@ -27,6 +27,11 @@ def format_us(us: float) -> str:
     return f"{us / 1_000_000:.3g} s"
 
 
+def count(n: int, noun: str) -> str:
+    """``1 worker``, ``2 workers``: a number with its noun, plural when it is not one."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def format_bytes(n: int | None) -> str:
     """``None`` as ``?``; else ``512 B``, ``4.0 KiB``, ``1.5 MiB``, ``2.0 GiB``."""
     if n is None:

@@ -18,7 +18,7 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-from tfteach.notebook.style import (TRANSFER_COLOR, colors_for, format_bytes, format_us,
+from tfteach.notebook.style import (TRANSFER_COLOR, colors_for, count, format_bytes, format_us,
                                     html_escape)
 from tfteach.notebook.view import View
 
@@ -29,7 +29,7 @@ _saved = itertools.count(1)
 
 def timeline_text(data: dict) -> str:
     """Lanes and transfers in a stable order, plus the step time."""
-    counts = ", ".join(_count(len(data[k]), k[:-1]) for k in ("devices", "ops", "transfers"))
+    counts = ", ".join(count(len(data[k]), k[:-1]) for k in ("devices", "ops", "transfers"))
     lines = [f"Timeline: {counts}; step took {format_us(data['step_us'])}"]
     short = {d["name"]: d["short"] for d in data["devices"]}
     for dev in data["devices"]:
@@ -42,10 +42,6 @@ def timeline_text(data: dict) -> str:
                      f" -> {short.get(t['dst_device'], t['dst_device'])} "
                      f"({format_bytes(t['bytes'])})")
     return "\n".join(lines)
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 # ---- SVG -------------------------------------------------------------------------------------
