@@ -207,3 +207,19 @@ def test_device_scope_nesting_matches_tensorflow(outer, inner):
         with g.as_default(), mod.device(outer), mod.device(inner):
             devices.append(mod.constant(1.0).op.device)
     assert devices[0] == devices[1]
+
+
+def get_variable_initializer(tf):
+    with tf.device("/cpu:1"):
+        w = tf.get_variable("w", [2, 2], initializer=tf.constant_initializer(3.0))
+    return w.initial_value
+
+
+def test_get_variable_initializer_is_colocated_with_its_variable_as_in_tensorflow():
+    """The initializer is built before the variable; TF still places it with the variable."""
+    results = run_both(get_variable_initializer)
+    (ours, our_place), (theirs, their_place) = results
+    np.testing.assert_array_equal(ours, theirs)
+    name = tfteach.get_default_graph().get_collection("variables")[0].initial_value.op.name
+    assert our_place[name] == their_place[name] == \
+        "/job:localhost/replica:0/task:0/device:CPU:1"

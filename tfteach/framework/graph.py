@@ -198,6 +198,15 @@ def _attr_text(v: Any) -> str:
     return repr(v).lower() if isinstance(v, bool) else repr(v)
 
 
+class _NamedColocation:
+    """A colocation target known only by name (its op is created later, with no device)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._colocation = [name]
+        self._device = ""
+
+
 class GraphKeys:
     """Standard collection names."""
 
@@ -398,6 +407,16 @@ class Graph:
         finally:
             self._device_stack = old_devices
             self._colocation_stack = old_coloc
+
+    @contextlib.contextmanager
+    def _colocate_with_name(self, name: str) -> Iterator[None]:
+        """Colocate new ops with an op that does not exist yet (TF's ``_class`` attr scope,
+        used for a variable's initializer, which is built before the variable)."""
+        self._colocation_stack.append(_NamedColocation(name))
+        try:
+            yield
+        finally:
+            self._colocation_stack.pop()
 
     @contextlib.contextmanager
     def control_dependencies(self, control_inputs: Any) -> Iterator[None]:

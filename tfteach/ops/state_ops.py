@@ -124,7 +124,7 @@ class Variable:
             raise ValueError("initial_value must be specified.")
         g = graph_of([initial_value]) if not callable(initial_value) else get_default_graph()
         with g.as_default(), g.name_scope(name or "Variable") as scope:
-            iv = self._initial(g, initial_value, dtype)
+            iv = self._initial(g, initial_value, dtype, scope.rstrip("/"))
             shape = iv.shape if validate_shape else unknown_shape()
             self._variable = g.create_op("VariableV2", [], {
                 "shape": shape, "dtype": iv.dtype, "container": "", "shared_name": ""},
@@ -141,9 +141,9 @@ class Variable:
         g.add_to_collections(keys, self)
 
     @staticmethod
-    def _initial(g, initial_value: Any, dtype: Any) -> Tensor:
-        if callable(initial_value):
-            with g.name_scope("Initializer"), g.device(None):
+    def _initial(g, initial_value: Any, dtype: Any, var_name: str) -> Tensor:
+        if callable(initial_value):   # built before the variable, colocated with it (TF 1.x)
+            with g._colocate_with_name(var_name), g.name_scope("Initializer"), g.device(None):
                 return convert_to_tensor(initial_value(), dtype=dtype, name="initial_value")
         return convert_to_tensor(initial_value, dtype=dtype, name="initial_value")
 
