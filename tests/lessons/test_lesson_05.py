@@ -2,46 +2,18 @@
 variables, a traced step, the scaling table and the slow GPU's idle time."""
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from lesson_tools import LESSONS, assert_passes_nbval
 
-ROOT = Path(__file__).resolve().parents[2]
-LESSON = ROOT / "lessons" / "05_data_parallelism.ipynb"
-SANITIZE = ROOT / "lessons" / "sanitize.cfg"
+LESSON = LESSONS / "05_data_parallelism.ipynb"
 
 pytestmark = pytest.mark.slow
 
 
-def _env() -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in
-                                         env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    for name in ("CUDA_VISIBLE_DEVICES", "TFTEACH_VIRTUAL_GPUS", "TFTEACH_DEVICE_SPEED"):
-        env.pop(name, None)
-    return env
-
-
 def test_lesson_passes_nbval_with_its_sanitizers(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--nbval", str(LESSON), "--nbval-sanitize-with",
-         str(SANITIZE), "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path)],
-        check=False, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert re.search(r"\b\d+ passed\b", done.stdout)
-
-
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory) -> str:
-    out = tmp_path_factory.mktemp("export")
-    subprocess.run([sys.executable, "-m", "nbconvert", "--to", "html", str(LESSON),
-                    "--output-dir", str(out)], check=True, capture_output=True, env=_env(),
-                   timeout=300)
-    return (out / "05_data_parallelism.html").read_text()
+    assert_passes_nbval(LESSON, tmp_path)
 
 
 def test_export_shows_towers_sharing_one_set_of_variables(exported):

@@ -2,7 +2,8 @@
 
 ``KernelSession.run(source)`` executes one cell in a live kernel and returns that cell's
 outputs (display updates already applied, as nbclient stores them). ``kernel_env()`` makes
-kernels import this checkout's tfteach even when it is not pip-installed.
+kernels import this checkout's tfteach even when it is not pip-installed. ``TOWERS`` is the
+seed tutorial's cell: two towers' products summed on the CPU.
 """
 from __future__ import annotations
 
@@ -16,6 +17,17 @@ ROOT = Path(__file__).resolve().parents[2]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 PLACEMENT_MIME = "application/vnd.tfteach.placement+json"
 TIMELINE_MIME = "application/vnd.tfteach.timeline+json"
+
+TOWERS = """c = []
+for d in ['/gpu:0', '/gpu:1']:
+    with tf.device(d):
+        a = tf.constant([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], shape=[2, 3])
+        b = tf.constant([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], shape=[3, 2])
+        c.append(tf.matmul(a, b))
+with tf.device('/cpu:0'):
+    total = tf.add_n(c)
+total
+"""
 
 
 def kernel_env() -> None:

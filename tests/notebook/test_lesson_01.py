@@ -1,9 +1,6 @@
 """Lesson 1 passes nbval, and its static HTML export shows the pictures (in Chromium)."""
 from __future__ import annotations
 
-import base64
-import os
-import re
 import shutil
 import subprocess
 import sys
@@ -11,46 +8,28 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-LESSON = ROOT / "lessons" / "01_device_placement.ipynb"
-SANITIZE = ROOT / "lessons" / "sanitize.cfg"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lessons"))
+from lesson_tools import LESSONS, assert_passes_nbval, export_html, svgs  # noqa: E402
+
+LESSON = LESSONS / "01_device_placement.ipynb"
 
 pytestmark = pytest.mark.slow
 
 
-def _env() -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in
-                                         env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    for name in ("CUDA_VISIBLE_DEVICES", "TFTEACH_VIRTUAL_GPUS", "TFTEACH_DEVICE_SPEED"):
-        env.pop(name, None)
-    return env
-
-
 def test_lesson_passes_nbval_with_its_sanitizers(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--nbval", str(LESSON), "--nbval-sanitize-with",
-         str(SANITIZE), "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path)],
-        cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert re.search(r"\b\d+ passed\b", done.stdout)
+    assert_passes_nbval(LESSON, tmp_path)
 
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("export")
-    subprocess.run([sys.executable, "-m", "nbconvert", "--to", "html", str(LESSON),
-                    "--output-dir", str(out)], check=True, capture_output=True, env=_env(),
-                   timeout=300)
-    return out / "01_device_placement.html"
+    return export_html(LESSON, tmp_path_factory.mktemp("export"))
 
 
 def test_static_export_holds_placement_svgs_and_timeline_images(exported):
     html = exported.read_text()
-    svgs = [base64.b64decode(b).decode() for b in
-            re.findall(r'src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"', html)]
-    graphs = [s for s in svgs if "cluster_dev_" in s]
-    timelines = [s for s in svgs if "tfteach-tl-arrow" in s]
+    pictures = svgs(html)
+    graphs = [s for s in pictures if "cluster_dev_" in s]
+    timelines = [s for s in pictures if "tfteach-tl-arrow" in s]
     assert len(graphs) >= 8 and len(timelines) >= 4
     assert any(">AddN</text>" in s and ">GPU:1</text>" in s for s in graphs)
     assert "Hint:" in html and "InvalidArgumentError" in html

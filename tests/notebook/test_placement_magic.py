@@ -1,28 +1,18 @@
 """%%placement and %tfteach devices, driven in a real Jupyter kernel."""
 from __future__ import annotations
 
-from nbkernel import (PLACEMENT_MIME, TIMELINE_MIME, WIDGET_VIEW, data_outputs, kinds, one,
-                      stream_text)
+from nbkernel import (PLACEMENT_MIME, TIMELINE_MIME, TOWERS, WIDGET_VIEW, data_outputs, kinds,
+                      one, stream_text)
 
 GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
 GPU1 = "/job:localhost/replica:0/task:0/device:GPU:1"
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 
-TOWERS = """%%placement {flags}
-c = []
-for d in ['/gpu:0', '/gpu:1']:
-    with tf.device(d):
-        a = tf.constant([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], shape=[2, 3])
-        b = tf.constant([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], shape=[3, 2])
-        c.append(tf.matmul(a, b))
-with tf.device('/cpu:0'):
-    total = tf.add_n(c)
-total
-"""
+PLACEMENT_CELL = "%%placement {flags}\n" + TOWERS
 
 
 def test_placement_output_carries_json_svg_and_text_with_assigned_devices(kernel):
-    outputs = kernel.run(TOWERS.format(flags=""))
+    outputs = kernel.run(PLACEMENT_CELL.format(flags=""))
     placed = one(outputs, PLACEMENT_MIME)
     assigned = {n["name"]: n["assigned_device"] for n in placed["nodes"]}
     assert assigned == {"Const": GPU0, "Const_1": GPU0, "MatMul": GPU0, "Const_2": GPU1,
@@ -39,7 +29,7 @@ def test_placement_output_carries_json_svg_and_text_with_assigned_devices(kernel
 
 
 def test_placement_edges_mark_transfers_with_their_bytes(kernel):
-    placed = one(kernel.run(TOWERS.format(flags="")), PLACEMENT_MIME)
+    placed = one(kernel.run(PLACEMENT_CELL.format(flags="")), PLACEMENT_MIME)
     cross = sorted((e["src"], e["dst"], e["bytes"]) for e in placed["edges"] if e["cross_device"])
     assert cross == [("MatMul", "AddN", 16), ("MatMul_1", "AddN", 16)]
     local = [e for e in placed["edges"] if not e["cross_device"]]
@@ -49,21 +39,21 @@ def test_placement_edges_mark_transfers_with_their_bytes(kernel):
 
 
 def test_placement_view_comes_with_live_controls(kernel):
-    outputs = kernel.run(TOWERS.format(flags=""))
+    outputs = kernel.run(PLACEMENT_CELL.format(flags=""))
     widgets = data_outputs(outputs, WIDGET_VIEW)
     assert len(widgets) == 1 and widgets[0]["model_id"]
     assert "text/plain" not in outputs[-1]["data"]
 
 
 def test_log_flag_prints_device_mapping_and_placement_lines(kernel):
-    printed = stream_text(kernel.run(TOWERS.format(flags="--log")))
+    printed = stream_text(kernel.run(PLACEMENT_CELL.format(flags="--log")))
     assert printed.startswith("Device mapping:\n" + GPU0 + " -> device: 0")
     assert f"AddN: (AddN): {CPU0}" in printed
     assert f"MatMul_1: (MatMul): {GPU1}" in printed
 
 
 def test_run_flag_shows_values_and_a_timeline(kernel):
-    outputs = kernel.run(TOWERS.format(flags="--run"))
+    outputs = kernel.run(PLACEMENT_CELL.format(flags="--run"))
     texts = data_outputs(outputs, "text/plain")
     assert "AddN:0 =\n[[ 44.  56.]\n [ 98. 128.]]" in texts
     timeline = one(outputs, TIMELINE_MIME)

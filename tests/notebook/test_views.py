@@ -5,23 +5,12 @@ import json
 import re
 
 import pytest
+from nbkernel import TOWERS
 
 import tfteach as tf
 from tfteach.notebook.placement_cell import PlacementOptions, run_placement_cell
 from tfteach.notebook.placement_view import PLACEMENT_MIME, PlacementView, placement_dot
 from tfteach.notebook.timeline_view import TIMELINE_MIME, TimelineView, timeline_text
-
-TOWERS = """
-c = []
-for d in ['/gpu:0', '/gpu:1']:
-    with tf.device(d):
-        a = tf.constant([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], shape=[2, 3])
-        b = tf.constant([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], shape=[3, 2])
-        c.append(tf.matmul(a, b))
-with tf.device('/cpu:0'):
-    total = tf.add_n(c)
-total
-"""
 
 
 @pytest.fixture
