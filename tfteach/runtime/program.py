@@ -12,15 +12,19 @@ values and constants).
 
 Each inline plan has two programs. ``full`` runs every node and is used when a step is
 traced or a device is slowed, so timelines show every op. ``fast`` is what TF's graph
-optimizer would give the executor: constants folded into the step's initial values,
-``NoOp``s dropped and value ``Identity``s forwarded (their consumers read the input's slot;
-TF forwards the buffer too). Removing a node from a topological order keeps every other
-node's relative order, so control dependencies still hold.
+optimizer would give the executor: small constants (scalars, shapes, up to
+``SMALL_CONSTANT`` bytes, which no memory picture shows) folded into the step's initial
+values (big ones still run, so their bytes count against the device while in use) and
+``NoOp``s dropped; both programs count the same bytes at the same points. Removing a node
+from a topological order keeps every other node's relative order, so control
+dependencies still hold. ``alias`` (slot forwarding) is the hook for forwarding more.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+SMALL_CONSTANT = 1024   # bytes: constants up to this size are folded and not counted
 
 
 @dataclass
@@ -48,7 +52,7 @@ def depth_first_order(plan: Any) -> list:
 
 
 def compile_program(plan: Any, order: list, fold: bool) -> Program:
-    """The instructions for ``order``; with ``fold``, without constants, NoOps, Identities."""
+    """The instructions for ``order``; with ``fold``, without small constants and NoOps."""
     alias: dict[int, int] = {}
     initial: list = [None] * plan.n_slots
     kept = []
@@ -72,15 +76,15 @@ def compile_program(plan: Any, order: list, fold: bool) -> Program:
 
 
 def _fold(node: Any, ins: list, alias: dict, initial: list) -> bool:
-    """Fold ``node`` away if it is a constant, a NoOp or a value Identity; say if it was."""
+    """Fold ``node`` away if it is a small constant or a NoOp; say if it was."""
     outs = node.out_slots
     if node.type == "NoOp" and not outs:
         return True
     if node.type == "Const" and len(outs) == 1 and outs[0] >= 0:
-        initial[outs[0]] = node.kernel(node.ctx)
-        return True
-    if node.type == "Identity" and node.deref is None and len(outs) == 1 and outs[0] >= 0:
-        alias[outs[0]] = ins[0]
+        value = node.kernel(node.ctx)
+        if getattr(value, "nbytes", 0) > SMALL_CONSTANT:
+            return False        # a big constant takes device memory while the step uses it
+        initial[outs[0]] = value
         return True
     return False
 
