@@ -87,11 +87,10 @@ class _Step:
         if plan.run_inline:
             full = trace or any(d.speed < 1.0 for d in plan.devices)
             self.program = plan.full if full else plan.fast
-            self.values = list(self.program.initial)
             self.pending, self.uses = None, self.program.uses
         else:
-            self.values = [None] * plan.n_slots
             self.pending, self.uses = [n.pending for n in plan.nodes], list(plan.uses)
+        self.values: list = [None] * plan.n_slots
         self.remaining = len(plan.nodes)
         self.error: BaseException | None = None
         self.done: threading.Event | None = None    # made by the threaded path only
@@ -163,11 +162,13 @@ class Executor:
         The hot loop of tfteach: no locks, no pending counts, and the general ``_execute``
         path only for nodes that trace, stretch time or read refs.
         """
-        values = step.values
-        plain = step.program is step.plan.fast
+        values, program = step.values, step.program
+        plain = program is step.plan.fast
         node = None
         try:
-            for node, ins, keep, drops in step.program.instrs:
+            for node, s, value in program.constants:
+                _keep(node, (program.budget[s],), value, values)
+            for node, ins, keep, drops in program.instrs:
                 if plain and node.deref is None:
                     out = node.kernel(node.ctx, *[values[s] for s in ins])
                 else:

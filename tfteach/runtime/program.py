@@ -13,18 +13,19 @@ values and constants).
 Each inline plan has two programs. ``full`` runs every node and is used when a step is
 traced or a device is slowed, so timelines show every op. ``fast`` is what TF's graph
 optimizer would give the executor: small constants (scalars, shapes, up to
-``SMALL_CONSTANT`` bytes, which no memory picture shows) folded into the step's initial
-values (big ones still run, so their bytes count against the device while in use) and
-``NoOp``s dropped; both programs count the same bytes at the same points. Removing a node
+``SMALL_CONSTANT`` bytes) folded (the step stores them before the first instruction,
+counting their bytes against their device until their last read, as a device holds its
+constants) and ``NoOp``s dropped. Big constants still run where they are, so a
+step's peak memory is the same, give or take those few bytes. Removing a node
 from a topological order keeps every other node's relative order, so control
-dependencies still hold. ``alias`` (slot forwarding) is the hook for forwarding more.
+dependencies still hold.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-SMALL_CONSTANT = 1024   # bytes: constants up to this size are folded and not counted
+SMALL_CONSTANT = 1024   # bytes: constants up to this size are folded
 
 
 @dataclass
@@ -32,7 +33,7 @@ class Program:
     instrs: list      # (PlanNode, input slots, keep, drops), in the order run
     fetch_slots: list  # where each fetched value is after the run (None for ops)
     uses: list        # reads of each slot in a step (fetches count once)
-    initial: list     # slot values set before the first instruction (folded constants)
+    constants: list   # folded constants: (node, slot, value), stored before the first instr
     budget: list      # per slot, the device budget its bytes count against, or None
 
 
@@ -53,15 +54,14 @@ def depth_first_order(plan: Any) -> list:
 
 def compile_program(plan: Any, order: list, fold: bool) -> Program:
     """The instructions for ``order``; with ``fold``, without small constants and NoOps."""
-    alias: dict[int, int] = {}
-    initial: list = [None] * plan.n_slots
+    constants: list = []
     kept = []
     for node in order:
-        ins = [alias.get(s, s) for s in node.in_slots]
-        if fold and _fold(node, ins, alias, initial):
+        ins = list(node.in_slots)
+        if fold and _fold(node, constants):
             continue
         kept.append((node, ins))
-    fetch = [None if s is None else alias.get(s, s) for s in plan.fetch_slots]
+    fetch = list(plan.fetch_slots)
     uses = [0] * plan.n_slots
     for _, ins in kept:
         for s in ins:
@@ -70,12 +70,13 @@ def compile_program(plan: Any, order: list, fold: bool) -> Program:
         if s is not None:
             uses[s] += 1
     fed = set(plan.feed_slots.values())
-    budget = [None if s in fed or not uses[s] or initial[s] is not None
-              else plan.slot_device[s].memory for s in range(plan.n_slots)]
-    return Program(_instructions(kept, uses, budget), fetch, uses, initial, budget)
+    budget = [None if s in fed or not uses[s] else plan.slot_device[s].memory
+              for s in range(plan.n_slots)]
+    return Program(_instructions(kept, uses, budget), fetch, uses,
+                   [(n, n.out_slots[0], v) for n, v in constants], budget)
 
 
-def _fold(node: Any, ins: list, alias: dict, initial: list) -> bool:
+def _fold(node: Any, constants: list) -> bool:
     """Fold ``node`` away if it is a small constant or a NoOp; say if it was."""
     outs = node.out_slots
     if node.type == "NoOp" and not outs:
@@ -83,8 +84,8 @@ def _fold(node: Any, ins: list, alias: dict, initial: list) -> bool:
     if node.type == "Const" and len(outs) == 1 and outs[0] >= 0:
         value = node.kernel(node.ctx)
         if getattr(value, "nbytes", 0) > SMALL_CONSTANT:
-            return False        # a big constant takes device memory while the step uses it
-        initial[outs[0]] = value
+            return False
+        constants.append((node, value))
         return True
     return False
 
