@@ -28,7 +28,7 @@ import numpy as np
 
 from tfteach.devices.gpu import translate_error
 from tfteach.errors import CancelledError, DeadlineExceededError, OpError, UnknownError
-from tfteach.runtime import blas
+from tfteach.runtime import blas, host_memory
 from tfteach.runtime.config import NodeExecStats, StepStats, TransferStats
 from tfteach.runtime.plan import Plan, PlanNode
 
@@ -128,6 +128,7 @@ class Executor:
     def __init__(self) -> None:
         self._workers: dict[str, _Worker] = {}
         self._lock = threading.Lock()
+        host_memory.keep_freed_memory()
 
     def close(self) -> None:
         with self._lock:
