@@ -158,3 +158,45 @@ def test_unknown_job_in_cluster_session(cluster):
         c = tf.constant(1.0) + 1.0
     with pytest.raises(tf.errors.InvalidArgumentError, match="Hint:"):
         tf.Session(cluster["worker", 0].target).run(c)
+
+
+def test_a_transfer_into_a_sink_on_the_masters_task_comes_back_with_run_graph(cluster):
+    """Nothing consumes reduce_sum(v) on the master's task: v comes back in the ps's
+    RunGraph answer, and still shows as a transfer."""
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(tf.ones([1 << 18]), name="big")
+    with tf.device("/job:worker/task:0"):
+        total = tf.reduce_sum(v)
+    sess = tf.Session(cluster["worker", 0].target)
+    sess.run(v.initializer)
+    md = tf.RunMetadata()
+    assert sess.run(total, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                    run_metadata=md) == float(1 << 18)
+    [t] = [t for t in md.step_stats.transfers if t.tensor_name == "big/read:0"]
+    assert t.bytes == 1 << 20 and t.dst_device.startswith("/job:worker/replica:0/task:0")
+
+
+def test_only_transfers_into_sinks_of_the_masters_part_skip_recv_tensor():
+    from tfteach.distributed.graph_engine import _RemoteDevice
+    from tfteach.distributed.partition import Partitioner
+
+    g = tf.Graph()
+    with g.as_default():
+        with tf.device("/job:ps/task:0"):
+            a = tf.constant(1.0, name="a")
+            b = tf.constant(2.0, name="b")
+        with tf.device("/job:worker/task:0"):
+            sink = tf.identity(a, name="sink")          # consumed by nothing
+            used = tf.identity(b, name="used") * 3.0    # consumed by mul
+    tasks = {"/job:ps/replica:0/task:0": "h:1", "/job:worker/replica:0/task:0": "h:2"}
+    devices = {task: _RemoteDevice({"name": f"{task}/device:CPU:0"}) for task in tasks}
+    placement = {op.name: devices["/job:ps/replica:0/task:0" if op.name in ("a", "b") else
+                                  "/job:worker/replica:0/task:0"] for op in g.get_operations()}
+    parts = Partitioner(placement, tasks).run(g.get_operations(), set(), [sink, used],
+                                              master="/job:worker/replica:0/task:0")
+    recvs = {n["attr"]["tensor"]: n["attr"] for n in parts["/job:worker/replica:0/task:0"].nodes
+             if n["op"] == "_Recv"}
+    sends = {n["input"][0]: n["attr"] for n in parts["/job:ps/replica:0/task:0"].nodes
+             if n["op"] == "_Send"}
+    assert recvs["a:0"].get("via_master") and sends["a:0"].get("to_master")
+    assert not recvs["b:0"].get("via_master") and not sends["b:0"].get("to_master")

@@ -168,3 +168,42 @@ def test_a_receiver_that_never_takes_its_segment_leaves_nothing_after_close():
     finally:
         cluster.close()
     assert not _segments_of(pids)
+
+
+def _inline_call(server, step, host=""):
+    stub = pb_grpc.WorkerServiceStub(grpc.insecure_channel(server.target[7:]))
+    return stub.RecvTensorInline(pb.RecvTensorRequest(step_id=step, rendezvous_key="k",
+                                                      timeout_s=10, shm_host=host), timeout=10)
+
+
+def test_recv_tensor_inline_answers_a_small_tensor_with_its_bytes(make_server):
+    server = make_server()
+    server.engine.put_tensor(1, "k", np.arange(6, dtype=np.int32).reshape(2, 3))
+    reply = _inline_call(server, 1, shm.host_key())
+    assert not reply.stream_key and not reply.tensor.header.shm_name
+    assert list(reply.tensor.header.shape) == [2, 3] and len(reply.tensor.content) == 24
+
+
+def test_recv_tensor_inline_hands_a_large_tensor_over_in_shared_memory(make_server):
+    server = make_server()
+    server.engine.put_tensor(1, "k", np.ones(2 * MiB, np.uint8))
+    reply = _inline_call(server, 1, shm.host_key())
+    assert reply.tensor.header.shm_name and not reply.tensor.content
+    buffer = bytearray(2 * MiB)
+    shm.take(reply.tensor.header.shm_name, 2 * MiB, memoryview(buffer))
+    assert buffer == b"\x01" * (2 * MiB)
+
+
+def test_a_large_tensor_without_shared_memory_is_left_to_stream(make_server):
+    """Too large to inline for another host: the answer names a key to stream it from."""
+    server = make_server()
+    value = np.arange(MiB // 2, dtype=np.float32)       # 2 MiB
+    server.engine.put_tensor(1, "k", value)
+    reply = _inline_call(server, 1, "other-host/x/1")
+    assert reply.stream_key and not reply.HasField("tensor")
+    stub = pb_grpc.WorkerServiceStub(grpc.insecure_channel(server.target[7:]))
+    messages = list(stub.RecvTensor(pb.RecvTensorRequest(
+        step_id=1, rendezvous_key=reply.stream_key, timeout_s=10), timeout=10))
+    assert len(messages) > 1 and not messages[0].header.shm_name
+    np.testing.assert_array_equal(np.frombuffer(b"".join(m.chunk for m in messages),
+                                                np.float32), value)

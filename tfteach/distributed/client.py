@@ -1,15 +1,16 @@
 """Client side of the cluster protocol: channels, typed calls, and waiting for tasks.
 
 - ``ClusterClient(token, tls)`` caches one channel per address (message size caps lifted,
-  quick reconnects) and sends the token as metadata on every call; its repr hides the token.
+  quick reconnects) and one generated stub per (service, address), and sends the token as
+  metadata on every call; its repr hides the token.
 - ``client.worker(address, task_name)`` / ``client.master(target)`` return typed stubs
   whose methods take and return Python values and raise ``tfteach.errors`` (a dead task
   becomes UnavailableError naming the task).
 - ``wait_for_tasks(client, [(task_name, address)], operation_timeout_in_ms)`` is the master's
   CreateSession wait: it logs ``CreateSession still waiting for response from worker: ...``
   every 10 s and raises UnavailableError naming the tasks that never answered.
-State: the channel cache (guarded by a lock). Invariant: the token never appears in a repr,
-a log line or an error.
+State: the channel and stub caches (guarded by one lock). Invariant: the token never appears
+in a repr, a log line or an error.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import grpc
 from tfteach import errors
 
 from . import security, tflog
+from .engine_api import RunResult
 from .protos import tfteach_cluster_pb2 as pb
 from .protos import tfteach_cluster_pb2_grpc as pb_grpc
 from .status import error_from_rpc
@@ -48,6 +50,7 @@ class ClusterClient:
         self._tls = tls
         self._metadata = ((security.TOKEN_METADATA_KEY, token),) if token else ()
         self._channels: dict[str, grpc.Channel] = {}
+        self._stubs: dict[tuple, Any] = {}
         self._lock = threading.Lock()
 
     @classmethod
@@ -74,15 +77,18 @@ class ClusterClient:
 
     def forget(self, address: str) -> None:
         """Close and drop the channel to ``address`` (after its task restarted)."""
+        address = strip_scheme(address)
         with self._lock:
-            channel = self._channels.pop(strip_scheme(address), None)
+            channel = self._channels.pop(address, None)
+            for key in [key for key in self._stubs if key[1] == address]:
+                del self._stubs[key]
         if channel is not None:
             channel.close()
 
     def close(self) -> None:
         """Close every channel."""
         with self._lock:
-            channels, self._channels = list(self._channels.values()), {}
+            channels, self._channels, self._stubs = list(self._channels.values()), {}, {}
         for channel in channels:
             channel.close()
 
@@ -93,6 +99,17 @@ class ClusterClient:
     def master(self, target: str) -> "MasterClient":
         """Typed MasterService calls to the server at ``target`` (``grpc://host:port``)."""
         return MasterClient(self, strip_scheme(target), None)
+
+    def stub(self, stub_class: Callable[[grpc.Channel], Any], address: str) -> Any:
+        """The cached generated stub of ``stub_class`` on the channel to ``address``
+        (building one costs a multicallable per method)."""
+        key = (stub_class, strip_scheme(address))
+        stub = self._stubs.get(key)
+        if stub is None:
+            stub = stub_class(self.channel(address))
+            with self._lock:
+                stub = self._stubs.setdefault(key, stub)
+        return stub
 
     def _open(self, address: str) -> grpc.Channel:
         host, port = security.split_address(address)
@@ -118,7 +135,7 @@ class _Stub:
         self.client = client
         self.address = address
         self.task_name = task_name
-        self._stub = self.stub_class(client.channel(address))
+        self._stub = client.stub(self.stub_class, address)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.address!r}, task_name={self.task_name!r})"
@@ -150,13 +167,22 @@ class WorkerClient(_Stub):
                   fetch_names: Sequence[str] = (), options: bytes = b"",
                   timeout: float | None = None) -> tuple[dict[str, Any], bytes]:
         """Run a registered graph; return ``(fetched tensors, metadata)``."""
-        from . import wire
+        result = self.run_partition(graph_handle, step_id, feeds, fetch_names, options, timeout)
+        return dict(result.tensors), result.metadata
+
+    def run_partition(self, graph_handle: str, step_id: int, feeds: Mapping[str, Any],
+                      fetch_names: Sequence[str], options: bytes = b"",
+                      timeout: float | None = None) -> RunResult:
+        """Run a registered graph; return its fetches, metadata and the values of its
+        sends addressed to the caller (through shared memory when both are on one host)."""
+        from . import shm, wire
 
         request = pb.RunGraphRequest(graph_handle=graph_handle, step_id=step_id,
                                      send=wire.to_named(feeds), recv_key=list(fetch_names),
-                                     options=options)
+                                     options=options, shm_host=shm.host_key())
         response = self._call("RunGraph", request, timeout)
-        return wire.from_named(response.recv), response.metadata
+        sent = {item.name: wire.from_reply(item.tensor)[0] for item in response.sent}
+        return RunResult(wire.from_named(response.recv), response.metadata, sent)
 
     def cleanup_graph(self, step_id: int) -> None:
         self._call("CleanupGraph", pb.CleanupGraphRequest(step_id=step_id))
@@ -169,19 +195,32 @@ class WorkerClient(_Stub):
 
     def recv_tensor(self, step_id: int, key: str, timeout: float = 300.0,
                     use_shm: bool = True) -> tuple[Any, bool]:
-        """Pull tensor ``key`` of ``step_id``; return ``(array, is_dead)``."""
-        from . import shm, wire
+        """Pull tensor ``key`` of ``step_id``; return ``(array, is_dead)``.
 
-        request = pb.RecvTensorRequest(step_id=step_id, rendezvous_key=key, timeout_s=timeout,
-                                       shm_host=shm.host_key() if use_shm else "")
+        One unary RecvTensorInline answers with the whole tensor (inline, or through shared
+        memory if ``use_shm`` and the sender is on this host); a larger tensor then streams
+        in chunks through RecvTensor."""
+        from . import wire
+
+        try:
+            reply = self._stub.RecvTensorInline(_recv_request(step_id, key, timeout, use_shm),
+                                                timeout=timeout + 30.0,
+                                                metadata=self.client.metadata)
+            if not reply.stream_key:
+                return wire.from_reply(reply.tensor)
+            return self._recv_stream(_recv_request(step_id, reply.stream_key, timeout, use_shm))
+        except grpc.RpcError as err:
+            raise error_from_rpc(err, self.task_name, self.address) from None
+
+    def _recv_stream(self, request: pb.RecvTensorRequest) -> tuple[Any, bool]:
+        from . import wire
+
         raw_call = self.client.channel(self.address).unary_stream(
             RECV_TENSOR, request_serializer=pb.RecvTensorRequest.SerializeToString,
             response_deserializer=None)         # raw bytes: wire.assemble parses them
-        try:
-            responses = raw_call(request, timeout=timeout + 30.0, metadata=self.client.metadata)
-            return wire.assemble(iter(responses))
-        except grpc.RpcError as err:
-            raise error_from_rpc(err, self.task_name, self.address) from None
+        responses = raw_call(request, timeout=request.timeout_s + 30.0,
+                             metadata=self.client.metadata)
+        return wire.assemble(iter(responses))
 
 
 class MasterClient(_Stub):
@@ -228,6 +267,14 @@ class MasterClient(_Stub):
                                             device_filters=list(device_filters)))
 
 
+def _recv_request(step_id: int, key: str, timeout: float,
+                  use_shm: bool) -> pb.RecvTensorRequest:
+    from . import shm
+
+    return pb.RecvTensorRequest(step_id=step_id, rendezvous_key=key, timeout_s=timeout,
+                                shm_host=shm.host_key() if use_shm else "")
+
+
 def device_dict(device: pb.DeviceAttributes) -> dict[str, Any]:
     """A DeviceAttributes message as the engine's attribute dict."""
     return {"name": device.name, "device_type": device.device_type,
@@ -249,7 +296,7 @@ def probe_tasks(client: ClusterClient, targets: Mapping[str, str],
     A task that answers with an error other than "not there yet" raises that error."""
     calls = {}
     for name, address in targets.items():
-        stub = pb_grpc.WorkerServiceStub(client.channel(address))
+        stub = client.stub(pb_grpc.WorkerServiceStub, address)
         calls[name] = stub.GetStatus.future(pb.GetStatusRequest(), timeout=timeout,
                                             metadata=client.metadata, wait_for_ready=True)
     answers = {}

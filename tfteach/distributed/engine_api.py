@@ -47,10 +47,13 @@ class TaskInfo:
 
 @dataclass
 class RunResult:
-    """What ``run_graph``/``run_step`` return: fetched tensors and opaque run metadata."""
+    """What ``run_graph``/``run_step`` return: fetched tensors and opaque run metadata;
+    for ``run_graph``, also the values of the partition's sends addressed to the master
+    (``sent``: rendezvous key -> array)."""
 
     tensors: "Mapping[str, np.ndarray]"
     metadata: bytes = b""
+    sent: "Mapping[str, np.ndarray]" = field(default_factory=dict)
 
 
 RunOutput = Union[RunResult, "Mapping[str, np.ndarray]"]

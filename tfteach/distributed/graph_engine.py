@@ -128,6 +128,7 @@ class GraphEngine:
             plan = self._plan(part, fetches, fed)
             part.resources.step_id = step_id
             part.resources.timeout_s = float(opts.get("timeout_s", 60.0))
+            part.resources.outbox = sent = {}
             values = {plan.feed_slots[t]: part.devices[t.op.name].from_host(v)
                       for t, v in fed.items()}
             raw, stats = self.executor.run(plan, values, part.resources,
@@ -136,7 +137,7 @@ class GraphEngine:
         out = {t.name: to_fetch_value(v, part.devices[t.op.name], t.is_ref, t.op)
                for t, v in zip(fetches, raw)}
         meta = json.dumps({"step_stats": _with_transfers(stats, part.graph).to_dict()}) if stats else ""
-        return RunResult({k: np.asarray(v) for k, v in out.items()}, meta.encode())
+        return RunResult({k: np.asarray(v) for k, v in out.items()}, meta.encode(), sent)
 
     def _plan(self, part: _Partition, fetches: list, fed: dict) -> Any:
         key = (tuple(t.name for t in fetches), tuple(sorted(t.name for t in fed)))
@@ -158,10 +159,11 @@ class GraphEngine:
 
     def pull(self, step_id: int, attrs: dict, device: Device, pending: Any,
              timeout: float) -> None:
-        """Fetch a ``_Recv``'s tensor on a pool thread and resolve ``pending`` with it."""
+        """Fetch a ``_Recv``'s tensor on a pool thread and resolve ``pending`` with it
+        (from this task's rendezvous when the master delivers it: ``via_master``)."""
         def work() -> None:
             try:
-                if attrs["src_task"] == self.task.task_name:
+                if attrs["src_task"] == self.task.task_name or attrs.get("via_master"):
                     value, _ = self.rendezvous.recv(step_id, attrs["key"], timeout)
                 else:
                     worker = self.task.client.worker(attrs["src_address"], attrs["src_task"])

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import secrets
 import threading
-from concurrent.futures import FIRST_EXCEPTION, wait
+from concurrent.futures import Future
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -120,7 +120,8 @@ class MasterSession:
             return self.registered[key]
         need = needed_ops([t.op for t in fetches if t not in fed] + targets, set(fed))
         ops = [op for op in self.graph.get_operations() if op._id in need]
-        parts = Partitioner(self.placement.devices, self.targets).run(ops, set(fed), fetches)
+        parts = Partitioner(self.placement.devices, self.targets).run(
+            ops, set(fed), fetches, master=self.engine.task.task_name)
         registered = []
         for task, part in parts.items():
             worker = self._worker(task)
@@ -136,21 +137,45 @@ class MasterSession:
         return self.engine.task.client.worker(self.targets[task], task)
 
     def _run_parts(self, parts: list, step_id: int, fed: dict, options: dict) -> tuple:
+        """RunGraph on every part: remote parts on pool threads, this task's own part on
+        the calling thread; the first failure aborts the step on every part."""
         timeout_s = (options.get("timeout_in_ms") or self.config.operation_timeout_in_ms
                      or 60000) / 1000
         opts = json.dumps({"trace": bool(options.get("trace")), "timeout_s": timeout_s}).encode()
-        futures = []
-        for task, worker, handle, part in parts:
+        aborted = threading.Event()
+
+        def abort_on_failure(fut: Future) -> None:
+            if fut.exception() is not None and not aborted.is_set():
+                aborted.set()
+                self._abort(parts, step_id)
+
+        futures, local = [], []
+        for _, worker, handle, part in parts:
             feeds = {ph: fed[self.graph.get_tensor_by_name(src)] for ph, src in part.feeds.items()}
-            futures.append((task, worker, self.engine.pool.submit(
-                worker.run_graph, handle, step_id, feeds, part.fetches, opts)))
-        done, _ = wait([f for _, _, f in futures], return_when=FIRST_EXCEPTION)
-        if any(f.exception() is not None for f in done):
-            self._abort(parts, step_id)
+            call = (worker, handle, step_id, feeds, part.fetches, opts)
+            if isinstance(worker, _LocalWorker):
+                local.append(call)
+                continue
+            futures.append(self.engine.pool.submit(self._run_remote, *call))
+            futures[-1].add_done_callback(abort_on_failure)
+        for worker, *args in local:
+            futures.append(_run_here(worker.run_graph, *args))
+            abort_on_failure(futures[-1])
+        return self._collect(parts, step_id, futures, bool(options.get("trace")))
+
+    def _run_remote(self, worker: Any, handle: str, step_id: int, feeds: dict,
+                    fetches: list, opts: bytes) -> tuple:
+        """RunGraph on another task; what it sent to this task goes in our rendezvous."""
+        result = worker.run_partition(handle, step_id, feeds, fetches, opts)
+        for key, value in result.sent.items():
+            self.engine.put_tensor(step_id, key, value)
+        return result.tensors, result.metadata
+
+    def _collect(self, parts: list, step_id: int, futures: list, trace: bool) -> tuple:
         tensors: dict = {}
-        stats = StepStats() if options.get("trace") else None
+        stats = StepStats() if trace else None
         failures = []
-        for task, worker, fut in futures:
+        for fut in futures:
             try:
                 out, meta = fut.result()
                 tensors.update(out)
@@ -196,6 +221,16 @@ class _LocalWorker:
 
     def deregister_graph(self, handle: str) -> None:
         self.engine.deregister_graph(handle)
+
+
+def _run_here(fn: Any, *args: Any) -> Future:
+    """Call ``fn(*args)`` on this thread; its outcome as a finished Future."""
+    fut: Future = Future()
+    try:
+        fut.set_result(fn(*args))
+    except Exception as e:  # noqa: BLE001 (reported through the future)
+        fut.set_exception(e)
+    return fut
 
 
 def _merge_stats(stats: StepStats | None, meta: bytes) -> None:

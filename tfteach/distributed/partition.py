@@ -10,7 +10,12 @@ Rules:
 - a control edge across tasks sends a dummy scalar: ``Const`` (with the control input) ->
   ``_Send`` -> ``_Recv``, and the ``_Recv`` becomes the control input;
 - a fed tensor becomes a ``Placeholder`` in each task that consumes it; the master feeds it;
-- every ``_Send`` and every op without a consumer in its part is a target of that part.
+- every ``_Send`` and every op without a consumer in its part is a target of that part;
+- given the master's task, a transfer into the master's part whose receiving ops there are
+  all sinks (nothing consumes them) goes back in the sender's RunGraph answer instead of
+  a RecvTensor call: its ``_Send`` gets ``to_master``, its ``_Recv`` ``via_master`` (TF's
+  RunGraphResponse.recv). No op waits on a sink, so the value may arrive when the
+  sender's part has finished.
 """
 from __future__ import annotations
 
@@ -65,12 +70,15 @@ class Partitioner:
             self.parts[task] = TaskPart(task)
         return self.parts[task]
 
-    def run(self, ops: list[Operation], fed: set[Tensor], fetches: list[Tensor]) -> dict:
+    def run(self, ops: list[Operation], fed: set[Tensor], fetches: list[Tensor],
+            master: str | None = None) -> dict:
         for op in ops:
             self._add_op(op, fed)
         for t in fetches:
             if t not in fed:
                 self.part(task_of(self.placement[t.op.name].name)).fetches.append(t.name)
+        if master in self.parts:
+            route_through_master(self.parts, master)
         return self.parts
 
     def _add_op(self, op: Operation, fed: set[Tensor]) -> None:
@@ -129,6 +137,28 @@ class Partitioner:
                            "src_address": self.addresses[task_of(src_dev)], "tensor": tensor}})
         self.recvs[key] = name
         return name
+
+
+def route_through_master(parts: dict[str, TaskPart], master: str) -> None:
+    """Mark the transfers into ``master``'s part that only sinks receive (module doc)."""
+    part = parts[master]
+    ops = {node["name"]: node["op"] for node in part.nodes}
+    consumers: dict[str, list[str]] = {}
+    for node in part.nodes:
+        for name in node["input"]:
+            source = name[1:] if name.startswith("^") else name.rsplit(":", 1)[0]
+            consumers.setdefault(source, []).append(node["name"])
+    keys = set()
+    for node in part.nodes:
+        users = consumers.get(node["name"], [])
+        if node["op"] == "_Recv" and users and all(
+                user not in part.consumed and ops[user] != "_Send" for user in users):
+            node["attr"]["via_master"] = True
+            keys.add(node["attr"]["key"])
+    for other in parts.values():
+        for node in other.nodes:
+            if node["op"] == "_Send" and node["attr"]["key"] in keys:
+                node["attr"]["to_master"] = True
 
 
 def _placeholder(name: str, t: Tensor, dev: str) -> dict:

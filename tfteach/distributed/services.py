@@ -2,9 +2,11 @@
 
 Each method decodes its request, calls one engine method and encodes the answer; every
 failure leaves as a gRPC status through ``status.rpc_method``/``status.rpc_stream``.
-RecvTensor waits on the engine in short slices so a cancelled call frees its thread, then
-streams the tensor in chunks, or hands over a shared-memory segment when the receiver says
-it runs on this host (same ``shm.host_key()``).
+RecvTensorInline and RecvTensor wait on the engine in short slices so a cancelled call
+frees its thread. RecvTensorInline answers with the whole tensor (inline, or a shared-memory
+segment when the receiver says it runs on this host: same ``shm.host_key()``); a tensor too
+large for that goes back to the engine under ``key + STREAM_SUFFIX`` and the receiver
+streams it in chunks with RecvTensor.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from .rendezvous import DEFAULT_TIMEOUT_S
 from .status import rpc_method, rpc_stream
 
 WAIT_SLICE_S = 0.25
+STREAM_SUFFIX = "#stream"
 MAX_RECV_TIMEOUT_S = 3600.0
 _DEVICE_FIELDS = ("name", "device_type", "memory_limit", "physical_device_desc", "incarnation")
 
@@ -47,6 +50,11 @@ def _handler(servicer: Any, method: Any) -> grpc.RpcMethodHandler:
 
 def _serialize(message: Any) -> bytes:
     return message if isinstance(message, bytes) else message.SerializeToString()
+
+
+def _shm_ok(request: Any) -> bool:
+    """Whether the receiver shares this host's /dev/shm."""
+    return bool(request.shm_host) and request.shm_host == shm.host_key()
 
 
 def device_attributes(device: dict[str, Any]) -> pb.DeviceAttributes:
@@ -126,7 +134,12 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
         result = as_run_result(self.engine.run_graph(
             request.graph_handle, request.step_id, wire.from_named(request.send),
             list(request.recv_key), request.options))
-        return pb.RunGraphResponse(recv=wire.to_named(result.tensors), metadata=result.metadata)
+        shm_ok = _shm_ok(request)
+        sent = [pb.NamedTensor(name=key, tensor=wire.to_reply(
+                    value, shm_ok=shm_ok, inline_bytes=wire.MAX_TENSOR_BYTES))
+                for key, value in result.sent.items()]
+        return pb.RunGraphResponse(recv=wire.to_named(result.tensors), metadata=result.metadata,
+                                   sent=sent)
 
     @rpc_method
     def CleanupGraph(self, request: pb.CleanupGraphRequest, context: Any) -> Any:
@@ -147,8 +160,18 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
     def RecvTensor(self, request: pb.RecvTensorRequest,
                    context: grpc.ServicerContext) -> Iterator[bytes]:
         value, is_dead = self._wait_for_tensor(request, context)
-        shm_ok = bool(request.shm_host) and request.shm_host == shm.host_key()
-        yield from wire.stream(value, is_dead=is_dead, shm_ok=shm_ok)
+        yield from wire.stream(value, is_dead=is_dead, shm_ok=_shm_ok(request))
+
+    @rpc_method
+    def RecvTensorInline(self, request: pb.RecvTensorRequest,
+                         context: grpc.ServicerContext) -> Any:
+        value, is_dead = self._wait_for_tensor(request, context)
+        tensor = wire.to_reply(value, is_dead=is_dead, shm_ok=_shm_ok(request))
+        if tensor is not None:
+            return pb.RecvTensorInlineResponse(tensor=tensor)
+        stream_key = request.rendezvous_key + STREAM_SUFFIX
+        self.engine.put_tensor(request.step_id, stream_key, value, is_dead)
+        return pb.RecvTensorInlineResponse(stream_key=stream_key)
 
     def _wait_for_tensor(self, request: pb.RecvTensorRequest,
                          context: grpc.ServicerContext) -> tuple[Any, bool]:

@@ -4,9 +4,12 @@ The master cuts every cross-task edge into a ``_Send`` in the producer's partiti
 ``_Recv`` in the consumer's, both with the same rendezvous ``key`` (TF's format:
 ``send_device;incarnation;recv_device;tensor_name;0:0``). ``_Send`` leaves the value in its
 task's rendezvous; ``_Recv`` pulls it with RecvTensor (shared memory between processes on
-one host). ``_Recv`` is a waiting kernel: it returns a ``Pending`` and a pool thread does the
-pull, so it never blocks a device thread. Kernels reach their task's engine through
-``ctx.resources`` (a ``StepResources``: the task's container plus the current step id).
+one host). A ``_Send`` marked ``to_master`` leaves it in the step's ``outbox`` instead: it
+goes back in the RunGraph answer and the master puts it in its own rendezvous, where the
+``_Recv`` marked ``via_master`` waits (see ``partition``). ``_Recv`` is a waiting kernel: it
+returns a ``Pending`` and a pool thread does the pull, so it never blocks a device thread.
+Kernels reach their task's engine through ``ctx.resources`` (a ``StepResources``: the task's
+container plus the current step id and outbox).
 """
 from __future__ import annotations
 
@@ -19,7 +22,10 @@ from tfteach.runtime.executor import Pending
 
 def _send_kernel(ctx: Any, value: Any) -> None:
     res = ctx.resources
-    res.engine.rendezvous.send(res.step_id, ctx.attrs["key"], ctx.device.to_host(value))
+    if ctx.attrs.get("to_master"):
+        res.outbox[ctx.attrs["key"]] = ctx.device.to_host(value)
+    else:
+        res.engine.rendezvous.send(res.step_id, ctx.attrs["key"], ctx.device.to_host(value))
 
 
 def _recv_kernel(ctx: Any) -> Pending:
@@ -35,12 +41,14 @@ register_op("_Recv", lambda op: [(op.attrs["dtype"], op.attrs["shape"])], _recv_
 
 
 class StepResources:
-    """What kernels of a registered partition see: the task's container and the step id."""
+    """What kernels of a registered partition see: the task's container, the step id and
+    the step's outbox (``{rendezvous key: value}`` of its ``to_master`` sends)."""
 
     def __init__(self, engine: Any) -> None:
         self.engine = engine
         self.step_id = 0
         self.timeout_s = 60.0
+        self.outbox: dict[str, Any] = {}
 
     def variable(self, *args: Any) -> Any:
         return self.engine.resources.variable(*args)

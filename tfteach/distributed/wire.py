@@ -3,10 +3,14 @@
 - Numeric and bool tensors: ``dtype`` is numpy's dtype string (``"<f4"``), content is the
   C-order bytes. String tensors: ``dtype="string"``, content is the element lengths (int64)
   followed by the concatenated bytes; they decode to an object array of ``bytes`` as in TF.
+- Unary answers (RecvTensorInline): a ``TensorProto`` with the content inline (at most
+  ``INLINE_BYTES``) or, for a receiver on this host, a header naming a shared-memory
+  segment (see ``shm``) for tensors of ``shm.THRESHOLD_BYTES`` or more; ``to_reply``
+  returns None for any other tensor, which then streams.
 - Streams (RecvTensor): the first message holds only the header, later ones only chunks of
   at most ``CHUNK_BYTES``; the receiver copies each chunk once, into one preallocated
-  buffer. A header may instead name a shared-memory segment (see ``shm``) holding the bytes;
-  if /dev/shm is missing or full the tensor is streamed.
+  buffer. A header may instead name a shared-memory segment holding the bytes; if
+  /dev/shm is missing or full the tensor is streamed.
 Invariants: headers from the network are validated before any allocation or view (dtype
 kind, non-negative shape, nbytes = product(shape) * itemsize <= MAX_TENSOR_BYTES), so a bad
 peer gets a DataLossError, never a crash; running out of memory is ResourceExhaustedError.
@@ -24,6 +28,7 @@ from . import shm
 from .protos import tfteach_cluster_pb2 as pb
 
 CHUNK_BYTES = 4 << 20
+INLINE_BYTES = 1 << 20
 MAX_TENSOR_BYTES = 1 << 36
 STRING = "string"
 _KINDS = frozenset("biufc")       # bool, int, uint, float, complex
@@ -101,6 +106,30 @@ def from_named(named: Iterable[pb.NamedTensor]) -> dict[str, np.ndarray]:
     return {item.name: from_proto(item.tensor) for item in named}
 
 
+def to_reply(value: object, is_dead: bool = False, shm_ok: bool = False,
+             inline_bytes: int = INLINE_BYTES) -> pb.TensorProto | None:
+    """The whole of ``value`` for a unary answer: a shared-memory segment's name (if
+    ``shm_ok`` and the tensor is large), else the content inline; None if the content is
+    over ``inline_bytes`` and must stream instead."""
+    header, content = _header_and_content(value, is_dead, shm_ok)
+    if header.shm_name:
+        return pb.TensorProto(header=header)
+    if header.nbytes > inline_bytes:
+        return None
+    return pb.TensorProto(header=header, content=content.tobytes())
+
+
+def from_reply(proto: pb.TensorProto) -> tuple[np.ndarray, bool]:
+    """``(tensor, is_dead)`` from a ``to_reply`` answer (the array is writable)."""
+    header = proto.header
+    check_header(header)
+    if not header.shm_name:
+        return from_proto(proto).copy(), header.is_dead
+    buffer = _allocate(header.nbytes)
+    shm.take(header.shm_name, header.nbytes, memoryview(buffer))
+    return decode(header, buffer), header.is_dead
+
+
 def stream(value: object, is_dead: bool = False, shm_ok: bool = False,
            chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
     """Serialized RecvTensorResponse messages for ``value``: the header alone (naming a
@@ -108,10 +137,7 @@ def stream(value: object, is_dead: bool = False, shm_ok: bool = False,
 
     Chunk messages are built by hand (field tag, length, bytes) in one copy from the tensor;
     they are ordinary protobuf, so any client can parse them."""
-    header, content = encode(value)
-    header.is_dead = is_dead
-    if shm_ok and header.nbytes >= shm.THRESHOLD_BYTES:
-        header.shm_name = _export_or_empty(content)
+    header, content = _header_and_content(value, is_dead, shm_ok)
     yield pb.RecvTensorResponse(header=header).SerializeToString()
     if header.shm_name:
         return
@@ -141,6 +167,17 @@ def assemble(messages: Iterator[bytes]) -> tuple[np.ndarray, bool]:
         raise errors.DataLossError(
             f"RecvTensor stream ended after {filled} of {header.nbytes} bytes")
     return decode(header, buffer), header.is_dead
+
+
+def _header_and_content(value: object, is_dead: bool,
+                        shm_ok: bool) -> tuple[pb.TensorHeader, memoryview]:
+    """``encode`` with ``is_dead``, and the content exported to shared memory (header's
+    ``shm_name`` set) when ``shm_ok`` and it is large enough."""
+    header, content = encode(value)
+    header.is_dead = is_dead
+    if shm_ok and header.nbytes >= shm.THRESHOLD_BYTES:
+        header.shm_name = _export_or_empty(content)
+    return header, content
 
 
 _CHUNK_TAG = bytes([(2 << 3) | 2])      # field 2 (chunk), wire type 2 (length-delimited)

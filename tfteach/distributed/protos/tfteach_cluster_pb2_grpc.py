@@ -356,6 +356,11 @@ class WorkerServiceStub:
                 request_serializer=tfteach__cluster__pb2.RecvTensorRequest.SerializeToString,
                 response_deserializer=tfteach__cluster__pb2.RecvTensorResponse.FromString,
                 _registered_method=True)
+        self.RecvTensorInline = channel.unary_unary(
+                '/tfteach.cluster.WorkerService/RecvTensorInline',
+                request_serializer=tfteach__cluster__pb2.RecvTensorRequest.SerializeToString,
+                response_deserializer=tfteach__cluster__pb2.RecvTensorInlineResponse.FromString,
+                _registered_method=True)
 
 
 class WorkerServiceServicer:
@@ -403,6 +408,12 @@ class WorkerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RecvTensorInline(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -440,6 +451,11 @@ def add_WorkerServiceServicer_to_server(servicer, server):
                     servicer.RecvTensor,
                     request_deserializer=tfteach__cluster__pb2.RecvTensorRequest.FromString,
                     response_serializer=tfteach__cluster__pb2.RecvTensorResponse.SerializeToString,
+            ),
+            'RecvTensorInline': grpc.unary_unary_rpc_method_handler(
+                    servicer.RecvTensorInline,
+                    request_deserializer=tfteach__cluster__pb2.RecvTensorRequest.FromString,
+                    response_serializer=tfteach__cluster__pb2.RecvTensorInlineResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -631,6 +647,33 @@ class WorkerService:
             '/tfteach.cluster.WorkerService/RecvTensor',
             tfteach__cluster__pb2.RecvTensorRequest.SerializeToString,
             tfteach__cluster__pb2.RecvTensorResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RecvTensorInline(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tfteach.cluster.WorkerService/RecvTensorInline',
+            tfteach__cluster__pb2.RecvTensorRequest.SerializeToString,
+            tfteach__cluster__pb2.RecvTensorInlineResponse.FromString,
             options,
             channel_credentials,
             insecure,
