@@ -2,7 +2,9 @@
 
 - ``ClusterClient(token, tls)`` caches one channel per address (message size caps lifted,
   quick reconnects) and one generated stub per (service, address), and sends the token as
-  metadata on every call; its repr hides the token.
+  metadata on every call; its repr hides the token. Creating one keeps freed memory for
+  reuse (``host_memory``), as the executor does: a step's messages then reuse the last
+  step's pages instead of faulting new ones in (0.5 ms per 300 KB feed here).
 - ``client.worker(address, task_name)`` / ``client.master(target)`` return typed stubs
   whose methods take and return Python values and raise ``tfteach.errors`` (a dead task
   becomes UnavailableError naming the task).
@@ -21,6 +23,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import grpc
 
 from tfteach import errors
+from tfteach.runtime import host_memory
 
 from . import security, tflog
 from .engine_api import RunResult
@@ -52,6 +55,7 @@ class ClusterClient:
         self._channels: dict[str, grpc.Channel] = {}
         self._stubs: dict[tuple, Any] = {}
         self._lock = threading.Lock()
+        host_memory.keep_freed_memory()     # tensors in messages: no page faults per step
 
     @classmethod
     def from_env(cls) -> "ClusterClient":
@@ -147,6 +151,13 @@ class _Stub:
         except grpc.RpcError as err:
             raise error_from_rpc(err, self.task_name, self.address) from None
 
+    def _result(self, call: grpc.Future) -> Any:
+        """The answer of a call started with ``.future()``, errors as ``tfteach.errors``."""
+        try:
+            return call.result()
+        except grpc.RpcError as err:
+            raise error_from_rpc(err, self.task_name, self.address) from None
+
 
 class WorkerClient(_Stub):
     """WorkerService calls on Python values."""
@@ -175,12 +186,28 @@ class WorkerClient(_Stub):
                       timeout: float | None = None) -> RunResult:
         """Run a registered graph; return its fetches, metadata and the values of its
         sends addressed to the caller (through shared memory when both are on one host)."""
+        return self.partition_result(self.start_partition(
+            graph_handle, step_id, feeds, fetch_names, options, timeout))
+
+    def start_partition(self, graph_handle: str, step_id: int, feeds: Mapping[str, Any],
+                        fetch_names: Sequence[str], options: bytes = b"",
+                        timeout: float | None = None) -> grpc.Future:
+        """``run_partition`` without waiting: the call in flight (no thread of ours waits
+        on it); ``partition_result`` turns it into the RunResult."""
         from . import shm, wire
 
         request = pb.RunGraphRequest(graph_handle=graph_handle, step_id=step_id,
-                                     send=wire.to_named(feeds), recv_key=list(fetch_names),
-                                     options=options, shm_host=shm.host_key())
-        response = self._call("RunGraph", request, timeout)
+                                     recv_key=list(fetch_names), options=options,
+                                     shm_host=shm.host_key())
+        wire.add_named(request.send, feeds)
+        return self._stub.RunGraph.future(request, timeout=timeout,
+                                          metadata=self.client.metadata)
+
+    def partition_result(self, call: grpc.Future) -> RunResult:
+        """The RunResult of a ``start_partition`` call (waits for it)."""
+        from . import wire
+
+        response = self._result(call)
         sent = {item.name: wire.from_reply(item.tensor)[0] for item in response.sent}
         return RunResult(wire.from_named(response.recv), response.metadata, sent)
 
@@ -200,14 +227,31 @@ class WorkerClient(_Stub):
         One unary RecvTensorInline answers with the whole tensor (inline, or through shared
         memory if ``use_shm`` and the sender is on this host); a larger tensor then streams
         in chunks through RecvTensor."""
+        return self.recv_result(self.start_recv(step_id, key, timeout, use_shm),
+                                step_id, timeout, use_shm)
+
+    def start_recv(self, step_id: int, key: str, timeout: float = 300.0,
+                   use_shm: bool = True) -> grpc.Future:
+        """``recv_tensor``'s unary call, in flight (no thread of ours waits on it)."""
+        return self._stub.RecvTensorInline.future(
+            _recv_request(step_id, key, timeout, use_shm), timeout=timeout + 30.0,
+            metadata=self.client.metadata)
+
+    @staticmethod
+    def recv_streams(call: grpc.Future) -> bool:
+        """Whether a finished ``start_recv`` call left its tensor to stream (so that
+        ``recv_result`` would block on a RecvTensor stream)."""
+        return call.exception() is None and bool(call.result().stream_key)
+
+    def recv_result(self, call: grpc.Future, step_id: int, timeout: float = 300.0,
+                    use_shm: bool = True) -> tuple[Any, bool]:
+        """``(array, is_dead)`` of a ``start_recv`` call, streaming it if it must."""
         from . import wire
 
+        reply = self._result(call)
+        if not reply.stream_key:
+            return wire.from_reply(reply.tensor)
         try:
-            reply = self._stub.RecvTensorInline(_recv_request(step_id, key, timeout, use_shm),
-                                                timeout=timeout + 30.0,
-                                                metadata=self.client.metadata)
-            if not reply.stream_key:
-                return wire.from_reply(reply.tensor)
             return self._recv_stream(_recv_request(step_id, reply.stream_key, timeout, use_shm))
         except grpc.RpcError as err:
             raise error_from_rpc(err, self.task_name, self.address) from None
@@ -248,8 +292,9 @@ class MasterClient(_Stub):
         """Run one step; return ``(fetched tensors, metadata)``."""
         from . import wire
 
-        request = pb.RunStepRequest(session_handle=session_handle, feed=wire.to_named(feeds),
-                                    fetch=list(fetches), target=list(targets), options=options)
+        request = pb.RunStepRequest(session_handle=session_handle, fetch=list(fetches),
+                                    target=list(targets), options=options)
+        wire.add_named(request.feed, feeds)
         response = self._call("RunStep", request, timeout)
         return wire.from_named(response.tensor), response.metadata
 

@@ -19,7 +19,7 @@ import secrets
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -159,19 +159,32 @@ class GraphEngine:
 
     def pull(self, step_id: int, attrs: dict, device: Device, pending: Any,
              timeout: float) -> None:
-        """Fetch a ``_Recv``'s tensor on a pool thread and resolve ``pending`` with it
-        (from this task's rendezvous when the master delivers it: ``via_master``)."""
-        def work() -> None:
+        """Resolve ``pending`` with a ``_Recv``'s tensor. From this task's rendezvous
+        (the sender is here, or the master delivers it: ``via_master``) a pool thread
+        waits; from another task a RecvTensorInline call is put in flight and its answer
+        resolves ``pending`` on gRPC's thread (a tensor left to stream streams on a pool
+        thread). A cancelled step cancels the call."""
+        def resolve(get_value: Callable[[], Any]) -> None:
             try:
-                if attrs["src_task"] == self.task.task_name or attrs.get("via_master"):
-                    value, _ = self.rendezvous.recv(step_id, attrs["key"], timeout)
-                else:
-                    worker = self.task.client.worker(attrs["src_address"], attrs["src_task"])
-                    value, _ = worker.recv_tensor(step_id, attrs["key"], timeout=timeout)
-                pending.resolve(device.from_host(np.asarray(value)))
+                pending.resolve(device.from_host(np.asarray(get_value())))
             except BaseException as e:  # noqa: BLE001 (reported through the step)
                 pending.resolve(error=e)
-        self.pool.submit(work)
+
+        key = attrs["key"]
+        if attrs["src_task"] == self.task.task_name or attrs.get("via_master"):
+            self.pool.submit(resolve, lambda: self.rendezvous.recv(step_id, key, timeout)[0])
+            return
+        worker = self.task.client.worker(attrs["src_address"], attrs["src_task"])
+        call = worker.start_recv(step_id, key, timeout)
+        pending.on_cancel = call.cancel
+
+        def answered(call: Any) -> None:
+            get = lambda: worker.recv_result(call, step_id, timeout)[0]  # noqa: E731
+            if worker.recv_streams(call):
+                self.pool.submit(resolve, get)
+            else:
+                resolve(get)
+        call.add_done_callback(answered)
 
     def cleanup_graph(self, step_id: int) -> None:
         self.rendezvous.abort_step(step_id, errors.AbortedError(

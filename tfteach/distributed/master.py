@@ -137,7 +137,7 @@ class MasterSession:
         return self.engine.task.client.worker(self.targets[task], task)
 
     def _run_parts(self, parts: list, step_id: int, fed: dict, options: dict) -> tuple:
-        """RunGraph on every part: remote parts on pool threads, this task's own part on
+        """RunGraph on every part: remote parts as calls in flight, this task's own part on
         the calling thread; the first failure aborts the step on every part."""
         timeout_s = (options.get("timeout_in_ms") or self.config.operation_timeout_in_ms
                      or 60000) / 1000
@@ -156,20 +156,29 @@ class MasterSession:
             if isinstance(worker, _LocalWorker):
                 local.append(call)
                 continue
-            futures.append(self.engine.pool.submit(self._run_remote, *call))
+            futures.append(self._start_remote(*call))
             futures[-1].add_done_callback(abort_on_failure)
         for worker, *args in local:
             futures.append(_run_here(worker.run_graph, *args))
             abort_on_failure(futures[-1])
         return self._collect(parts, step_id, futures, bool(options.get("trace")))
 
-    def _run_remote(self, worker: Any, handle: str, step_id: int, feeds: dict,
-                    fetches: list, opts: bytes) -> tuple:
-        """RunGraph on another task; what it sent to this task goes in our rendezvous."""
-        result = worker.run_partition(handle, step_id, feeds, fetches, opts)
-        for key, value in result.sent.items():
-            self.engine.put_tensor(step_id, key, value)
-        return result.tensors, result.metadata
+    def _start_remote(self, worker: Any, handle: str, step_id: int, feeds: dict,
+                      fetches: list, opts: bytes) -> Future:
+        """RunGraph on another task, in flight; when it answers (on gRPC's thread), what it
+        sent to this task goes in our rendezvous and the future gets (tensors, metadata)."""
+        out: Future = Future()
+
+        def answered(call: Any) -> None:
+            try:
+                result = worker.partition_result(call)
+                for key, value in result.sent.items():
+                    self.engine.put_tensor(step_id, key, value)
+                out.set_result((result.tensors, result.metadata))
+            except Exception as e:  # noqa: BLE001 (reported through the future)
+                out.set_exception(e)
+        worker.start_partition(handle, step_id, feeds, fetches, opts).add_done_callback(answered)
+        return out
 
     def _collect(self, parts: list, step_id: int, futures: list, trace: bool) -> tuple:
         tensors: dict = {}

@@ -3,7 +3,8 @@
 Each LocalCluster writes ``<registry dir>/<cluster_id>.json`` (dir 0700, file 0600):
 ``{id, owner_pid, owner_uid, created, token, tasks: [{job, task, address, pid, argv, env,
 log}]}``, where ``env`` holds the task's non-secret ``TFTEACH_*`` settings and ``log`` its
-output file. The registry dir is ``$TFTEACH_REGISTRY_DIR``, else
+output file. Tasks start with the owner's environment, their ``env``, the token and a short
+OpenBLAS spin (``BLAS_SPIN``). The registry dir is ``$TFTEACH_REGISTRY_DIR``, else
 ``<jupyter runtime dir>/tfteach-clusters``. The file is the source of truth for task pids,
 so a task restarted by the extension is seen by its LocalCluster and the other way round.
 
@@ -27,6 +28,11 @@ from .security import TOKEN_ENV
 
 REGISTRY_ENV = "TFTEACH_REGISTRY_DIR"
 PARENT_PID_ENV = "TFTEACH_PARENT_PID"
+# A cluster's tasks share this machine's cores: OpenBLAS threads that spin for up to 2^28
+# cycles after each call (its default) take a core from the other tasks. 2^4 cycles: they
+# sleep at once (a 784x10 softmax step on 1 ps + 1 worker, 2 cores: 7.3 -> 5.9 ms).
+# An OPENBLAS_THREAD_TIMEOUT in the environment wins.
+BLAS_SPIN = "4"
 
 
 def registry_dir() -> Path:
@@ -165,6 +171,7 @@ def _kill_record(record: dict[str, Any]) -> None:
 def spawn_task(entry: dict[str, Any], record: dict[str, Any]) -> int:
     """Start the process of task ``record`` of cluster ``entry``; return its pid."""
     env = dict(os.environ)
+    env.setdefault("OPENBLAS_THREAD_TIMEOUT", BLAS_SPIN)
     env.update(record.get("env", {}))
     env.update({TOKEN_ENV: entry["token"], PARENT_PID_ENV: str(entry["owner_pid"]),
                 "GRPC_VERBOSITY": env.get("GRPC_VERBOSITY", "ERROR"), "PYTHONUNBUFFERED": "1"})

@@ -86,8 +86,9 @@ class MasterServicer(pb_grpc.MasterServiceServicer):
         result = as_run_result(self.engine.run_step(
             request.session_handle, wire.from_named(request.feed), list(request.fetch),
             list(request.target), request.options))
-        return pb.RunStepResponse(tensor=wire.to_named(result.tensors),
-                                  metadata=result.metadata)
+        response = pb.RunStepResponse(metadata=result.metadata)
+        wire.add_named(response.tensor, result.tensors)
+        return response
 
     @rpc_method
     def CloseSession(self, request: pb.CloseSessionRequest, context: Any) -> Any:
@@ -134,12 +135,13 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
         result = as_run_result(self.engine.run_graph(
             request.graph_handle, request.step_id, wire.from_named(request.send),
             list(request.recv_key), request.options))
+        response = pb.RunGraphResponse(metadata=result.metadata)
+        wire.add_named(response.recv, result.tensors)
         shm_ok = _shm_ok(request)
-        sent = [pb.NamedTensor(name=key, tensor=wire.to_reply(
-                    value, shm_ok=shm_ok, inline_bytes=wire.MAX_TENSOR_BYTES))
-                for key, value in result.sent.items()]
-        return pb.RunGraphResponse(recv=wire.to_named(result.tensors), metadata=result.metadata,
-                                   sent=sent)
+        for key, value in result.sent.items():
+            wire.fill_reply(response.sent.add(name=key).tensor, value, shm_ok=shm_ok,
+                            inline_bytes=wire.MAX_TENSOR_BYTES)
+        return response
 
     @rpc_method
     def CleanupGraph(self, request: pb.CleanupGraphRequest, context: Any) -> Any:
@@ -166,9 +168,9 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
     def RecvTensorInline(self, request: pb.RecvTensorRequest,
                          context: grpc.ServicerContext) -> Any:
         value, is_dead = self._wait_for_tensor(request, context)
-        tensor = wire.to_reply(value, is_dead=is_dead, shm_ok=_shm_ok(request))
-        if tensor is not None:
-            return pb.RecvTensorInlineResponse(tensor=tensor)
+        response = pb.RecvTensorInlineResponse()
+        if wire.fill_reply(response.tensor, value, is_dead=is_dead, shm_ok=_shm_ok(request)):
+            return response
         stream_key = request.rendezvous_key + STREAM_SUFFIX
         self.engine.put_tensor(request.step_id, stream_key, value, is_dead)
         return pb.RecvTensorInlineResponse(stream_key=stream_key)

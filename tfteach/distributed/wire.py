@@ -5,8 +5,8 @@
   followed by the concatenated bytes; they decode to an object array of ``bytes`` as in TF.
 - Unary answers (RecvTensorInline): a ``TensorProto`` with the content inline (at most
   ``INLINE_BYTES``) or, for a receiver on this host, a header naming a shared-memory
-  segment (see ``shm``) for tensors of ``shm.THRESHOLD_BYTES`` or more; ``to_reply``
-  returns None for any other tensor, which then streams.
+  segment (see ``shm``) for tensors of ``shm.THRESHOLD_BYTES`` or more; ``fill_reply``
+  declines any other tensor, which then streams.
 - Streams (RecvTensor): the first message holds only the header, later ones only chunks of
   at most ``CHUNK_BYTES``; the receiver copies each chunk once, into one preallocated
   buffer. A header may instead name a shared-memory segment holding the bytes; if
@@ -18,7 +18,7 @@ peer gets a DataLossError, never a crash; running out of memory is ResourceExhau
 from __future__ import annotations
 
 import math
-from typing import Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -82,8 +82,17 @@ def check_header(header: pb.TensorHeader) -> None:
 
 def to_proto(value: object) -> pb.TensorProto:
     """A ``TensorProto`` holding ``value``'s bytes inline (for unary messages)."""
-    header, content = encode(value)
-    return pb.TensorProto(header=header, content=content.tobytes())
+    proto = pb.TensorProto()
+    _set_tensor(proto, *encode(value))
+    return proto
+
+
+def _set_tensor(proto: pb.TensorProto, header: pb.TensorHeader, content: memoryview | None) -> None:
+    """Set ``proto`` in place (never pass a built TensorProto to a message's constructor:
+    that copies the content once more)."""
+    proto.header.CopyFrom(header)
+    if content is not None:
+        proto.content = content.tobytes()
 
 
 def from_proto(proto: pb.TensorProto) -> np.ndarray:
@@ -96,9 +105,10 @@ def from_proto(proto: pb.TensorProto) -> np.ndarray:
     return decode(proto.header, np.frombuffer(proto.content, dtype=np.uint8))
 
 
-def to_named(tensors: Mapping[str, object]) -> list[pb.NamedTensor]:
-    """``{name: value}`` -> NamedTensor messages."""
-    return [pb.NamedTensor(name=name, tensor=to_proto(value)) for name, value in tensors.items()]
+def add_named(field: Any, tensors: Mapping[str, object]) -> None:
+    """Append ``{name: value}`` to a repeated NamedTensor ``field``, content inline."""
+    for name, value in tensors.items():
+        _set_tensor(field.add(name=name).tensor, *encode(value))
 
 
 def from_named(named: Iterable[pb.NamedTensor]) -> dict[str, np.ndarray]:
@@ -106,21 +116,24 @@ def from_named(named: Iterable[pb.NamedTensor]) -> dict[str, np.ndarray]:
     return {item.name: from_proto(item.tensor) for item in named}
 
 
-def to_reply(value: object, is_dead: bool = False, shm_ok: bool = False,
-             inline_bytes: int = INLINE_BYTES) -> pb.TensorProto | None:
-    """The whole of ``value`` for a unary answer: a shared-memory segment's name (if
-    ``shm_ok`` and the tensor is large), else the content inline; None if the content is
-    over ``inline_bytes`` and must stream instead."""
+def fill_reply(proto: pb.TensorProto, value: object, is_dead: bool = False,
+               shm_ok: bool = False, inline_bytes: int = INLINE_BYTES) -> bool:
+    """Set ``proto`` to the whole of ``value`` for a unary answer: a shared-memory
+    segment's name (if ``shm_ok`` and the tensor is large), else the content inline.
+    Return False (``proto`` untouched) if the content is over ``inline_bytes`` and must
+    stream instead."""
     header, content = _header_and_content(value, is_dead, shm_ok)
     if header.shm_name:
-        return pb.TensorProto(header=header)
-    if header.nbytes > inline_bytes:
-        return None
-    return pb.TensorProto(header=header, content=content.tobytes())
+        _set_tensor(proto, header, None)
+    elif header.nbytes > inline_bytes:
+        return False
+    else:
+        _set_tensor(proto, header, content)
+    return True
 
 
 def from_reply(proto: pb.TensorProto) -> tuple[np.ndarray, bool]:
-    """``(tensor, is_dead)`` from a ``to_reply`` answer (the array is writable)."""
+    """``(tensor, is_dead)`` from a ``fill_reply`` answer (the array is writable)."""
     header = proto.header
     check_header(header)
     if not header.shm_name:

@@ -7,8 +7,9 @@ page-faults the same memory in again: with eight 1 MiB products alive at once th
 about a tenth of a 512x512 matmul step on this 2-core machine. TF's allocators keep what they
 reserved; here ``keep_freed_memory()`` asks glibc to do the same for blocks up to 32 MiB
 (``M_MMAP_THRESHOLD``) and to return memory to the system only when more than 128 MiB sits
-free at the top of the heap (``M_TRIM_THRESHOLD``). It runs once, when the first executor is
-made; on other C libraries (macOS, musl) it does nothing. ``TFTEACH_HOST_ALLOCATOR=system``
+free at the top of the heap (``M_TRIM_THRESHOLD``). It runs once, when the first executor or
+cluster client (tensors in gRPC messages) is made; on other C libraries (macOS, musl) it
+does nothing. ``TFTEACH_HOST_ALLOCATOR=system``
 leaves malloc as it is.
 
 State: whether it has run. It changes the whole process (NumPy code outside tfteach keeps
