@@ -94,11 +94,10 @@ class Tensor:
         dev = f", device={self.device}" if self.device else ""
         return f'Tensor("{self.name}", shape={self._shape}, dtype={self.dtype.name}{dev})'
 
-    def __hash__(self) -> int:
-        return id(self)
-
-    def __eq__(self, other: Any) -> bool:
-        return self is other
+    # TF1: tensors compare and hash by identity (object's own, in C: tensors are dict keys
+    # on every session.run)
+    __hash__ = object.__hash__
+    __eq__ = object.__eq__
 
     def __bool__(self) -> bool:
         raise TypeError("Using a `tf.Tensor` as a Python `bool` is not allowed. Use "

@@ -100,14 +100,36 @@ def leaky_relu(features: Any, alpha: float = 0.2, name: str | None = None) -> Te
 
 
 # ---- softmax and log-softmax (last axis) -----------------------------------------------------
-def _log_softmax_rows(xp, x):
+_TINY_SUM = 1e-30   # a row's sum of exps below this: shift that row by its own max
+
+
+def _shifted_exp(xp, x):
+    """``(shifted, exp(shifted), row sums)`` for a stable softmax along the last axis.
+
+    Any per-row shift gives the same softmax; NumPy reduces a short last axis slowly, so
+    on the CPU the whole tensor's max is tried first (no exp can overflow). Only if some
+    row's sum then underflows (a row far below the max) or is NaN does every row get its
+    own max, as on GPUs."""
+    if xp is np and x.size:
+        shifted = x - x.max()
+        e = np.exp(shifted)
+        total = e.sum(axis=-1, keepdims=True)
+        if total.min() >= _TINY_SUM:
+            return shifted, e, total
     shifted = x - x.max(axis=-1, keepdims=True)
-    return shifted - xp.log(xp.exp(shifted).sum(axis=-1, keepdims=True))
+    e = xp.exp(shifted)
+    return shifted, e, e.sum(axis=-1, keepdims=True)
+
+
+def _log_softmax_rows(xp, x):
+    shifted, _, total = _shifted_exp(xp, x)
+    return shifted - xp.log(total)
 
 
 def _softmax_kernel(ctx, x):
-    e = ctx.xp.exp(x - x.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+    _, e, total = _shifted_exp(ctx.xp, x)
+    e /= total
+    return e
 
 
 def _logits_shape(op):
@@ -274,12 +296,16 @@ def _sparse_xent_shape(op):
     return [(logits.dtype, TensorShape([batch])), (logits.dtype, logits.shape)]
 
 
+_UNSIGNED = {np.dtype(f"{o}i{n}"): np.dtype(f"{o}u{n}") for o in "<>=" for n in (1, 2, 4, 8)}
+
+
 def _check_labels(ctx, labels, classes: int) -> None:
     host = np.asarray(ctx.device.to_host(labels))
     if not host.size:
         return
-    if host.dtype.kind == "i":      # one pass: as unsigned, a negative label is huge
-        if int(host.view(host.dtype.str.replace("i", "u")).max()) < classes:
+    unsigned = _UNSIGNED.get(host.dtype)
+    if unsigned is not None:        # one pass: as unsigned, a negative label is huge
+        if int(host.view(unsigned).max()) < classes:
             return
     elif host.min() >= 0 and host.max() < classes:
         return
@@ -297,12 +323,11 @@ def _sparse_xent_kernel(ctx, logits, labels):
     """One pass of exp: loss = log(sum(exp(shifted))) - shifted[label]."""
     xp = ctx.xp
     _check_labels(ctx, labels, logits.shape[-1])
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    e = xp.exp(shifted)
-    total = e.sum(axis=-1, keepdims=True)
+    shifted, backprop, total = _shifted_exp(xp, logits)
     rows = xp.arange(logits.shape[0])
-    loss = xp.log(total[:, 0]) - shifted[rows, labels]
-    backprop = e / total
+    loss = xp.log(total[:, 0])
+    loss -= shifted[rows, labels]
+    backprop /= total
     backprop[rows, labels] -= 1
     return loss, backprop
 

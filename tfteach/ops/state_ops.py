@@ -226,11 +226,16 @@ def _locked(ctx: Any, ref: Any) -> Any:
 
 
 def _apply_gradient_descent(ctx, var, alpha, delta):
+    if ctx.attrs.get("use_locking"):
+        with var.lock:
+            return _gradient_descent_step(ctx, var, alpha, delta)
+    return _gradient_descent_step(ctx, var, alpha, delta)
+
+
+def _gradient_descent_step(ctx, var, alpha, delta):
     xp = ctx.xp
-    with _locked(ctx, var):
-        old = var.read(ctx.op)
-        new = xp.multiply(delta, alpha, out=xp.empty_like(old))   # a fresh array: out of place
-        var.assign(xp.subtract(old, new, out=new), ctx.op)
+    new = xp.asarray(delta * alpha)     # a fresh array (0-d too): the update is out of place
+    var.assign(xp.subtract(var.read(ctx.op), new, out=new), ctx.op)
     return var
 
 

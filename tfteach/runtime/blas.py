@@ -10,9 +10,8 @@ library default back. The controller is created once (it scans the loaded librar
 """
 from __future__ import annotations
 
-import contextlib
 import threading
-from typing import Any, Iterator
+from typing import Any
 
 _lock = threading.Lock()
 _state: dict[str, Any] = {"controller": None, "loaded": False, "limiter": None}
@@ -45,12 +44,10 @@ def restore_default() -> None:
             limiter.restore_original_limits()
 
 
-@contextlib.contextmanager
-def limit_for(plan: Any) -> Iterator[None]:
-    """Put BLAS in the mode ``plan`` needs before it runs (see the module docstring)."""
+def prepare_for(plan: Any) -> None:
+    """Put BLAS in the mode ``plan`` needs, before it runs (see the module docstring)."""
     if plan.uses_virtual_blas:
         if _state["limiter"] is None:
             one_thread()
     elif plan.uses_cpu_blas and _state["limiter"] is not None:
         restore_default()
-    yield

@@ -143,11 +143,11 @@ class Executor:
         for slot, value in feeds.items():
             step.values[slot] = value
         try:
-            with blas.limit_for(plan):
-                if plan.run_inline:
-                    self._run_sync(step)
-                else:
-                    self._run_threaded(step, plan.ready, timeout_s)
+            blas.prepare_for(plan)
+            if plan.run_inline:
+                self._run_sync(step)
+            else:
+                self._run_threaded(step, plan.ready, timeout_s)
             if step.error is not None:
                 raise step.error
             slots = step.program.fetch_slots if step.program else plan.fetch_slots
@@ -160,27 +160,29 @@ class Executor:
     def _run_sync(self, step: _Step) -> None:
         """The caller's thread runs the step's ``Program`` (see tfteach.runtime.program).
 
-        The hot loop of tfteach: no locks, no pending counts, and the general ``_execute``
-        path only for nodes that trace, stretch time or read refs.
+        The hot path of tfteach: no locks, no pending counts. The fast program runs as one
+        generated function (``program.straight_line``); the full one node by node through
+        ``_execute`` (traces, stretched time).
         """
         values, program = step.values, step.program
-        plain = program is step.plan.fast
         node = None
         try:
             for node, s, value in program.constants:
                 _keep(node, (program.budget[s],), value, values)
+            node = None
+            if program.run is not None:
+                program.run(values)
+                return
             for node, ins, keep, drops in program.instrs:
-                if plain and node.deref is None:
-                    out = node.kernel(node.ctx, *[values[s] for s in ins])
-                else:
-                    out = self._execute(step, node, ins)
+                out = self._execute(step, node, ins)
                 _keep(node, keep, out, values)
                 for s, budget in drops:
                     if budget is not None:
                         budget.used -= getattr(values[s], "nbytes", 0)
                     values[s] = None
         except BaseException as e:  # noqa: BLE001 (Ctrl-C too: the step's memory is released)
-            err = _as_op_error(e, node)
+            node = node or program.node_at(e)
+            err = e if node is None else _as_op_error(e, node)
             step.error = err
             if err is e:
                 raise

@@ -80,7 +80,7 @@ class Plan:
     has_async: bool = False
     run_inline: bool = False  # the caller's thread may run it all (see ``_inline``)
     full: Any = None          # inline plans: the ``Program`` running every node
-    fast: Any = None          # ... and the one with constants, NoOps, Identities folded
+    fast: Any = None          # ... and the one with small constants and NoOps folded
     ready: list = field(default_factory=list)  # indices of nodes with no pending inputs
     uses_virtual_blas: bool = False
     uses_cpu_blas: bool = False

@@ -22,8 +22,9 @@ dependencies still hold.
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 SMALL_CONSTANT = 1024   # bytes: constants up to this size are folded
 
@@ -35,6 +36,20 @@ class Program:
     uses: list        # reads of each slot in a step (fetches count once)
     constants: list   # folded constants: (node, slot, value), stored before the first instr
     budget: list      # per slot, the device budget its bytes count against, or None
+    run: Callable[[list], None] | None = None  # the instructions as one function (fast)
+    lines: list | None = None                  # first source line of each instruction
+
+    def node_at(self, error: BaseException) -> Any:
+        """The node whose instruction raised ``error`` inside ``run`` (None if elsewhere)."""
+        tb = error.__traceback__
+        line = None
+        while tb is not None:
+            if self.run is not None and tb.tb_frame.f_code is self.run.__code__:
+                line = tb.tb_lineno
+            tb = tb.tb_next
+        if line is None:
+            return None
+        return self.instrs[bisect.bisect_right(self.lines, line) - 1][0]
 
 
 def depth_first_order(plan: Any) -> list:
@@ -72,8 +87,11 @@ def compile_program(plan: Any, order: list, fold: bool) -> Program:
     fed = set(plan.feed_slots.values())
     budget = [None if s in fed or not uses[s] else plan.slot_device[s].memory
               for s in range(plan.n_slots)]
-    return Program(_instructions(kept, uses, budget), fetch, uses,
-                   [(n, n.out_slots[0], v) for n, v in constants], budget)
+    program = Program(_instructions(kept, uses, budget), fetch, uses,
+                      [(n, n.out_slots[0], v) for n, v in constants], budget)
+    if fold:
+        program.run, program.lines = straight_line(program.instrs)
+    return program
 
 
 def _fold(node: Any, constants: list) -> bool:
@@ -102,3 +120,51 @@ def _instructions(kept: list, uses: list, budget: list) -> list:
                 drops.append((s, budget[s]))
         instrs.append((node, ins, keep, tuple(drops)))
     return instrs
+
+
+def straight_line(instrs: list) -> tuple[Callable[[list], None], list]:
+    """``instrs`` as the source of one function ``run(values)``, compiled: a line per
+    kernel call, byte count and drop, with kernels, contexts and budgets bound as globals.
+    It does what the executor's loop does per instruction (kernel, ``_keep``, drops) without
+    the loop's per-node dispatch. Returns the function and each instruction's first line
+    (``Program.node_at`` maps an error's line back to its node)."""
+    from .executor import _keep
+
+    env: dict[str, Any] = {"_keep": _keep, "getattr": getattr}
+    src = ["def run(values):"]
+    lines = []
+    for i, (node, ins, keep, drops) in enumerate(instrs):
+        lines.append(len(src) + 1)
+        env[f"K{i}"], env[f"C{i}"], env[f"O{i}"] = node.kernel, node.ctx, node.op
+        deref = node.deref or (False,) * len(ins)
+        args = "".join(f", values[{s}].read(O{i})" if d else f", values[{s}]"
+                       for s, d in zip(ins, deref))
+        src.append(f"    o = K{i}(C{i}{args})")
+        src += _store(i, node, keep, env)
+        for k, (s, budget) in enumerate(drops):
+            if budget is not None:
+                env[f"B{i}_{k}"] = budget
+                src.append(f"    B{i}_{k}.used -= getattr(values[{s}], 'nbytes', 0)")
+            src.append(f"    values[{s}] = None")
+    src.append("    return None")
+    code = compile("\n".join(src), "<tfteach program>", "exec")
+    exec(code, env)  # noqa: S102 (source built above from slot numbers only)
+    return env["run"], lines
+
+
+def _store(i: int, node: Any, keep: tuple, env: dict) -> list[str]:
+    """Source lines storing instruction ``i``'s output ``o`` as ``_keep`` would."""
+    if len(node.out_slots) != 1:
+        if not node.out_slots:
+            return []
+        env[f"N{i}"], env[f"P{i}"] = node, keep
+        return [f"    _keep(N{i}, P{i}, o, values)"]
+    s, budget = node.out_slots[0], keep[0]
+    if s < 0:
+        return []
+    out = []
+    if budget is not None:
+        env[f"B{i}"], env[f"M{i}"], env[f"D{i}"] = budget, node.name, node.device.name
+        out += [f"    if getattr(o, 'nbytes', 0):",
+                f"        B{i}.take(o.nbytes, o, M{i}, D{i})"]
+    return out + [f"    values[{s}] = o"]

@@ -39,9 +39,12 @@ class VarRef:
         return value
 
     def assign(self, value: Any, op: Any = None) -> None:
-        mem = self.device.memory
         new = int(getattr(value, "nbytes", 0))
         old = int(getattr(self.value, "nbytes", 0)) if self.value is not None else 0
+        if new == old:
+            self.value = value
+            return
+        mem = self.device.memory
         if new > old:
             mem.alloc(new - old, getattr(value, "shape", ()), self.dtype,
                       op.name if op is not None else self.name, self.device.name)

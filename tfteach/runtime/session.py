@@ -315,7 +315,12 @@ def _fits(dims: list | None, shape: tuple) -> bool:
     """Whether an array of ``shape`` may be fed to a tensor with static ``dims``."""
     if dims is None:
         return True
-    return len(dims) == len(shape) and all(d is None or d == n for d, n in zip(dims, shape))
+    if len(dims) != len(shape):
+        return False
+    for d, n in zip(dims, shape):
+        if d is not None and d != n:
+            return False
+    return True
 
 
 def _feed_value(t: Tensor, value: Any) -> np.ndarray:
