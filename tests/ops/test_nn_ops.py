@@ -197,3 +197,21 @@ def test_clip_by_value_clips_and_passes_gradients_inside_the_range():
     np.testing.assert_allclose(got_y, [0.0, 0.5, 1.0])
     np.testing.assert_allclose(got_g, [0.0, 1.0, 0.0])
     assert y.op.name == "clip_by_value"
+
+
+def test_a_row_far_below_the_others_keeps_its_own_softmax_and_a_nan_row_stays_alone():
+    """On the CPU the softmaxes first shift by the whole tensor's max; a row that would
+    underflow (or a NaN row) makes every row use its own max, as TF's kernels do."""
+    logits = np.array([[1.0, 2.0, 3.0], [-500.0, -501.0, -499.0]], np.float32)
+    labels = np.array([2, 0], np.int64)
+    soft, logsoft, sparse = _run([
+        tf.nn.softmax(tf.constant(logits)), tf.nn.log_softmax(tf.constant(logits)),
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)])
+    want = _softmax(logits.astype(np.float64))
+    np.testing.assert_allclose(soft, want, rtol=1e-5)
+    np.testing.assert_allclose(logsoft, np.log(want), rtol=1e-5)
+    np.testing.assert_allclose(sparse, -np.log(want[[0, 1], labels]), rtol=1e-5)
+    with_nan = np.array([[np.nan, 0.0, 1.0], [1.0, 2.0, 3.0]], np.float32)
+    got = _run(tf.nn.softmax(tf.constant(with_nan)))
+    assert np.isnan(got[0]).all()
+    np.testing.assert_allclose(got[1], _softmax(with_nan[1:])[0], rtol=1e-6)

@@ -100,3 +100,25 @@ def test_a_big_constant_still_counts_against_the_device_while_the_step_uses_it()
     dev = _gpu0(sess)
     assert sess.run(total) == 2.0 * 512 * 512
     assert dev.memory.peak >= 2 * 512 * 512 * 4            # big and big * 2 together
+
+
+def test_an_error_inside_the_generated_program_names_its_node():
+    """The fast program is one generated function: a kernel's error is still reported
+    for the node that raised it (mapped from the function's line), not a neighbour."""
+    with tf.device("/gpu:0"):
+        x = tf.placeholder(tf.float32, [None], name="x")
+        doubled = tf.multiply(x, 2.0, name="doubled")
+        squashed = tf.reshape(doubled, [2, 2], name="squashed")
+        out = tf.add(squashed, 1.0, name="after")
+    sess = tf.Session()
+    plan = sess._plan([out], [], {x: None})
+    assert plan.fast.run is not None
+    assert [n.name for n, *_ in plan.fast.instrs] == ["doubled", "squashed", "after"]
+    dev = _gpu0(sess)
+    before = dev.memory.used
+    np.testing.assert_array_equal(sess.run(out, {x: np.arange(4, dtype=np.float32)}),
+                                  [[1, 3], [5, 7]])
+    with pytest.raises(tf.errors.InvalidArgumentError) as err:
+        sess.run(out, {x: np.arange(6, dtype=np.float32)})
+    assert err.value.op is not None and err.value.op.name == "squashed"
+    assert dev.memory.used == before
