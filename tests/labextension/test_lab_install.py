@@ -57,8 +57,10 @@ def test_wheel_holds_the_labextension_and_the_server_config(wheel):
 @pytest.mark.slow
 def test_installed_wheel_is_listed_as_enabled_by_jupyter(wheel, tmp_path):
     prefix = tmp_path / "prefix"
+    # --ignore-installed: otherwise pip first uninstalls this environment's tfteach
     done = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q",
-                           "--prefix", str(prefix), str(wheel)], capture_output=True,
+                           "--ignore-installed", "--prefix", str(prefix), str(wheel)],
+                          capture_output=True,
                           text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     purelib = sysconfig.get_path("purelib", vars={"base": str(prefix)})
