@@ -50,3 +50,18 @@ def all_methods() -> list[tuple[str, bool]]:
     return [(f"/{service.full_name}/{method.name}", method.server_streaming)
             for service in pb.DESCRIPTOR.services_by_name.values()
             for method in service.methods]
+
+
+def port_is_free(port: int) -> bool:
+    """Whether a new server could listen on ``port`` now. SO_REUSEADDR, as grpc's servers
+    set it: a connection of the old server left in TIME_WAIT does not hold the port, a
+    socket still listening does."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True

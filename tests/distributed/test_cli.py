@@ -3,14 +3,13 @@ import json
 import os
 import selectors
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from dist_helpers import ENGINE, TESTS_DIR
+from dist_helpers import ENGINE, TESTS_DIR, port_is_free
 
 from tfteach import errors
 from tfteach.distributed.cli import load_cluster, parse_args
@@ -47,13 +46,6 @@ def _stop(proc, signum):
     return proc.wait(30)
 
 
-def _port_is_free(port):
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 @pytest.mark.cluster
@@ -68,7 +60,7 @@ def test_seed_flags_start_a_task_that_exits_cleanly_on_signal(signum):
         assert status["task"] == "/job:ps/replica:0/task:0"
     finally:
         code = _stop(proc, signum)
-    assert code == 0 and _port_is_free(ps)
+    assert code == 0 and port_is_free(ps)
 
 
 @pytest.mark.cluster

@@ -11,19 +11,13 @@ from tfteach import errors
 from tfteach.distributed import security
 from tfteach.distributed.processes import free_ports
 from tfteach.distributed.server import Server, create_local_server
+from dist_helpers import port_is_free
 
 
 def _port(server):
     return int(server.target.rsplit(":", 1)[1])
 
 
-def _port_is_free(port):
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 def test_create_local_server_picks_a_real_port_and_names_its_device(client):
@@ -55,7 +49,7 @@ def test_stop_releases_the_port_for_a_new_server(make_server):
     server = make_server()
     port = _port(server)
     server.stop()
-    assert _port_is_free(port)
+    assert port_is_free(port)
     again = make_server({"local": [f"localhost:{port}"]})
     assert _port(again) == port
 
@@ -63,8 +57,8 @@ def test_stop_releases_the_port_for_a_new_server(make_server):
 def test_context_manager_releases_the_port():
     with create_local_server() as server:
         port = _port(server)
-        assert not _port_is_free(port)
-    assert _port_is_free(port)
+        assert not port_is_free(port)
+    assert port_is_free(port)
 
 
 def test_start_after_stop_serves_again_on_the_same_port(make_server, client):
