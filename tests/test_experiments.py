@@ -65,12 +65,19 @@ def test_sync_with_a_backup_does_not_wait_for_the_straggler(result):
 
 
 def test_sync_without_backups_waits_for_the_slowest_worker(cluster):
-    """Once the start is over (TF's initial tokens let the first workers run ahead while a
-    late one is still joining), every global step waits for a gradient of the straggler."""
-    result = experiments.sync_vs_async(workers=3, steps=50, modes=("sync",), cluster=cluster)
-    assert result["global_step"]["sync"] >= 50
-    late = [r for r in _by_worker(result["sync"], 2) if r["accepted"] and r["global_step"] > 25]
-    assert len(late) >= 0.8 * 25, [(r["global_step"], r["accepted"]) for r in result["sync"]]
+    """Once the straggler has joined (TF's initial tokens let the fast workers run ahead
+    while it computes its first, stale gradient), the global steps wait for gradients of
+    it: nearly every step has one (a fast worker may now and then take a second token of a
+    step, as in TF). When it joins depends on the machine's speed, so the steps are counted
+    from its first accepted gradient on, over a run long enough for it to join."""
+    result = experiments.sync_vs_async(workers=3, steps=100, modes=("sync",), cluster=cluster)
+    assert result["global_step"]["sync"] >= 100
+    accepted = [r for r in result["sync"] if r["accepted"]]
+    joined = min(r["global_step"] for r in _by_worker(accepted, 2))
+    after = {r["global_step"] for r in accepted if r["global_step"] > joined}
+    with_straggler = after & {r["global_step"] for r in _by_worker(accepted, 2)}
+    assert len(after) >= 20, joined
+    assert len(with_straggler) >= 0.8 * len(after), (joined, sorted(after - with_straggler))
 
 
 def test_bad_settings_are_explained():
