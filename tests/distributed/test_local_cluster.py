@@ -181,3 +181,15 @@ def test_bad_sizes_are_value_errors():
         LocalCluster(workers=2, worker_speeds=[1.0])
     with pytest.raises(ValueError, match="at least one task"):
         LocalCluster(ps=0, workers=0)
+
+
+def test_a_process_reaped_between_the_two_checks_is_not_alive(monkeypatch):
+    """pid_alive asks kill(pid, 0), then /proc for zombies; a task reaped in between (its
+    /proc entry gone) is dead, not 'alive because /proc cannot tell'."""
+    from tfteach.distributed import processes
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()                                   # reaped: no /proc entry any more
+    monkeypatch.setattr(processes.os, "kill", lambda pid, sig: None)   # kill(0) said "there"
+    assert not processes.pid_alive(proc.pid)
+    assert not processes.runs(proc.pid, [sys.executable, "-c", "pass"])

@@ -26,6 +26,9 @@ def spawn(argv: Sequence[str], env: Mapping[str, str], log_path: str | os.PathLi
     return proc.pid
 
 
+_HAS_PROC = Path("/proc/self/stat").exists()
+
+
 def pid_alive(pid: int) -> bool:
     """Whether process ``pid`` exists and is not a zombie."""
     try:
@@ -36,18 +39,18 @@ def pid_alive(pid: int) -> bool:
         return True
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
+    except OSError:         # reaped since kill(0), unless there is no /proc to ask
+        return not _HAS_PROC
     return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
 def runs(pid: int, argv: Sequence[str]) -> bool:
-    """Whether process ``pid`` runs ``argv`` (True where /proc cannot tell, e.g. during
-    exec, when the kernel briefly shows an empty command line)."""
+    """Whether process ``pid`` runs ``argv`` (True where /proc cannot tell: during exec,
+    when the kernel briefly shows an empty command line, or without /proc)."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return True
+    except OSError:         # gone by now, unless there is no /proc to ask
+        return not _HAS_PROC
     return not cmdline or cmdline.split(b"\0")[:-1] == [os.fsencode(arg) for arg in argv]
 
 
