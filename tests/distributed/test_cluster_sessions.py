@@ -104,3 +104,62 @@ def test_seed_two_cli_workers_and_a_host(tmp_path):
         logs = [p.communicate(timeout=20)[0] for p in procs]
     assert all(p.returncode == 0 for p in procs), logs
     assert all("Started server with target: grpc://localhost:" in log for log in logs)
+
+
+def test_ctrl_c_cancels_the_remote_step_so_the_queue_keeps_its_next_element(cluster):
+    """Ctrl-C during a step blocked on the ps (a dequeue from an empty queue) raises
+    KeyboardInterrupt at once and aborts the step on the tasks: its dequeue does not linger
+    and swallow the element enqueued afterwards, and the next step is not held up. (The
+    abort reaches the ps asynchronously, as in TF, within a few hundred ms; the test gives
+    it 2 s before enqueueing. Without the abort the old dequeue waits for a minute.)"""
+    import _thread
+    import threading
+    import time
+
+    from tfteach.ops.data_flow_ops import FIFOQueue
+
+    with tf.device("/job:ps/task:0"):
+        q = FIFOQueue(-1, tf.float32, shapes=(), name="ctrl_c_q", shared_name="ctrl_c_q")
+        take = q.dequeue()
+        put = q.enqueue(tf.constant(5.0))
+    with tf.device("/job:worker/task:0"):
+        doubled = take * 2.0
+    sess = tf.Session(cluster.target("worker", 0))
+    timer = threading.Timer(1.0, _thread.interrupt_main)
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        sess.run(doubled)
+    timer.join()
+    time.sleep(2.0)
+    sess.run(put)
+    quick = tf.RunOptions(timeout_in_ms=10000)
+    assert sess.run(doubled, options=quick) == 10.0
+
+
+def test_closing_a_session_aborts_its_running_step(cluster):
+    """A step of the session waits on the ps (an empty queue); closing the session ends it
+    with an error at once instead of leaving it to wait for a minute."""
+    import threading
+
+    from tfteach.ops.data_flow_ops import FIFOQueue
+
+    with tf.device("/job:ps/task:0"):
+        q = FIFOQueue(-1, tf.float32, shapes=(), name="close_q", shared_name="close_q")
+        take = q.dequeue()
+    sess = tf.Session(cluster.target("worker", 1))
+    sess.run(q.size())                              # the session exists on the master
+    outcome = []
+
+    def run():
+        try:
+            sess.run(take)
+        except tf.errors.OpError as e:
+            outcome.append(e)
+    waiter = threading.Thread(target=run)
+    waiter.start()
+    waiter.join(1.0)
+    assert waiter.is_alive()                        # it really waits
+    sess.close()
+    waiter.join(20.0)
+    assert not waiter.is_alive()
+    assert isinstance(outcome[0], (tf.errors.AbortedError, tf.errors.CancelledError))

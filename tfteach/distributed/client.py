@@ -289,13 +289,19 @@ class MasterClient(_Stub):
                  fetches: Sequence[str] = (), targets: Sequence[str] = (),
                  options: bytes = b"", timeout: float | None = None
                  ) -> tuple[dict[str, Any], bytes]:
-        """Run one step; return ``(fetched tensors, metadata)``."""
+        """Run one step; return ``(fetched tensors, metadata)``. Ctrl-C cancels the call,
+        and the master then aborts the step on every task."""
         from . import wire
 
         request = pb.RunStepRequest(session_handle=session_handle, fetch=list(fetches),
                                     target=list(targets), options=options)
         wire.add_named(request.feed, feeds)
-        response = self._call("RunStep", request, timeout)
+        call = self._stub.RunStep.future(request, timeout=timeout, metadata=self.client.metadata)
+        try:
+            response = self._result(call)
+        except KeyboardInterrupt:       # Ctrl-C: the master aborts the step on every task
+            call.cancel()
+            raise
         return wire.from_named(response.tensor), response.metadata
 
     def close_session(self, session_handle: str) -> None:

@@ -13,10 +13,13 @@ Device attribute dicts (``get_status``, ``list_devices``) have the keys ``name``
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
+import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence, Union
+from typing import (TYPE_CHECKING, Any, Callable, Iterator, Mapping, Protocol,
+                    Sequence, Union)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -105,10 +108,12 @@ class MasterEngine(Protocol):
 
     def run_step(self, session_handle: str, feeds: "Mapping[str, np.ndarray]",
                  fetches: Sequence[str], targets: Sequence[str], options: bytes) -> RunOutput:
-        """Run one step: feed, run the targets, return the fetches."""
+        """Run one step: feed, run the targets, return the fetches. During the call,
+        ``current_cancellation()`` is the call's ``Cancellation`` (its client may cancel)."""
 
     def close_session(self, session_handle: str) -> None:
-        """Release a session (variables stay in their containers, as in TF)."""
+        """Release a session, aborting its running steps (variables stay in their
+        containers, as in TF)."""
 
     def list_devices(self, session_handle: str
                      ) -> "tuple[list[dict[str, Any]], list[dict[str, Any]]]":
@@ -127,6 +132,58 @@ class Engine(WorkerEngine, MasterEngine, Protocol):
 
 EngineFactory = Callable[[TaskInfo], Engine]
 _registered: EngineFactory | None = None
+
+
+class Cancellation:
+    """A call's cancellation: ``on_cancel`` callbacks run once when the client cancels
+    (at once if it already has); after ``close()`` (the call is over) nothing runs."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], None]] = []
+        self.cancelled = False
+        self._closed = False
+
+    def on_cancel(self, fn: Callable[[], None]) -> None:
+        with self._lock:
+            if not self.cancelled:
+                self._callbacks.append(fn)
+                return
+        fn()
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self.cancelled or self._closed:
+                return
+            self.cancelled = True
+            callbacks, self._callbacks = self._callbacks, []
+        for fn in callbacks:
+            fn()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._callbacks = []
+
+
+_call = threading.local()
+
+
+def current_cancellation() -> Cancellation | None:
+    """The cancellation of the RPC this thread is serving (set by the RunStep service)."""
+    return getattr(_call, "cancellation", None)
+
+
+@contextlib.contextmanager
+def serving(cancellation: Cancellation) -> Iterator[None]:
+    """Make ``cancellation`` this thread's ``current_cancellation()`` for the block, and
+    close it afterwards."""
+    _call.cancellation = cancellation
+    try:
+        yield
+    finally:
+        _call.cancellation = None
+        cancellation.close()
 
 
 def set_engine_factory(factory: EngineFactory | str | None) -> EngineFactory | None:

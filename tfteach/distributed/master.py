@@ -27,7 +27,7 @@ from tfteach.runtime.plan import needed_ops
 from tfteach.runtime.session import device_mapping_text
 
 from .client import wait_for_tasks
-from .engine_api import RunResult, TaskInfo, as_run_result
+from .engine_api import RunResult, TaskInfo, as_run_result, current_cancellation
 from .partition import Partitioner
 
 
@@ -60,6 +60,7 @@ class MasterSession:
         self.registered: dict[tuple, list] = {}
         self.lock = threading.Lock()
         self.log: list[str] = []
+        self.running: dict[int, list] = {}     # step id -> its registered parts
 
     # ---- CreateSession ---------------------------------------------------------------
     def connect(self) -> None:
@@ -89,7 +90,16 @@ class MasterSession:
             parts = self._register(fetch_t, fed, target_ops)
             log, self.log = self.log, []
         step_id = secrets.randbits(62) or 1
-        tensors, stats = self._run_parts(parts, step_id, fed, options)
+        with self.lock:
+            self.running[step_id] = parts
+        cancellation = current_cancellation()
+        if cancellation is not None:    # the client cancelled RunStep (Ctrl-C)
+            cancellation.on_cancel(lambda: self._abort(parts, step_id))
+        try:
+            tensors, stats = self._run_parts(parts, step_id, fed, options)
+        finally:
+            with self.lock:
+                self.running.pop(step_id, None)
         for t, v in fed.items():
             if t.name in fetches:
                 tensors[t.name] = v
@@ -204,7 +214,18 @@ class MasterSession:
         for _, worker, _, _ in parts:
             _quietly(worker.cleanup_graph, step_id)
 
+    def cancel_running(self) -> None:
+        """Abort every step of this session that is running now (the session is closing):
+        each part is cleaned up, which ends its waits (RecvTensor, queues, accumulators)
+        with an error. A step whose RunStep call is cancelled (Ctrl-C) is aborted alone,
+        through the call's ``Cancellation``."""
+        with self.lock:
+            running = list(self.running.items())
+        for step_id, parts in running:
+            self._abort(parts, step_id)
+
     def close(self) -> None:
+        self.cancel_running()
         for registered in self.registered.values():
             for _, worker, handle, _ in registered:
                 _quietly(worker.deregister_graph, handle)

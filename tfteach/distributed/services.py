@@ -18,7 +18,7 @@ import grpc
 from tfteach import errors
 
 from . import shm, wire
-from .engine_api import Engine, as_run_result
+from .engine_api import Cancellation, Engine, as_run_result, serving
 from .protos import tfteach_cluster_pb2 as pb
 from .protos import tfteach_cluster_pb2_grpc as pb_grpc
 from .rendezvous import DEFAULT_TIMEOUT_S
@@ -83,9 +83,13 @@ class MasterServicer(pb_grpc.MasterServiceServicer):
 
     @rpc_method
     def RunStep(self, request: pb.RunStepRequest, context: Any) -> Any:
-        result = as_run_result(self.engine.run_step(
-            request.session_handle, wire.from_named(request.feed), list(request.fetch),
-            list(request.target), request.options))
+        cancellation = Cancellation()   # the client going away (Ctrl-C) aborts the step
+        if not context.add_callback(cancellation.cancel):
+            raise errors.CancelledError("RunStep was cancelled by its client")
+        with serving(cancellation):
+            result = as_run_result(self.engine.run_step(
+                request.session_handle, wire.from_named(request.feed), list(request.fetch),
+                list(request.target), request.options))
         response = pb.RunStepResponse(metadata=result.metadata)
         wire.add_named(response.tensor, result.tensors)
         return response
