@@ -96,6 +96,15 @@ def _train_step(tf, target, steps: int) -> float:
             return _median(lambda: sess.run([train, loss], {x: xs, y: ys}), steps) * 1e3
 
 
+def _measure(tf, target: str, t0: float, steps: int) -> dict:
+    """The ready time (tasks spawned at ``t0``) and the three measurements on ``target``."""
+    _touch_all(tf, target)
+    ready = time.perf_counter() - t0
+    return {"ready_s": ready, "mb1": _transfer(tf, target, 1 << 20, steps),
+            "mb64": _transfer(tf, target, 64 << 20, max(5, steps // 3)),
+            "step_ms": _train_step(tf, target, steps)}
+
+
 def bench_tfteach(steps: int) -> dict:
     import tfteach as tf
     from tfteach.cluster import LocalCluster
@@ -103,11 +112,7 @@ def bench_tfteach(steps: int) -> dict:
     cluster = LocalCluster(ps=1, workers=2)
     try:
         target = cluster.target("worker", 0)
-        _touch_all(tf, target)
-        ready = time.perf_counter() - t0
-        return {"ready_s": ready, "mb1": _transfer(tf, target, 1 << 20, steps),
-                "mb64": _transfer(tf, target, 64 << 20, max(5, steps // 3)),
-                "step_ms": _train_step(tf, target, steps)}
+        return _measure(tf, target, t0, steps)
     finally:
         cluster.close()
 
@@ -129,11 +134,7 @@ def bench_tensorflow(steps: int) -> dict | None:
              for job, i in (("ps", 0), ("worker", 0), ("worker", 1))]
     try:
         target = f"grpc://{spec['worker'][0]}"
-        _touch_all(tf, target)
-        ready = time.perf_counter() - t0
-        return {"ready_s": ready, "mb1": _transfer(tf, target, 1 << 20, steps),
-                "mb64": _transfer(tf, target, 64 << 20, max(5, steps // 3)),
-                "step_ms": _train_step(tf, target, steps)}
+        return _measure(tf, target, t0, steps)
     finally:
         for p in procs:
             p.kill()
