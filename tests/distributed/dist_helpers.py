@@ -65,3 +65,12 @@ def port_is_free(port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+class StuckOnCloseEngine(TransportEngine):
+    """An engine whose close never returns (a stand-in for an RPC thread that hangs)."""
+
+    def close(self) -> None:
+        import time
+
+        time.sleep(3600)

@@ -119,3 +119,19 @@ def test_sparse_jobs_in_json_get_integer_indices(tmp_path):
     path = tmp_path / "c.json"
     path.write_text(json.dumps({"worker": {"1": "w1:1", "3": "w3:1"}}))
     assert load_cluster(str(path), {}) == {"worker": {1: "w1:1", 3: "w3:1"}}
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_a_task_whose_stop_hangs_still_exits_after_the_grace_period():
+    from tfteach.distributed.cli import EXIT_GRACE_S
+
+    ps, = free_ports(1)
+    proc, line = _start([f"--ps_hosts=localhost:{ps}", "--job_name=ps", "--task_index=0"],
+                        env=_env(TFTEACH_ENGINE="dist_helpers:StuckOnCloseEngine"))
+    assert "Started server with target" in line
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(EXIT_GRACE_S + 20) == 0
+    assert EXIT_GRACE_S - 1 <= time.monotonic() - t0 < EXIT_GRACE_S + 20
+    assert "did not stop within" in proc.stderr.read()

@@ -9,7 +9,8 @@ dict. Any ``--<job>_hosts=a,b`` flag adds a job. The token comes only from the e
 (``TFTEACH_CLUSTER_TOKEN``); ``--insecure`` allows a non-loopback address without one.
 ``--virtual-gpus N`` sets ``TFTEACH_VIRTUAL_GPUS`` for the engine. When started by a parent
 that sets ``TFTEACH_PARENT_PID`` (LocalCluster), the task exits when that parent dies.
-Exit status: 0 after a signal, 1 when the server cannot start.
+Exit status: 0 after a signal (within ``EXIT_GRACE_S`` even if stopping hangs), 1 when the
+server cannot start.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ import threading
 from typing import Any, Sequence
 
 PARENT_PID_ENV = "TFTEACH_PARENT_PID"
+EXIT_GRACE_S = 10.0      # a task told to stop leaves after this long even if stopping hangs
 _HOSTS_FLAG = re.compile(r"^--(\w+)_hosts(?:=(.*))?$")
 
 
@@ -98,8 +100,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     while not stop.wait(0.5):
         pass
+    _exit_if_stuck(EXIT_GRACE_S)
     server.stop()
     return 0
+
+
+def _exit_if_stuck(grace: float) -> None:
+    """Leave the process after ``grace`` s even if stopping hangs (an RPC thread that does
+    not end, a thread the interpreter would join at exit): a task told to stop must go."""
+    def leave() -> None:
+        logging.getLogger("tfteach.distributed").warning(
+            "Server did not stop within %g s; exiting anyway", grace)
+        logging.shutdown()
+        os._exit(0)
+    timer = threading.Timer(grace, leave)
+    timer.daemon = True
+    timer.start()
 
 
 def _watch_parent(stop: threading.Event) -> None:
