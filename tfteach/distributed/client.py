@@ -178,22 +178,17 @@ class WorkerClient(_Stub):
                   fetch_names: Sequence[str] = (), options: bytes = b"",
                   timeout: float | None = None) -> tuple[dict[str, Any], bytes]:
         """Run a registered graph; return ``(fetched tensors, metadata)``."""
-        result = self.run_partition(graph_handle, step_id, feeds, fetch_names, options, timeout)
-        return dict(result.tensors), result.metadata
-
-    def run_partition(self, graph_handle: str, step_id: int, feeds: Mapping[str, Any],
-                      fetch_names: Sequence[str], options: bytes = b"",
-                      timeout: float | None = None) -> RunResult:
-        """Run a registered graph; return its fetches, metadata and the values of its
-        sends addressed to the caller (through shared memory when both are on one host)."""
-        return self.partition_result(self.start_partition(
+        result = self.partition_result(self.start_partition(
             graph_handle, step_id, feeds, fetch_names, options, timeout))
+        return dict(result.tensors), result.metadata
 
     def start_partition(self, graph_handle: str, step_id: int, feeds: Mapping[str, Any],
                         fetch_names: Sequence[str], options: bytes = b"",
                         timeout: float | None = None) -> grpc.Future:
-        """``run_partition`` without waiting: the call in flight (no thread of ours waits
-        on it); ``partition_result`` turns it into the RunResult."""
+        """RunGraph without waiting: the call in flight (no thread of ours waits on it);
+        ``partition_result`` turns it into a RunResult: the fetches, the metadata and the
+        values of the partition's sends addressed to the caller (through shared memory
+        when both are on one host)."""
         from . import shm, wire
 
         request = pb.RunGraphRequest(graph_handle=graph_handle, step_id=step_id,

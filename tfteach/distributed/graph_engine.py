@@ -1,16 +1,18 @@
 """``GraphEngine``: the engine every tfteach server runs, worker and master in one.
 
 Worker role (TF's WorkerService): the task's devices (its own config and environment), one
-resource container that outlives sessions, a rendezvous for ``_Send``, a pool that pulls
-``_Recv`` tensors, and registered partitions (graph + plans) run by the core executor.
+resource container that outlives sessions, a rendezvous for ``_Send``, ``pull`` for
+``_Recv`` tensors (RecvTensorInline calls in flight; a pool for local waits and streams), and
+registered partitions (graph + plans) run by the core executor.
 
 Master role (TF's MasterService): sessions over the whole cluster. CreateSession waits for
 the tasks (``device_filters`` decide which), collects their devices, and keeps the client's
 graph. RunStep places the whole graph on all those devices (ops with no device go to this
 task), partitions the needed ops by task (``partition``), registers each part with its
 worker (cached per fetch/feed/target set and graph version), runs all parts in parallel
-under one step id, and returns the fetches with merged step stats and placement log.
-A failed part aborts the step everywhere, so no task is left waiting.
+under one step id (this task's own part on the calling thread), and returns the fetches
+with merged step stats and placement log. A failed part, a cancelled RunStep (Ctrl-C) or a
+closed session aborts the step everywhere, so no task is left waiting.
 """
 from __future__ import annotations
 

@@ -3,11 +3,13 @@
 The master cuts every cross-task edge into a ``_Send`` in the producer's partition and a
 ``_Recv`` in the consumer's, both with the same rendezvous ``key`` (TF's format:
 ``send_device;incarnation;recv_device;tensor_name;0:0``). ``_Send`` leaves the value in its
-task's rendezvous; ``_Recv`` pulls it with RecvTensor (shared memory between processes on
-one host). A ``_Send`` marked ``to_master`` leaves it in the step's ``outbox`` instead: it
+task's rendezvous; ``_Recv`` pulls it with one RecvTensorInline call (inline, or shared
+memory between processes on one host; a large tensor for another host then streams through
+RecvTensor). A ``_Send`` marked ``to_master`` leaves it in the step's ``outbox`` instead: it
 goes back in the RunGraph answer and the master puts it in its own rendezvous, where the
 ``_Recv`` marked ``via_master`` waits (see ``partition``). ``_Recv`` is a waiting kernel: it
-returns a ``Pending`` and a pool thread does the pull, so it never blocks a device thread.
+returns a ``Pending`` that the call's answer (or a pool thread waiting on this task's
+rendezvous) resolves, so it never blocks a device thread.
 Kernels reach their task's engine through ``ctx.resources`` (a ``StepResources``: the task's
 container plus the current step id and outbox).
 """
