@@ -62,3 +62,27 @@ def cluster():
     with LocalCluster(ps=1, workers=2, engine=TRANSPORT_ENGINE) as result:
         yield result
 
+
+
+@pytest.fixture
+def engine_cluster(monkeypatch):
+    """1 ps + 2 workers as in-process servers running the graph engine (CPU only)."""
+    import socket
+
+    from tfteach.distributed.cluster_spec import ClusterSpec
+    from tfteach.distributed.graph_engine import GraphEngine
+    from tfteach.distributed.server import Server
+
+    def port() -> int:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    monkeypatch.setenv("TFTEACH_VIRTUAL_GPUS", "0")
+    spec = ClusterSpec({"ps": [f"localhost:{port()}"],
+                        "worker": [f"localhost:{port()}", f"localhost:{port()}"]})
+    servers = {(j, i): Server(spec, job_name=j, task_index=i, engine_factory=GraphEngine)
+               for j, i in (("ps", 0), ("worker", 0), ("worker", 1))}
+    yield servers
+    for s in servers.values():
+        s.stop()

@@ -1,35 +1,16 @@
 """grpc:// sessions on real in-process servers over loopback: partitioning, transfers,
 containers that outlive sessions, device filters, placement logs and failures."""
-import socket
-
 import numpy as np
 import pytest
 
 import tfteach as tf
-from tfteach.distributed.cluster_spec import ClusterSpec
-from tfteach.distributed.graph_engine import GraphEngine
-from tfteach.distributed.server import Server
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120)]
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
-def cluster(monkeypatch):
-    """1 ps + 2 workers as in-process servers running the graph engine (CPU only)."""
-    monkeypatch.setenv("TFTEACH_VIRTUAL_GPUS", "0")
-    spec = ClusterSpec({"ps": [f"localhost:{_port()}"],
-                        "worker": [f"localhost:{_port()}", f"localhost:{_port()}"]})
-    servers = {(j, i): Server(spec, job_name=j, task_index=i, engine_factory=GraphEngine)
-               for j, i in (("ps", 0), ("worker", 0), ("worker", 1))}
-    yield servers
-    for s in servers.values():
-        s.stop()
+def cluster(engine_cluster):
+    return engine_cluster
 
 
 def test_seed_host_and_workers_example(cluster):

@@ -135,7 +135,7 @@ class GraphEngine:
                       for t, v in fed.items()}
             raw, stats = self.executor.run(plan, values, part.resources,
                                            trace=bool(opts.get("trace")))
-        self._steps += 1
+        self._steps += bool(opts.get("first", True))     # a step's later phases: the same step
         out = {t.name: to_fetch_value(v, part.devices[t.op.name], t.is_ref, t.op)
                for t, v in zip(fetches, raw)}
         meta = json.dumps({"step_stats": _with_transfers(stats, part.graph).to_dict()}) if stats else ""

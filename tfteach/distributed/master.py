@@ -28,7 +28,7 @@ from tfteach.runtime.session import device_mapping_text
 
 from .client import wait_for_tasks
 from .engine_api import RunResult, TaskInfo, as_run_result, current_cancellation
-from .partition import Partitioner
+from .partition import Partitioner, split_phases
 
 
 def cluster_targets(task: TaskInfo, device_filters: list[str]) -> list[tuple[str, str]]:
@@ -87,7 +87,7 @@ class MasterSession:
             fetch_t = [self.graph.get_tensor_by_name(n) for n in fetches]
             fed = {self.graph.get_tensor_by_name(k): np.asarray(v) for k, v in feeds.items()}
             target_ops = [self.graph.get_operation_by_name(n) for n in targets]
-            parts = self._register(fetch_t, fed, target_ops)
+            parts = self._register(fetch_t, fed, target_ops, not options.get("trace"))
             log, self.log = self.log, []
         step_id = secrets.randbits(62) or 1
         with self.lock:
@@ -123,17 +123,22 @@ class MasterSession:
         if self.config.log_device_placement:
             self.log.extend(self.placement.log_lines())
 
-    def _register(self, fetches: list, fed: dict, targets: list) -> list:
+    def _register(self, fetches: list, fed: dict, targets: list, phased: bool) -> list:
+        """The registered parts of a step (cached): in phases unless ``phased`` is False
+        (traced steps keep TF's RecvTensor transfers, which step stats show)."""
         key = (tuple(t.name for t in fetches), tuple(sorted(t.name for t in fed)),
-               tuple(op.name for op in targets))
+               tuple(op.name for op in targets), phased)
         if key in self.registered:
             return self.registered[key]
         need = needed_ops([t.op for t in fetches if t not in fed] + targets, set(fed))
         ops = [op for op in self.graph.get_operations() if op._id in need]
+        master = self.engine.task.task_name
         parts = Partitioner(self.placement.devices, self.targets).run(
-            ops, set(fed), fetches, master=self.engine.task.task_name)
+            ops, set(fed), fetches, master=master)
+        split = split_phases(parts, master) if phased else None
         registered = []
-        for task, part in parts.items():
+        for part in split or parts.values():
+            task = part.task
             worker = self._worker(task)
             config = json.dumps({"targets": part.targets()}).encode()
             handle = worker.register_graph(json.dumps(part.graph_def()).encode(), config, "")
@@ -151,7 +156,8 @@ class MasterSession:
         the calling thread; the first failure aborts the step on every part."""
         timeout_s = (options.get("timeout_in_ms") or self.config.operation_timeout_in_ms
                      or 60000) / 1000
-        opts = json.dumps({"trace": bool(options.get("trace")), "timeout_s": timeout_s}).encode()
+        opts = {first: json.dumps({"trace": bool(options.get("trace")), "timeout_s": timeout_s,
+                                   "first": first}).encode() for first in (True, False)}
         aborted = threading.Event()
 
         def abort_on_failure(fut: Future) -> None:
@@ -162,11 +168,12 @@ class MasterSession:
         futures, local = [], []
         for _, worker, handle, part in parts:
             feeds = {ph: fed[self.graph.get_tensor_by_name(src)] for ph, src in part.feeds.items()}
-            call = (worker, handle, step_id, feeds, part.fetches, opts)
+            call = (worker, handle, step_id, feeds, part.fetches, opts[part.first])
             if isinstance(worker, _LocalWorker):
                 local.append(call)
                 continue
-            futures.append(self._start_remote(*call))
+            futures.append(self._start_when_sent(part.inputs, timeout_s, *call) if part.inputs
+                           else self._start_remote(*call))
             futures[-1].add_done_callback(abort_on_failure)
         for worker, *args in local:
             futures.append(_run_here(worker.run_graph, *args))
@@ -190,6 +197,25 @@ class MasterSession:
         worker.start_partition(handle, step_id, feeds, fetches, opts).add_done_callback(answered)
         return out
 
+    def _start_when_sent(self, inputs: dict, timeout_s: float, worker: Any, handle: str,
+                         step_id: int, feeds: dict, fetches: list, opts: bytes) -> Future:
+        """A phase's RunGraph, started (on a pool thread) once this task's part has sent
+        the tensors it needs (``inputs``: placeholder -> rendezvous key); they go in the
+        request with the client's feeds."""
+        out: Future = Future()
+
+        def start() -> None:
+            try:
+                for placeholder, key in inputs.items():
+                    feeds[placeholder] = self.engine.rendezvous.recv(step_id, key, timeout_s)[0]
+                started = self._start_remote(worker, handle, step_id, feeds, fetches, opts)
+            except BaseException as e:  # noqa: BLE001 (reported through the future)
+                out.set_exception(e)
+                return
+            started.add_done_callback(lambda done: _copy_outcome(done, out))
+        self.engine.pool.submit(start)
+        return out
+
     def _collect(self, parts: list, step_id: int, futures: list, trace: bool) -> tuple:
         tensors: dict = {}
         stats = StepStats() if trace else None
@@ -207,11 +233,11 @@ class MasterSession:
         return tensors, stats
 
     def _abort(self, parts: list, step_id: int) -> None:
-        for _, worker, _, _ in parts:
+        for worker in _workers(parts):
             self.engine.pool.submit(_quietly, worker.cleanup_graph, step_id)
 
     def _cleanup(self, parts: list, step_id: int) -> None:
-        for _, worker, _, _ in parts:
+        for worker in _workers(parts):
             _quietly(worker.cleanup_graph, step_id)
 
     def cancel_running(self) -> None:
@@ -251,6 +277,18 @@ class _LocalWorker:
 
     def deregister_graph(self, handle: str) -> None:
         self.engine.deregister_graph(handle)
+
+
+def _workers(parts: list) -> list:
+    """One worker per task of the registered ``parts`` (a task may run several phases)."""
+    return list({task: worker for task, worker, _, _ in parts}.values())
+
+
+def _copy_outcome(done: Future, out: Future) -> None:
+    if done.exception() is not None:
+        out.set_exception(done.exception())
+    else:
+        out.set_result(done.result())
 
 
 def _run_here(fn: Any, *args: Any) -> Future:

@@ -16,6 +16,18 @@ Rules:
   a RecvTensor call: its ``_Send`` gets ``to_master``, its ``_Recv`` ``via_master`` (TF's
   RunGraphResponse.recv). No op waits on a sink, so the value may arrive when the
   sender's part has finished.
+
+Phases (``split_phases``, for untraced steps): every transfer between the master's part and
+another task's part travels inside RunGraph calls, with no RecvTensor at all. Each other
+part is cut into phases: phase 0 needs nothing from the master; a node that needs a tensor
+the master's part computed from phase ``k`` answers runs in phase ``k + 1``. The master
+runs a phase once the tensors it needs are sent (they go in the RunGraph request, as TF's
+``RunGraphRequest.send``), and every tensor a phase sends to the master comes back in its
+answer. A training step with variables on the ps then costs two RunGraph calls to the ps
+(read the variables; apply the gradients) instead of one RunGraph and four RecvTensor
+calls. Ops without inputs that only name state (``VariableV2``, ``Const``, a feed's
+``Placeholder``) are copied into every phase that uses them; any other edge between phases,
+or a transfer between two tasks other than the master's, keeps the step on RecvTensor.
 """
 from __future__ import annotations
 
@@ -43,6 +55,9 @@ class TaskPart:
     feeds: dict = field(default_factory=dict)       # placeholder tensor name -> fed tensor name
     fetches: list = field(default_factory=list)     # tensor names this part returns
     consumed: set = field(default_factory=set)
+    inputs: dict = field(default_factory=dict)      # placeholder tensor name -> rendezvous key
+    phase: int = 0                                   # (the master sends it from its part)
+    first: bool = True                               # the task's first part in a step
 
     def add(self, node: dict) -> None:
         self.nodes.append(node)
@@ -159,6 +174,147 @@ def route_through_master(parts: dict[str, TaskPart], master: str) -> None:
         for node in other.nodes:
             if node["op"] == "_Send" and node["attr"]["key"] in keys:
                 node["attr"]["to_master"] = True
+
+
+_COPYABLE = frozenset({"VariableV2", "Const", "Placeholder"})
+
+
+def split_phases(parts: dict[str, TaskPart], master: str) -> list[TaskPart] | None:
+    """The master's part and every other part cut into phases (module docstring), or None
+    when the step must keep using RecvTensor."""
+    if master not in parts or len(parts) < 2:
+        return None
+    sends = {}
+    for part in parts.values():
+        for node in part.nodes:
+            if node["op"] == "_Send":
+                sends[node["attr"]["key"]] = (part.task, node["name"])
+            elif node["op"] == "_Recv" and master not in (part.task, node["attr"]["src_task"]):
+                return None
+    levels = _levels(parts, master, sends)
+    out = [parts[master]]
+    for task, part in parts.items():
+        if task != master:
+            phase_of = {n["name"]: levels[(task, n["name"])] for n in part.nodes}
+            phases = _phases_of(part, _lift_recvs(part, phase_of))
+            if phases is None:
+                return None
+            out.extend(phases)
+    for node in parts[master].nodes:
+        if node["op"] == "_Recv":
+            node["attr"]["via_master"] = True
+    return out
+
+
+def _source(name: str) -> str:
+    return name[1:] if name.startswith("^") else name.rsplit(":", 1)[0]
+
+
+def _levels(parts: dict[str, TaskPart], master: str, sends: dict) -> dict[tuple, int]:
+    """Per ``(task, node)``: outside the master's part, the phase it runs in; inside it, the
+    latest phase whose answer it waits for (-1: none)."""
+    nodes = {(p.task, n["name"]): n for p in parts.values() for n in p.nodes}
+
+    def preds(key: tuple) -> list[tuple]:
+        node = nodes[key]
+        out = [(key[0], _source(name)) for name in node["input"]]
+        if node["op"] == "_Recv":
+            out.append(sends[node["attr"]["key"]])
+        return out
+
+    level: dict[tuple, int] = {}
+    for start in nodes:
+        stack = [(start, False)]
+        while stack:
+            key, ready = stack.pop()
+            if key in level:
+                continue
+            if not ready:
+                stack.append((key, True))
+                stack.extend((p, False) for p in preds(key) if p not in level)
+            elif key[0] == master:
+                level[key] = max([-1] + [level[p] for p in preds(key)])
+            else:
+                level[key] = max([0] + [level[p] + (p[0] == master) for p in preds(key)])
+    return level
+
+
+def _lift_recvs(part: TaskPart, phase_of: dict[str, int]) -> dict[str, int]:
+    """A tensor from the master is fed to the first phase that uses it, not the first it
+    could be (a learning rate computed without the ps's answers is used when applying)."""
+    users: dict[str, list[int]] = {}
+    for node in part.nodes:
+        for name in map(_source, node["input"]):
+            users.setdefault(name, []).append(phase_of[node["name"]])
+    for node in part.nodes:
+        if node["op"] == "_Recv" and users.get(node["name"]):
+            phase_of[node["name"]] = min(users[node["name"]])
+    return phase_of
+
+
+def _phases_of(part: TaskPart, phase_of: dict[str, int]) -> list[TaskPart] | None:
+    """``part`` as one TaskPart per phase, or None if an edge between phases is not from a
+    copyable op."""
+    by_name = {n["name"]: n for n in part.nodes}
+    waited_on = {name[1:] for n in part.nodes for name in n["input"] if name.startswith("^")}
+    phases: dict[int, TaskPart] = {}
+    placed: set = set()
+
+    def phase(k: int) -> TaskPart:
+        return phases.setdefault(k, TaskPart(part.task, phase=k))
+
+    def copy_in(ph: TaskPart, name: str) -> None:
+        if name not in ph.names:
+            ph.add(by_name[name])
+            if f"{name}:0" in part.feeds:
+                ph.feeds[f"{name}:0"] = part.feeds[f"{name}:0"]
+            placed.add(name)
+
+    for node in part.nodes:
+        if _copyable(node):
+            continue
+        ph = phase(phase_of[node["name"]])
+        for name in map(_source, node["input"]):
+            if _copyable(by_name[name]):
+                copy_in(ph, name)
+            elif phase_of[name] != ph.phase:
+                return None
+            ph.consumed.add(name)
+        for phase_node in _as_phase_nodes(node, ph, node["name"] in waited_on):
+            ph.add(phase_node)
+    for name in [n["name"] for n in part.nodes if _copyable(n) and n["name"] not in placed]:
+        copy_in(phase(0), name)
+    for tensor in part.fetches:
+        name = tensor.rsplit(":", 1)[0]
+        next(p for _, p in sorted(phases.items()) if name in p.names).fetches.append(tensor)
+    out = [phases[k] for k in sorted(phases)]
+    for later in out[1:]:
+        later.first = False
+    return out
+
+
+def _copyable(node: dict) -> bool:
+    return node["op"] in _COPYABLE and not node["input"]
+
+
+def _as_phase_nodes(node: dict, ph: TaskPart, waited_on: bool) -> list[dict]:
+    """A ``_Recv`` from the master becomes a Placeholder the master feeds (behind an
+    Identity of the ``_Recv``'s name if an op waits on it: a fed op never runs); a ``_Send``
+    answers to the master."""
+    if node["op"] == "_Send":       # a copy: the step may still fall back to RecvTensor
+        return [{**node, "attr": {**node["attr"], "to_master": True}}]
+    if node["op"] != "_Recv":
+        return [node]
+    attrs, name = node["attr"], node["name"]
+    fed = f"{name}/fed" if waited_on else name
+    ph.inputs[f"{fed}:0"] = attrs["key"]
+    out = [{"name": fed, "op": "Placeholder", "device": node["device"], "input": [],
+            "colocation": [], "attr": {"dtype": attrs["dtype"], "shape": attrs["shape"]}}]
+    if waited_on:
+        ph.consumed.add(fed)
+        out.append({"name": name, "op": "Identity", "device": node["device"],
+                    "input": [f"{fed}:0"], "colocation": [], "attr": {"T": attrs["dtype"]}})
+    return out
 
 
 def _placeholder(name: str, t: Tensor, dev: str) -> dict:

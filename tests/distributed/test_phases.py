@@ -1,0 +1,198 @@
+"""Phased steps: transfers between the master's part and other tasks travel inside RunGraph
+calls (no RecvTensor), the other parts cut into phases; steps that cannot be cut, and traced
+steps, keep RecvTensor. Partitions are checked directly, and steps on real in-process
+servers over loopback are checked for values and for the RecvTensor calls they make."""
+import numpy as np
+import pytest
+
+import tfteach as tf
+from tfteach.distributed.graph_engine import GraphEngine, _RemoteDevice
+from tfteach.distributed.partition import Partitioner, split_phases
+from tfteach.runtime.plan import needed_ops
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120)]
+
+PS, W0, W1 = ("/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0",
+              "/job:worker/replica:0/task:1")
+
+
+def _softmax_regression(global_step=False, ps="/job:ps/task:0", worker="/job:worker/task:0"):
+    with tf.device(ps):
+        w = tf.Variable(tf.zeros([6, 3]), name="W")
+        b = tf.Variable(tf.zeros([3]), name="b")
+        step = tf.train.get_or_create_global_step() if global_step else None
+    with tf.device(worker):
+        x = tf.placeholder(tf.float32, [None, 6], name="x")
+        y = tf.placeholder(tf.float32, [None, 3], name="y")
+        loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits_v2(
+            labels=y, logits=tf.matmul(x, w) + b))
+        train = tf.train.GradientDescentOptimizer(0.5).minimize(loss, global_step=step)
+    return (w, b), (x, y), loss, train
+
+
+def _split(fetches, targets, fed, master=W0):
+    g = tf.get_default_graph()
+    tasks = {PS: "h:1", W0: "h:2", W1: "h:3"}
+    devices = {task: _RemoteDevice({"name": f"{task}/device:CPU:0"}) for task in tasks}
+    placement = {op.name: devices[_task_of(op.device)] for op in g.get_operations()}
+    need = needed_ops([t.op for t in fetches] + targets, set(fed))
+    ops = [op for op in g.get_operations() if op._id in need]
+    parts = Partitioner(placement, tasks).run(ops, set(fed), fetches, master=master)
+    return parts, split_phases(parts, master)
+
+
+def _task_of(device):
+    if "/job:ps" in device:
+        return PS
+    return W1 if "/job:worker/task:1" in device else W0
+
+
+def _ops(part):
+    return {n["name"]: n["op"] for n in part.nodes}
+
+
+def test_a_training_step_cuts_the_ps_part_into_read_and_apply_phases():
+    _, fed, loss, train = _softmax_regression(global_step=True)
+    parts, split = _split([loss], [train], fed)
+    master, *ps_phases = split
+    assert master is parts[W0] and [p.task for p in ps_phases] == [PS] * len(ps_phases)
+    assert [p.phase for p in ps_phases] == list(range(len(ps_phases))) and len(ps_phases) >= 2
+    assert [p.first for p in ps_phases] == [True] + [False] * (len(ps_phases) - 1)
+    read, apply = ps_phases[0], ps_phases[1]
+    # phase 0 reads the variables and answers them to the master; it needs nothing
+    assert read.inputs == {} and "_Recv" not in _ops(read).values()
+    sends = [n for n in read.nodes if n["op"] == "_Send"]
+    assert {n["input"][0] for n in sends} == {"W/read:0", "b/read:0"}
+    assert all(n["attr"]["to_master"] for n in sends)
+    # phase 1 gets the gradients (and learning rate) in its request, copies the variables
+    assert "_Recv" not in _ops(apply).values()
+    assert {"W", "b"} <= set(_ops(apply)) and "ApplyGradientDescent" in _ops(apply).values()
+    grads = {key.split(";")[3] for key in apply.inputs.values()}
+    assert {"gradients/MatMul_grad/MatMul_1:0", "GradientDescent/learning_rate:0"} <= grads
+    for placeholder in apply.inputs:
+        assert _ops(apply)[placeholder.rsplit(":", 1)[0]] == "Placeholder"
+    # every transfer into the master's part comes back in an answer
+    assert all(n["attr"].get("via_master") for n in master.nodes if n["op"] == "_Recv")
+    # the parts the unphased path would register are left as they were
+    assert not any(n["attr"].get("to_master") for n in parts[PS].nodes
+                   if n["op"] == "_Send" and n["input"][0] == "W/read:0")
+
+
+def test_an_op_waiting_on_a_tensor_from_the_master_waits_on_an_identity_of_it():
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(0.0, name="v")
+    with tf.device("/job:worker/task:0"):
+        ready = tf.no_op(name="ready")
+    with tf.device("/job:ps/task:0"):
+        with tf.control_dependencies([ready]):
+            bump = tf.assign_add(v, 1.0)
+    _, split = _split([], [bump.op], set())
+    [ps] = split[1:]
+    [waited] = [n for n in ps.nodes if n["op"] == "Identity"]
+    assert ps.inputs == {f"{waited['name']}/fed:0": next(iter(ps.inputs.values()))}
+    assert f"^{waited['name']}" in next(n for n in ps.nodes if n["op"] == "AssignAdd")["input"]
+
+
+def test_a_transfer_between_two_other_tasks_keeps_recv_tensor():
+    with tf.device("/job:ps/task:0"):
+        a = tf.constant(2.0, name="a") * 3.0
+    with tf.device("/job:worker/task:1"):
+        b = a + 1.0
+    with tf.device("/job:worker/task:0"):
+        c = b * 2.0
+    parts, split = _split([c], [], set())
+    assert split is None
+    assert not any(n["attr"].get("to_master") for p in parts.values() for n in p.nodes
+                   if n["op"] == "_Send" and n["input"][0] == a.name)
+
+
+def test_a_computed_value_used_across_phases_keeps_recv_tensor():
+    """``twice`` is computed in the ps's phase 0 and used again after the master's answer:
+    it is no copyable op, so the step keeps RecvTensor."""
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(1.0, name="v")
+        twice = v * 2.0
+    with tf.device("/job:worker/task:0"):
+        back = twice + 1.0
+    with tf.device("/job:ps/task:0"):
+        out = tf.assign(v, back * twice)
+    _, split = _split([out], [], set())
+    assert split is None
+
+
+def _count_recv_tensor(monkeypatch):
+    calls = []
+    real = GraphEngine.recv_tensor
+
+    def counting(self, step_id, key, timeout):
+        calls.append(key)
+        return real(self, step_id, key, timeout)
+    monkeypatch.setattr(GraphEngine, "recv_tensor", counting)
+    return calls
+
+
+def test_training_steps_make_no_recv_tensor_calls_and_match_a_local_session(
+        engine_cluster, monkeypatch):
+    rng = np.random.default_rng(0)
+    xs = rng.random((8, 6), dtype=np.float32)
+    ys = np.eye(3, dtype=np.float32)[rng.integers(0, 3, 8)]
+    results = {}
+    for target in ("", engine_cluster["worker", 0].target):
+        devices = {} if target else {"ps": None, "worker": None}
+        with tf.Graph().as_default():
+            (w, b), (x, y), loss, train = _softmax_regression(True, **devices)
+            step = tf.train.get_global_step()
+            with tf.Session(target) as sess:
+                sess.run(tf.global_variables_initializer())
+                calls = _count_recv_tensor(monkeypatch)
+                losses = [sess.run([train, loss], {x: xs, y: ys})[1] for _ in range(5)]
+                results[target] = (losses, sess.run(w), sess.run(step), list(calls))
+    local, remote = results.values()
+    np.testing.assert_allclose(remote[0], local[0], rtol=1e-5)
+    np.testing.assert_allclose(remote[1], local[1], rtol=1e-5)
+    assert remote[2] == local[2] == 5
+    assert remote[3] == []          # every transfer went in RunGraph requests and answers
+
+
+def test_a_traced_step_keeps_recv_tensor_and_shows_its_transfers(engine_cluster, monkeypatch):
+    (w, b), (x, y), loss, train = _softmax_regression()
+    sess = tf.Session(engine_cluster["worker", 0].target)
+    sess.run(tf.global_variables_initializer())
+    feed = {x: np.ones((2, 6), np.float32), y: np.eye(3, dtype=np.float32)[:2]}
+    calls = _count_recv_tensor(monkeypatch)
+    md = tf.RunMetadata()
+    sess.run(train, feed, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+             run_metadata=md)
+    assert any("W/read:0" in key for key in calls)
+    assert {"W/read:0", "b/read:0"} <= {t.tensor_name for t in md.step_stats.transfers}
+    calls.clear()
+    sess.run(train, feed)
+    assert calls == []
+
+
+def test_a_task_counts_one_step_for_all_its_phases(engine_cluster):
+    from tfteach.distributed.client import ClusterClient
+
+    _, (x, y), _, train = _softmax_regression()
+    sess = tf.Session(engine_cluster["worker", 0].target)
+    sess.run(tf.global_variables_initializer())
+    ps = ClusterClient().worker(engine_cluster["ps", 0].target, PS)
+    before = ps.get_status()["last_step"]
+    for _ in range(3):
+        sess.run(train, {x: np.ones((2, 6), np.float32), y: np.eye(3, dtype=np.float32)[:2]})
+    assert ps.get_status()["last_step"] == before + 3
+
+
+def test_a_failing_phase_fails_the_step_and_the_session_goes_on(engine_cluster):
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable([1.0, 2.0], name="v")
+    with tf.device("/job:worker/task:0"):
+        x = tf.placeholder(tf.float32, name="x")
+        scaled = v * x
+    with tf.device("/job:ps/task:0"):
+        update = tf.assign(v, scaled)           # validate_shape: a wrong shape fails phase 1
+    sess = tf.Session(engine_cluster["worker", 0].target)
+    sess.run(v.initializer)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Assign requires shapes"):
+        sess.run(update, {x: [[1.0, 1.0], [1.0, 1.0]]})
+    assert sess.run(update, {x: 3.0}).tolist() == [3.0, 6.0]
