@@ -37,8 +37,9 @@ def _split(fetches, targets, fed, master=W0):
     placement = {op.name: devices[_task_of(op.device)] for op in g.get_operations()}
     need = needed_ops([t.op for t in fetches] + targets, set(fed))
     ops = [op for op in g.get_operations() if op._id in need]
-    parts = Partitioner(placement, tasks).run(ops, set(fed), fetches, master=master)
-    return parts, split_phases(parts, master)
+    partitioner = Partitioner(placement, tasks)
+    parts = partitioner.run(ops, set(fed), fetches, master=master)
+    return parts, split_phases(parts, master, partitioner.tensors)
 
 
 def _task_of(device):
@@ -54,28 +55,46 @@ def _ops(part):
 def test_a_training_step_cuts_the_ps_part_into_read_and_apply_phases():
     _, fed, loss, train = _softmax_regression(global_step=True)
     parts, split = _split([loss], [train], fed)
-    master, *ps_phases = split
-    assert master is parts[W0] and [p.task for p in ps_phases] == [PS] * len(ps_phases)
-    assert [p.phase for p in ps_phases] == list(range(len(ps_phases))) and len(ps_phases) >= 2
-    assert [p.first for p in ps_phases] == [True] + [False] * (len(ps_phases) - 1)
+    masters = [p for p in split if p.task == W0]
+    ps_phases = [p for p in split if p.task == PS]
+    assert split == masters + ps_phases and len(ps_phases) >= 2
+    for phases in (masters, ps_phases):
+        assert [p.phase for p in phases] == list(range(len(phases)))
+        assert [p.first for p in phases] == [True] + [False] * (len(phases) - 1)
+        assert not any(n["op"] == "_Recv" for p in phases for n in p.nodes)
     read, apply = ps_phases[0], ps_phases[1]
     # phase 0 reads the variables and answers them to the master; it needs nothing
-    assert read.inputs == {} and "_Recv" not in _ops(read).values()
+    assert read.inputs == {}
     sends = [n for n in read.nodes if n["op"] == "_Send"]
     assert {n["input"][0] for n in sends} == {"W/read:0", "b/read:0"}
     assert all(n["attr"]["to_master"] for n in sends)
     # phase 1 gets the gradients (and learning rate) in its request, copies the variables
-    assert "_Recv" not in _ops(apply).values()
     assert {"W", "b"} <= set(_ops(apply)) and "ApplyGradientDescent" in _ops(apply).values()
     grads = {key.split(";")[3] for key in apply.inputs.values()}
     assert {"gradients/MatMul_grad/MatMul_1:0", "GradientDescent/learning_rate:0"} <= grads
     for placeholder in apply.inputs:
         assert _ops(apply)[placeholder.rsplit(":", 1)[0]] == "Placeholder"
-    # every transfer into the master's part comes back in an answer
-    assert all(n["attr"].get("via_master") for n in master.nodes if n["op"] == "_Recv")
+    # the master computes the loss and gradients in the phase fed the variables' values
+    [model] = [p for p in masters if "MatMul" in _ops(p)]
+    assert {key.split(";")[3] for key in model.inputs.values()} == {"W/read:0", "b/read:0"}
+    assert model.fetches == [loss.name] and set(model.feeds.values()) == {"x:0", "y:0"}
+    assert not any(n["attr"].get("to_master") for p in masters for n in p.nodes)
     # the parts the unphased path would register are left as they were
-    assert not any(n["attr"].get("to_master") for n in parts[PS].nodes
-                   if n["op"] == "_Send" and n["input"][0] == "W/read:0")
+    assert not any(n["attr"].get("to_master") for p in parts.values() for n in p.nodes)
+
+
+def test_the_master_carries_a_value_into_its_later_phase():
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(1.0, name="v")
+    with tf.device("/job:worker/task:0"):
+        x = tf.placeholder(tf.float32, name="x")
+        a = tf.multiply(x, 2.0, name="a")               # needs nothing from the ps
+        c = tf.add(a, v, name="c")                       # needs v: a later phase
+    _, split = _split([c], [], {x})
+    first, later = [p for p in split if p.task == W0]
+    assert "a" in _ops(first) and "c" in _ops(later)
+    assert first.carry_out == ["a:0"] and later.carried == {"_carry/a_0:0": "a:0"}
+    assert "_carry/a_0:0" in next(n for n in later.nodes if n["name"] == "c")["input"]
 
 
 def test_an_op_waiting_on_a_tensor_from_the_master_waits_on_an_identity_of_it():
@@ -183,6 +202,22 @@ def test_a_task_counts_one_step_for_all_its_phases(engine_cluster):
     assert ps.get_status()["last_step"] == before + 3
 
 
+def test_values_carried_between_the_masters_phases(engine_cluster):
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(3.0, name="v")
+    with tf.device("/job:worker/task:0"):
+        x = tf.placeholder(tf.float32, name="x")
+        a = x * 2.0
+        c = a + v
+    with tf.device("/job:ps/task:0"):
+        d = c * v
+    with tf.device("/job:worker/task:0"):
+        e = d - a
+    sess = tf.Session(engine_cluster["worker", 0].target)
+    sess.run(v.initializer)
+    assert sess.run([a, c, d, e], {x: 5.0}) == [10.0, 13.0, 39.0, 29.0]
+
+
 def test_a_failing_phase_fails_the_step_and_the_session_goes_on(engine_cluster):
     with tf.device("/job:ps/task:0"):
         v = tf.Variable([1.0, 2.0], name="v")
@@ -196,3 +231,26 @@ def test_a_failing_phase_fails_the_step_and_the_session_goes_on(engine_cluster):
     with pytest.raises(tf.errors.InvalidArgumentError, match="Assign requires shapes"):
         sess.run(update, {x: [[1.0, 1.0], [1.0, 1.0]]})
     assert sess.run(update, {x: 3.0}).tolist() == [3.0, 6.0]
+
+
+def test_large_answers_reuse_one_reply_segment_step_after_step(engine_cluster, monkeypatch):
+    """A 1 MiB variable read on the master's task every step: after the first step the ps
+    writes it into the master's reply segment, making no segment per step; every step
+    sees the variable's current value."""
+    from tfteach.distributed import shm
+
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(tf.zeros([1 << 18]), name="big")
+        bump = tf.assign_add(v, tf.ones([1 << 18]))
+    with tf.device("/job:worker/task:0"):
+        total = tf.reduce_sum(v)
+    sess = tf.Session(engine_cluster["worker", 0].target)
+    sess.run(v.initializer)
+    assert sess.run(total) == 0.0                      # learns the answer's size
+    exports = []
+    real_export = shm.export
+    monkeypatch.setattr(shm, "export", lambda data: exports.append(1) or real_export(data))
+    for step in range(1, 4):
+        sess.run(bump)
+        assert sess.run(total) == float(step << 18)
+    assert exports == []

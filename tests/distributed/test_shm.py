@@ -86,3 +86,90 @@ def test_sweep_removes_segments_of_a_killed_process():
     finally:
         proc.kill()
         proc.wait()
+
+
+def _answer(values, reply):
+    """What RunGraph does with ``values`` and an offered reply segment (services.RunGraph)."""
+    from tfteach.distributed import wire
+    from tfteach.distributed.protos import tfteach_cluster_pb2 as pb
+
+    segment = shm.writable(reply.name, reply.size)
+    response, offset = pb.RunGraphResponse(), 0
+    for i, value in enumerate(values):
+        proto = response.sent.add(name=str(i)).tensor
+        end = wire.fill_into(proto, value, segment, reply.name, offset)
+        if end is None:
+            wire.fill_reply(proto, value, shm_ok=True)
+        else:
+            offset = end
+    return pb.RunGraphResponse.FromString(response.SerializeToString())
+
+
+def test_a_reply_segment_carries_several_tensors_and_is_reused():
+    from tfteach.distributed import wire
+
+    reply = shm.reply_segment(3 << 20)
+    try:
+        assert reply.size >= 3 << 20 and (shm.SHM_DIR / reply.name).exists()
+        big = [np.full(1 << 18, i, np.float32) for i in range(2)]     # 1 MiB each
+        small = np.arange(4.0)
+        answer = _answer(big + [small], reply)
+        headers = [item.tensor.header for item in answer.sent]
+        assert [h.shm_name for h in headers] == [reply.name, reply.name, ""]
+        assert headers[1].shm_offset >= headers[0].nbytes
+        got = [wire.from_reply(item.tensor, reply)[0] for item in answer.sent]
+        for want, value in zip(big + [small], got):
+            np.testing.assert_array_equal(value, want)
+        got[0][:] = 7                                   # a copy: the segment is not shared
+        assert wire.from_reply(answer.sent[0].tensor, reply)[0][0] == 0
+        shm.give_back(reply)
+        assert shm.reply_segment(1 << 20) is reply      # the free one is reused
+    finally:
+        shm.give_back(reply, reuse=False)
+    assert not (shm.SHM_DIR / reply.name).exists()
+
+
+def test_a_tensor_that_does_not_fit_the_reply_segment_gets_its_own():
+    from tfteach.distributed import wire
+
+    reply = shm.reply_segment(1 << 20)
+    try:
+        value = np.ones(reply.size // 4 + 1, np.float32)
+        [item] = _answer([value], reply).sent
+        assert item.tensor.header.shm_name not in ("", reply.name)
+        np.testing.assert_array_equal(wire.from_reply(item.tensor, reply)[0], value)
+        assert not (shm.SHM_DIR / item.tensor.header.shm_name).exists()   # taken
+    finally:
+        shm.give_back(reply, reuse=False)
+
+
+def test_writable_refuses_foreign_names_and_short_segments():
+    reply = shm.reply_segment(1 << 20)
+    try:
+        assert shm.writable("../etc/passwd", 1) is None
+        assert shm.writable(f"tfteach_{os.getpid()}_999999_deadbeef", 1) is None
+        assert shm.writable(reply.name, reply.size + 1) is None
+        assert len(shm.writable(reply.name, reply.size)) == reply.size
+    finally:
+        shm.give_back(reply, reuse=False)
+
+
+def test_a_reply_outside_its_segment_is_data_loss():
+    from tfteach.distributed import wire
+
+    reply = shm.reply_segment(1 << 20)
+    try:
+        [item] = _answer([np.ones(1 << 18, np.float32)], reply).sent
+        item.tensor.header.shm_offset = reply.size
+        with pytest.raises(errors.DataLossError, match="outside reply segment"):
+            wire.from_reply(item.tensor, reply)
+    finally:
+        shm.give_back(reply, reuse=False)
+
+
+def test_release_own_removes_free_reply_segments():
+    reply = shm.reply_segment(1 << 20)
+    shm.give_back(reply)
+    shm.release_own()
+    assert not (shm.SHM_DIR / reply.name).exists()
+    assert shm.reply_segment(1 << 20) is not reply

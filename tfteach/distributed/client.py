@@ -178,33 +178,36 @@ class WorkerClient(_Stub):
                   fetch_names: Sequence[str] = (), options: bytes = b"",
                   timeout: float | None = None) -> tuple[dict[str, Any], bytes]:
         """Run a registered graph; return ``(fetched tensors, metadata)``."""
-        result = self.partition_result(self.start_partition(
-            graph_handle, step_id, feeds, fetch_names, options, timeout))
+        result = self.run_partition(graph_handle, step_id, feeds, fetch_names, options, timeout)
         return dict(result.tensors), result.metadata
 
-    def start_partition(self, graph_handle: str, step_id: int, feeds: Mapping[str, Any],
-                        fetch_names: Sequence[str], options: bytes = b"",
-                        timeout: float | None = None) -> grpc.Future:
-        """RunGraph without waiting: the call in flight (no thread of ours waits on it);
-        ``partition_result`` turns it into a RunResult: the fetches, the metadata and the
-        values of the partition's sends addressed to the caller (through shared memory
-        when both are on one host)."""
+    def run_partition(self, graph_handle: str, step_id: int, feeds: Mapping[str, Any],
+                      fetch_names: Sequence[str], options: bytes = b"",
+                      timeout: float | None = None, reply_bytes: int = 0) -> RunResult:
+        """RunGraph as a blocking call (its answer is polled on this thread: no helper
+        thread per call); a RunResult of the fetches, the metadata and the values of the
+        partition's sends addressed to the caller (through shared memory when both are on
+        one host: a reused reply segment of ``reply_bytes`` if that is not 0, else a
+        segment per tensor). ``RunResult.shm_bytes`` tells the size to offer next time."""
         from . import shm, wire
 
         request = pb.RunGraphRequest(graph_handle=graph_handle, step_id=step_id,
                                      recv_key=list(fetch_names), options=options,
                                      shm_host=shm.host_key())
         wire.add_named(request.send, feeds)
-        return self._stub.RunGraph.future(request, timeout=timeout,
-                                          metadata=self.client.metadata)
-
-    def partition_result(self, call: grpc.Future) -> RunResult:
-        """The RunResult of a ``start_partition`` call (waits for it)."""
-        from . import wire
-
-        response = self._result(call)
-        sent = {item.name: wire.from_reply(item.tensor)[0] for item in response.sent}
-        return RunResult(wire.from_named(response.recv), response.metadata, sent)
+        reply = shm.reply_segment(reply_bytes)
+        if reply is not None:
+            request.reply_shm, request.reply_shm_bytes = reply.name, reply.size
+        try:
+            response = self._call("RunGraph", request, timeout)
+            sent = {item.name: wire.from_reply(item.tensor, reply)[0] for item in response.sent}
+        except BaseException:
+            shm.give_back(reply, reuse=False)    # a late writer must never find it reused
+            raise
+        shm.give_back(reply)
+        shm_bytes = sum(-(-item.tensor.header.nbytes // 64) * 64
+                        for item in response.sent if item.tensor.header.shm_name)
+        return RunResult(wire.from_named(response.recv), response.metadata, sent, shm_bytes)
 
     def cleanup_graph(self, step_id: int) -> None:
         self._call("CleanupGraph", pb.CleanupGraphRequest(step_id=step_id))
@@ -291,12 +294,10 @@ class MasterClient(_Stub):
         request = pb.RunStepRequest(session_handle=session_handle, fetch=list(fetches),
                                     target=list(targets), options=options)
         wire.add_named(request.feed, feeds)
-        call = self._stub.RunStep.future(request, timeout=timeout, metadata=self.client.metadata)
-        try:
-            response = self._result(call)
-        except KeyboardInterrupt:       # Ctrl-C: the master aborts the step on every task
-            call.cancel()
-            raise
+        # A blocking call (its answer is polled on this thread: no helper thread per step).
+        # Ctrl-C raises KeyboardInterrupt inside it, which cancels the call; the master
+        # then aborts the step on every task.
+        response = self._call("RunStep", request, timeout)
         return wire.from_named(response.tensor), response.metadata
 
     def close_session(self, session_handle: str) -> None:

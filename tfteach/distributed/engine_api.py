@@ -57,6 +57,7 @@ class RunResult:
     tensors: "Mapping[str, np.ndarray]"
     metadata: bytes = b""
     sent: "Mapping[str, np.ndarray]" = field(default_factory=dict)
+    shm_bytes: int = 0          # how much of ``sent`` came through shared memory
 
 
 RunOutput = Union[RunResult, "Mapping[str, np.ndarray]"]

@@ -61,6 +61,7 @@ class MasterSession:
         self.lock = threading.Lock()
         self.log: list[str] = []
         self.running: dict[int, list] = {}     # step id -> its registered parts
+        self.reply_bytes: dict[str, int] = {}  # graph handle -> shm bytes its answers need
 
     # ---- CreateSession ---------------------------------------------------------------
     def connect(self) -> None:
@@ -133,9 +134,9 @@ class MasterSession:
         need = needed_ops([t.op for t in fetches if t not in fed] + targets, set(fed))
         ops = [op for op in self.graph.get_operations() if op._id in need]
         master = self.engine.task.task_name
-        parts = Partitioner(self.placement.devices, self.targets).run(
-            ops, set(fed), fetches, master=master)
-        split = split_phases(parts, master) if phased else None
+        partitioner = Partitioner(self.placement.devices, self.targets)
+        parts = partitioner.run(ops, set(fed), fetches, master=master)
+        split = split_phases(parts, master, partitioner.tensors) if phased else None
         registered = []
         for part in split or parts.values():
             task = part.task
@@ -170,50 +171,55 @@ class MasterSession:
             feeds = {ph: fed[self.graph.get_tensor_by_name(src)] for ph, src in part.feeds.items()}
             call = (worker, handle, step_id, feeds, part.fetches, opts[part.first])
             if isinstance(worker, _LocalWorker):
-                local.append(call)
+                local.append((part, call))
                 continue
-            futures.append(self._start_when_sent(part.inputs, timeout_s, *call) if part.inputs
-                           else self._start_remote(*call))
+            futures.append(self._start_remote(part.inputs, timeout_s, *call))
             futures[-1].add_done_callback(abort_on_failure)
-        for worker, *args in local:
-            futures.append(_run_here(worker.run_graph, *args))
+        carried: dict = {}
+        for part, call in local:
+            futures.append(_run_here(self._run_local, part, carried, timeout_s, *call))
             abort_on_failure(futures[-1])
+            if aborted.is_set():
+                break
         return self._collect(parts, step_id, futures, bool(options.get("trace")))
 
-    def _start_remote(self, worker: Any, handle: str, step_id: int, feeds: dict,
-                      fetches: list, opts: bytes) -> Future:
-        """RunGraph on another task, in flight; when it answers (on gRPC's thread), what it
-        sent to this task goes in our rendezvous and the future gets (tensors, metadata)."""
+    def _run_local(self, part: Any, carried: dict, timeout_s: float, worker: Any, handle: str,
+                   step_id: int, feeds: dict, fetches: list, opts: bytes) -> tuple:
+        """One of this task's phases, on the calling thread: fed what the tasks answered
+        (``part.inputs``, from the rendezvous) and what earlier phases computed
+        (``carried``), it returns its fetches and leaves what later phases use in
+        ``carried``."""
+        for placeholder, key in part.inputs.items():
+            feeds[placeholder] = self.engine.rendezvous.recv(step_id, key, timeout_s)[0]
+        feeds.update((placeholder, carried[t]) for placeholder, t in part.carried.items())
+        tensors, meta = worker.run_graph(handle, step_id, feeds, fetches + part.carry_out, opts)
+        for t in part.carry_out:
+            carried[t] = tensors[t] if t in fetches else tensors.pop(t)
+        return tensors, meta
+
+    def _start_remote(self, inputs: dict, timeout_s: float, worker: Any, handle: str,
+                      step_id: int, feeds: dict, fetches: list, opts: bytes) -> Future:
+        """RunGraph on another task, from a pool thread: once this task's part has sent the
+        tensors the part needs (``inputs``: placeholder -> rendezvous key; they go in the
+        request with the client's feeds), a blocking call; what the part sent to this task
+        goes in our rendezvous, and the future gets (tensors, metadata)."""
         out: Future = Future()
+        reply_sizes = self.reply_bytes
 
-        def answered(call: Any) -> None:
-            try:
-                result = worker.partition_result(call)
-                for key, value in result.sent.items():
-                    self.engine.put_tensor(step_id, key, value)
-                out.set_result((result.tensors, result.metadata))
-            except Exception as e:  # noqa: BLE001 (reported through the future)
-                out.set_exception(e)
-        worker.start_partition(handle, step_id, feeds, fetches, opts).add_done_callback(answered)
-        return out
-
-    def _start_when_sent(self, inputs: dict, timeout_s: float, worker: Any, handle: str,
-                         step_id: int, feeds: dict, fetches: list, opts: bytes) -> Future:
-        """A phase's RunGraph, started (on a pool thread) once this task's part has sent
-        the tensors it needs (``inputs``: placeholder -> rendezvous key); they go in the
-        request with the client's feeds."""
-        out: Future = Future()
-
-        def start() -> None:
+        def run() -> None:
             try:
                 for placeholder, key in inputs.items():
                     feeds[placeholder] = self.engine.rendezvous.recv(step_id, key, timeout_s)[0]
-                started = self._start_remote(worker, handle, step_id, feeds, fetches, opts)
+                result = worker.run_partition(handle, step_id, feeds, fetches, opts,
+                                              reply_bytes=reply_sizes.get(handle, 0))
+                reply_sizes[handle] = result.shm_bytes
+                for key, value in result.sent.items():
+                    self.engine.put_tensor(step_id, key, value)
             except BaseException as e:  # noqa: BLE001 (reported through the future)
                 out.set_exception(e)
                 return
-            started.add_done_callback(lambda done: _copy_outcome(done, out))
-        self.engine.pool.submit(start)
+            out.set_result((result.tensors, result.metadata))
+        self.engine.pool.submit(run)
         return out
 
     def _collect(self, parts: list, step_id: int, futures: list, trace: bool) -> tuple:
@@ -282,13 +288,6 @@ class _LocalWorker:
 def _workers(parts: list) -> list:
     """One worker per task of the registered ``parts`` (a task may run several phases)."""
     return list({task: worker for task, worker, _, _ in parts}.values())
-
-
-def _copy_outcome(done: Future, out: Future) -> None:
-    if done.exception() is not None:
-        out.set_exception(done.exception())
-    else:
-        out.set_result(done.result())
 
 
 def _run_here(fn: Any, *args: Any) -> Future:

@@ -58,6 +58,8 @@ class TaskPart:
     inputs: dict = field(default_factory=dict)      # placeholder tensor name -> rendezvous key
     phase: int = 0                                   # (the master sends it from its part)
     first: bool = True                               # the task's first part in a step
+    carried: dict = field(default_factory=dict)      # placeholder -> tensor of an earlier
+    carry_out: list = field(default_factory=list)    # phase (master only); what it returns
 
     def add(self, node: dict) -> None:
         self.nodes.append(node)
@@ -79,6 +81,7 @@ class Partitioner:
         self.addresses = addresses        # task name -> host:port
         self.parts: dict[str, TaskPart] = {}
         self.recvs: dict[tuple, str] = {}
+        self.tensors: dict[str, Tensor] = {}        # every output of the step's ops, by name
 
     def part(self, task: str) -> TaskPart:
         if task not in self.parts:
@@ -97,6 +100,7 @@ class Partitioner:
         return self.parts
 
     def _add_op(self, op: Operation, fed: set[Tensor]) -> None:
+        self.tensors.update((t.name, t) for t in op.outputs)
         dev = self.placement[op.name].name
         part = self.part(task_of(dev))
         node = node_to_dict(op, dev)
@@ -179,9 +183,11 @@ def route_through_master(parts: dict[str, TaskPart], master: str) -> None:
 _COPYABLE = frozenset({"VariableV2", "Const", "Placeholder"})
 
 
-def split_phases(parts: dict[str, TaskPart], master: str) -> list[TaskPart] | None:
-    """The master's part and every other part cut into phases (module docstring), or None
-    when the step must keep using RecvTensor."""
+def split_phases(parts: dict[str, TaskPart], master: str,
+                 tensors: dict[str, Tensor]) -> list[TaskPart] | None:
+    """Every part cut into phases (module docstring): the master's first, in the order it
+    runs them, then the others'; None when the step must keep using RecvTensor.
+    ``tensors`` (name -> Tensor) gives the types of values the master carries over."""
     if master not in parts or len(parts) < 2:
         return None
     sends = {}
@@ -192,17 +198,15 @@ def split_phases(parts: dict[str, TaskPart], master: str) -> list[TaskPart] | No
             elif node["op"] == "_Recv" and master not in (part.task, node["attr"]["src_task"]):
                 return None
     levels = _levels(parts, master, sends)
-    out = [parts[master]]
-    for task, part in parts.items():
-        if task != master:
-            phase_of = {n["name"]: levels[(task, n["name"])] for n in part.nodes}
-            phases = _phases_of(part, _lift_recvs(part, phase_of))
-            if phases is None:
-                return None
-            out.extend(phases)
-    for node in parts[master].nodes:
-        if node["op"] == "_Recv":
-            node["attr"]["via_master"] = True
+    out: list[TaskPart] = []
+    for task in [master] + [t for t in parts if t != master]:
+        part = parts[task]
+        shift = task == master       # the master's level -1 (nothing remote) is its phase 0
+        phase_of = {n["name"]: levels[(task, n["name"])] + shift for n in part.nodes}
+        phases = _phases_of(part, _lift_recvs(part, phase_of), tensors if shift else None)
+        if phases is None:
+            return None
+        out.extend(phases)
     return out
 
 
@@ -252,9 +256,12 @@ def _lift_recvs(part: TaskPart, phase_of: dict[str, int]) -> dict[str, int]:
     return phase_of
 
 
-def _phases_of(part: TaskPart, phase_of: dict[str, int]) -> list[TaskPart] | None:
+def _phases_of(part: TaskPart, phase_of: dict[str, int],
+               carry: dict[str, Tensor] | None) -> list[TaskPart] | None:
     """``part`` as one TaskPart per phase, or None if an edge between phases is not from a
-    copyable op."""
+    copyable op and cannot be ``carry``-ed (only the master carries values: the earlier
+    phase returns them and the later one is fed them; its phases run in order, so a
+    control edge between them is kept by that order)."""
     by_name = {n["name"]: n for n in part.nodes}
     waited_on = {name[1:] for n in part.nodes for name in n["input"] if name.startswith("^")}
     phases: dict[int, TaskPart] = {}
@@ -274,13 +281,23 @@ def _phases_of(part: TaskPart, phase_of: dict[str, int]) -> list[TaskPart] | Non
         if _copyable(node):
             continue
         ph = phase(phase_of[node["name"]])
-        for name in map(_source, node["input"]):
+        inputs = []
+        for edge in node["input"]:
+            name = _source(edge)
             if _copyable(by_name[name]):
                 copy_in(ph, name)
             elif phase_of[name] != ph.phase:
-                return None
-            ph.consumed.add(name)
-        for phase_node in _as_phase_nodes(node, ph, node["name"] in waited_on):
+                if carry is None:
+                    return None
+                if edge.startswith("^"):
+                    continue
+                edge = _carry(edge, by_name, carry, phases[phase_of[name]], ph)
+                if edge is None:
+                    return None
+            ph.consumed.add(_source(edge))
+            inputs.append(edge)
+        node = node if inputs == node["input"] else {**node, "input": inputs}
+        for phase_node in _as_phase_nodes(node, ph, node["name"] in waited_on, carry is None):
             ph.add(phase_node)
     for name in [n["name"] for n in part.nodes if _copyable(n) and n["name"] not in placed]:
         copy_in(phase(0), name)
@@ -293,15 +310,38 @@ def _phases_of(part: TaskPart, phase_of: dict[str, int]) -> list[TaskPart] | Non
     return out
 
 
+def _carry(tensor: str, by_name: dict, tensors: dict[str, Tensor], source: TaskPart,
+           ph: TaskPart) -> str | None:
+    """Feed ``tensor`` of an earlier master phase ``source`` into ``ph`` through a
+    Placeholder; its name, or None for a reference (a variable's storage is no value)."""
+    node = by_name[tensor.rsplit(":", 1)[0]]
+    if node["op"] == "_Recv":
+        dtype, shape = node["attr"]["dtype"], node["attr"]["shape"]
+    else:
+        t = tensors.get(tensor)
+        if t is None or t.is_ref:
+            return None
+        dtype = {"dtype": t.dtype.name}
+        shape = {"shape": None if t.shape.dims is None else list(t.shape.dims)}
+    name = f"_carry/{tensor.replace(':', '_')}"
+    if name not in ph.names:
+        ph.add({"name": name, "op": "Placeholder", "device": node["device"], "input": [],
+                "colocation": [], "attr": {"dtype": dtype, "shape": shape}})
+        ph.carried[f"{name}:0"] = tensor
+        if tensor not in source.carry_out:
+            source.carry_out.append(tensor)
+    return f"{name}:0"
+
+
 def _copyable(node: dict) -> bool:
     return node["op"] in _COPYABLE and not node["input"]
 
 
-def _as_phase_nodes(node: dict, ph: TaskPart, waited_on: bool) -> list[dict]:
-    """A ``_Recv`` from the master becomes a Placeholder the master feeds (behind an
+def _as_phase_nodes(node: dict, ph: TaskPart, waited_on: bool, answers: bool) -> list[dict]:
+    """A ``_Recv`` becomes a Placeholder fed from the master's rendezvous (behind an
     Identity of the ``_Recv``'s name if an op waits on it: a fed op never runs); a ``_Send``
-    answers to the master."""
-    if node["op"] == "_Send":       # a copy: the step may still fall back to RecvTensor
+    of another task's part answers to the master (``answers``)."""
+    if node["op"] == "_Send" and answers:   # a copy: the step may still fall back
         return [{**node, "attr": {**node["attr"], "to_master": True}}]
     if node["op"] != "_Recv":
         return [node]

@@ -3,7 +3,8 @@
 Each method decodes its request, calls one engine method and encodes the answer; every
 failure leaves as a gRPC status through ``status.rpc_method``/``status.rpc_stream``.
 RecvTensorInline and RecvTensor wait on the engine in short slices so a cancelled call
-frees its thread. RecvTensorInline answers with the whole tensor (inline, or a shared-memory
+frees its thread. RunGraph writes the large tensors it answers into the caller's reply
+segment when it offers one and they fit (``shm``). RecvTensorInline answers with the whole tensor (inline, or a shared-memory
 segment when the receiver says it runs on this host: same ``shm.host_key()``); a tensor too
 large for that goes back to the engine under ``key + STREAM_SUFFIX`` and the receiver
 streams it in chunks with RecvTensor.
@@ -142,9 +143,17 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
         response = pb.RunGraphResponse(metadata=result.metadata)
         wire.add_named(response.recv, result.tensors)
         shm_ok = _shm_ok(request)
+        segment = (shm.writable(request.reply_shm, request.reply_shm_bytes)
+                   if shm_ok and request.reply_shm else None)
+        offset = 0
         for key, value in result.sent.items():
-            wire.fill_reply(response.sent.add(name=key).tensor, value, shm_ok=shm_ok,
-                            inline_bytes=wire.MAX_TENSOR_BYTES)
+            proto = response.sent.add(name=key).tensor
+            end = None if segment is None else wire.fill_into(
+                proto, value, segment, request.reply_shm, offset)
+            if end is None:
+                wire.fill_reply(proto, value, shm_ok=shm_ok, inline_bytes=wire.MAX_TENSOR_BYTES)
+            else:
+                offset = end
         return response
 
     @rpc_method

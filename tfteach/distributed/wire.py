@@ -132,14 +132,37 @@ def fill_reply(proto: pb.TensorProto, value: object, is_dead: bool = False,
     return True
 
 
-def from_reply(proto: pb.TensorProto) -> tuple[np.ndarray, bool]:
-    """``(tensor, is_dead)`` from a ``fill_reply`` answer (the array is writable)."""
+def fill_into(proto: pb.TensorProto, value: object, segment: memoryview, name: str,
+              offset: int) -> int | None:
+    """Write a large tensor into the caller's reply ``segment`` (called ``name``) at
+    ``offset`` and set ``proto`` to point there; return the next free offset, or None
+    (``proto`` untouched) if the tensor is small or does not fit."""
+    header, content = encode(value)
+    end = offset + header.nbytes
+    if header.nbytes < shm.THRESHOLD_BYTES or end > len(segment):
+        return None
+    segment[offset:end] = content
+    header.shm_name, header.shm_offset = name, offset
+    _set_tensor(proto, header, None)
+    return -(-end // 64) * 64        # the next tensor starts 64-byte aligned
+
+
+def from_reply(proto: pb.TensorProto,
+               reply: "shm.ReplySegment | None" = None) -> tuple[np.ndarray, bool]:
+    """``(tensor, is_dead)`` from a ``fill_reply`` or ``fill_into`` answer (the array is
+    writable; one written into ``reply`` is copied out of it)."""
     header = proto.header
     check_header(header)
     if not header.shm_name:
         return from_proto(proto).copy(), header.is_dead
     buffer = _allocate(header.nbytes)
-    shm.take(header.shm_name, header.nbytes, memoryview(buffer))
+    if reply is not None and header.shm_name == reply.name:
+        start, end = header.shm_offset, header.shm_offset + header.nbytes
+        if not 0 <= start <= end <= reply.size:
+            raise errors.DataLossError(f"Received a tensor outside reply segment {reply.name}")
+        buffer[:] = np.frombuffer(reply.view[start:end], dtype=np.uint8)
+    else:
+        shm.take(header.shm_name, header.nbytes, memoryview(buffer))
     return decode(header, buffer), header.is_dead
 
 
