@@ -153,35 +153,59 @@ class MasterSession:
         return self.engine.task.client.worker(self.targets[task], task)
 
     def _run_parts(self, parts: list, step_id: int, fed: dict, options: dict) -> tuple:
-        """RunGraph on every part: remote parts as calls in flight, this task's own part on
-        the calling thread; the first failure aborts the step on every part."""
+        """RunGraph on every part; the first failure aborts the step on every part.
+        Unphased: remote parts in flight on pool threads, this task's part on the calling
+        thread. Phased: stage by stage on the calling thread (this task's phase k, then
+        the other tasks' phases k, all but one of those on pool threads), so a step with
+        one other task hands nothing to another thread."""
         timeout_s = (options.get("timeout_in_ms") or self.config.operation_timeout_in_ms
                      or 60000) / 1000
         opts = {first: json.dumps({"trace": bool(options.get("trace")), "timeout_s": timeout_s,
                                    "first": first}).encode() for first in (True, False)}
-        aborted = threading.Event()
-
-        def abort_on_failure(fut: Future) -> None:
-            if fut.exception() is not None and not aborted.is_set():
-                aborted.set()
-                self._abort(parts, step_id)
-
-        futures, local = [], []
+        calls = []
         for _, worker, handle, part in parts:
             feeds = {ph: fed[self.graph.get_tensor_by_name(src)] for ph, src in part.feeds.items()}
-            call = (worker, handle, step_id, feeds, part.fetches, opts[part.first])
-            if isinstance(worker, _LocalWorker):
+            calls.append((part, (worker, handle, step_id, feeds, part.fetches,
+                                 opts[part.first])))
+        run = self._run_staged if any(part.phased for _, _, _, part in parts) \
+            else self._run_concurrently
+        futures = run(calls, _Aborter(self, parts, step_id), timeout_s)
+        return self._collect(parts, step_id, futures, bool(options.get("trace")))
+
+    def _run_concurrently(self, calls: list, aborter: "_Aborter", timeout_s: float) -> list:
+        futures, local = [], []
+        for part, call in calls:
+            if isinstance(call[0], _LocalWorker):
                 local.append((part, call))
                 continue
-            futures.append(self._start_remote(part.inputs, timeout_s, *call))
-            futures[-1].add_done_callback(abort_on_failure)
+            futures.append(self._start_remote(part, timeout_s, call))
+            futures[-1].add_done_callback(aborter.on_done)
         carried: dict = {}
         for part, call in local:
             futures.append(_run_here(self._run_local, part, carried, timeout_s, *call))
-            abort_on_failure(futures[-1])
-            if aborted.is_set():
+            if aborter.on_done(futures[-1]):
                 break
-        return self._collect(parts, step_id, futures, bool(options.get("trace")))
+        return futures
+
+    def _run_staged(self, calls: list, aborter: "_Aborter", timeout_s: float) -> list:
+        futures: list = []
+        carried: dict = {}
+        for k in range(1 + max(part.phase for part, _ in calls)):
+            stage = [(p, c) for p, c in calls if p.phase == k]
+            local = [(p, c) for p, c in stage if isinstance(c[0], _LocalWorker)]
+            remote = [(p, c) for p, c in stage if not isinstance(c[0], _LocalWorker)]
+            for part, call in local:
+                futures.append(_run_here(self._run_local, part, carried, timeout_s, *call))
+                if aborter.on_done(futures[-1]):
+                    return futures
+            started = [self._start_remote(p, timeout_s, c) for p, c in remote[1:]]
+            if remote:
+                started.append(_run_here(self._call_remote, remote[0][0], timeout_s,
+                                         remote[0][1]))
+            futures.extend(started)
+            if any([aborter.on_done(f) for f in started]):     # waits for every one
+                return futures
+        return futures
 
     def _run_local(self, part: Any, carried: dict, timeout_s: float, worker: Any, handle: str,
                    step_id: int, feeds: dict, fetches: list, opts: bytes) -> tuple:
@@ -197,30 +221,32 @@ class MasterSession:
             carried[t] = tensors[t] if t in fetches else tensors.pop(t)
         return tensors, meta
 
-    def _start_remote(self, inputs: dict, timeout_s: float, worker: Any, handle: str,
-                      step_id: int, feeds: dict, fetches: list, opts: bytes) -> Future:
-        """RunGraph on another task, from a pool thread: once this task's part has sent the
-        tensors the part needs (``inputs``: placeholder -> rendezvous key; they go in the
-        request with the client's feeds), a blocking call; what the part sent to this task
-        goes in our rendezvous, and the future gets (tensors, metadata)."""
+    def _start_remote(self, part: Any, timeout_s: float, call: tuple) -> Future:
+        """``_call_remote`` on a pool thread; its outcome as a Future."""
         out: Future = Future()
-        reply_sizes = self.reply_bytes
 
         def run() -> None:
             try:
-                for placeholder, key in inputs.items():
-                    feeds[placeholder] = self.engine.rendezvous.recv(step_id, key, timeout_s)[0]
-                result = worker.run_partition(handle, step_id, feeds, fetches, opts,
-                                              reply_bytes=reply_sizes.get(handle, 0))
-                reply_sizes[handle] = result.shm_bytes
-                for key, value in result.sent.items():
-                    self.engine.put_tensor(step_id, key, value)
+                out.set_result(self._call_remote(part, timeout_s, call))
             except BaseException as e:  # noqa: BLE001 (reported through the future)
                 out.set_exception(e)
-                return
-            out.set_result((result.tensors, result.metadata))
         self.engine.pool.submit(run)
         return out
+
+    def _call_remote(self, part: Any, timeout_s: float, call: tuple) -> tuple:
+        """RunGraph on another task, as a blocking call once this task's part has sent the
+        tensors the part needs (``part.inputs``: placeholder -> rendezvous key; they go in
+        the request with the client's feeds). What the part sent to this task goes in our
+        rendezvous; returns (tensors, metadata)."""
+        worker, handle, step_id, feeds, fetches, opts = call
+        for placeholder, key in part.inputs.items():
+            feeds[placeholder] = self.engine.rendezvous.recv(step_id, key, timeout_s)[0]
+        result = worker.run_partition(handle, step_id, feeds, fetches, opts,
+                                      reply_bytes=self.reply_bytes.get(handle, 0))
+        self.reply_bytes[handle] = result.shm_bytes
+        for key, value in result.sent.items():
+            self.engine.put_tensor(step_id, key, value)
+        return result.tensors, result.metadata
 
     def _collect(self, parts: list, step_id: int, futures: list, trace: bool) -> tuple:
         tensors: dict = {}
@@ -283,6 +309,25 @@ class _LocalWorker:
 
     def deregister_graph(self, handle: str) -> None:
         self.engine.deregister_graph(handle)
+
+
+class _Aborter:
+    """Aborts a step on every part, once, at its first failed part."""
+
+    def __init__(self, session: MasterSession, parts: list, step_id: int) -> None:
+        self.session, self.parts, self.step_id = session, parts, step_id
+        self.aborted = threading.Event()
+        self._lock = threading.Lock()
+
+    def on_done(self, fut: Future) -> bool:
+        """Abort if ``fut`` (finished) failed; whether the step is aborted."""
+        if fut.exception() is not None:
+            with self._lock:
+                first = not self.aborted.is_set()
+                self.aborted.set()
+            if first:
+                self.session._abort(self.parts, self.step_id)
+        return self.aborted.is_set()
 
 
 def _workers(parts: list) -> list:

@@ -60,6 +60,7 @@ class TaskPart:
     first: bool = True                               # the task's first part in a step
     carried: dict = field(default_factory=dict)      # placeholder -> tensor of an earlier
     carry_out: list = field(default_factory=list)    # phase (master only); what it returns
+    phased: bool = False                             # made by split_phases
 
     def add(self, node: dict) -> None:
         self.nodes.append(node)
@@ -268,7 +269,7 @@ def _phases_of(part: TaskPart, phase_of: dict[str, int],
     placed: set = set()
 
     def phase(k: int) -> TaskPart:
-        return phases.setdefault(k, TaskPart(part.task, phase=k))
+        return phases.setdefault(k, TaskPart(part.task, phase=k, phased=True))
 
     def copy_in(ph: TaskPart, name: str) -> None:
         if name not in ph.names:
