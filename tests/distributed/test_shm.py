@@ -167,9 +167,15 @@ def test_a_reply_outside_its_segment_is_data_loss():
         shm.give_back(reply, reuse=False)
 
 
-def test_release_own_removes_free_reply_segments():
-    reply = shm.reply_segment(1 << 20)
-    shm.give_back(reply)
+def test_release_own_removes_free_and_used_reply_segments():
+    free, used = shm.reply_segment(1 << 20), shm.reply_segment(1 << 20)
+    shm.give_back(free)
     shm.release_own()
-    assert not (shm.SHM_DIR / reply.name).exists()
-    assert shm.reply_segment(1 << 20) is not reply
+    assert not (shm.SHM_DIR / free.name).exists() and not (shm.SHM_DIR / used.name).exists()
+    used.view[:4] = b"ok!!"                 # a call still using it keeps its mapping
+    fresh = shm.reply_segment(1 << 20)
+    try:
+        assert fresh is not free
+    finally:
+        shm.give_back(fresh, reuse=False)
+        shm.give_back(used, reuse=False)

@@ -32,6 +32,7 @@ import secrets
 import socket
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from pathlib import Path
 
@@ -53,6 +54,7 @@ _pending: dict[str, float] = {}
 _counter = itertools.count()
 _host_key: str | None = None
 _free_replies: list["ReplySegment"] = []
+_replies: "weakref.WeakSet[ReplySegment]" = weakref.WeakSet()     # every live one
 _mapped: "OrderedDict[str, memoryview]" = OrderedDict()
 
 
@@ -129,14 +131,12 @@ def release_own() -> None:
     segments."""
     with _lock:
         names = list(_pending)
-        replies, _free_replies[:] = list(_free_replies), []
-        mapped = list(_mapped.values())
-        _mapped.clear()
+        replies, _free_replies[:] = list(_replies), []
+        _mapped.clear()     # unmapped once no answer being written holds them
     for name in names:
         release(name)
-    for reply in replies:
-        reply.close()
-    del mapped          # unmapped when no answer being written holds them
+    for reply in replies:   # unlinked; one in use stays mapped until its call ends
+        _unlink(reply.name)
 
 
 class ReplySegment:
@@ -155,6 +155,7 @@ class ReplySegment:
         finally:
             os.close(fd)
         self.view = memoryview(self._map)
+        _replies.add(self)
 
     def __repr__(self) -> str:
         return f"ReplySegment({self.name!r}, size={self.size})"
