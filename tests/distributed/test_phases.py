@@ -59,9 +59,12 @@ def test_a_training_step_cuts_the_ps_part_into_read_and_apply_phases():
     ps_phases = [p for p in split if p.task == PS]
     assert split == masters + ps_phases and len(ps_phases) >= 2
     for phases in (masters, ps_phases):
-        assert [p.phase for p in phases] == list(range(len(phases)))
+        assert [p.phase for p in phases] == sorted({p.phase for p in phases})
         assert [p.first for p in phases] == [True] + [False] * (len(phases) - 1)
         assert not any(n["op"] == "_Recv" for p in phases for n in p.nodes)
+    # the ps reads first; the master needs no phase of its own before that (its learning
+    # rate is made when it is sent), then computes, and finishes after the apply
+    assert ps_phases[0].phase == 0 and [p.phase for p in masters] == [1, 2]
     read, apply = ps_phases[0], ps_phases[1]
     # phase 0 reads the variables and answers them to the master; it needs nothing
     assert read.inputs == {}
@@ -89,12 +92,16 @@ def test_the_master_carries_a_value_into_its_later_phase():
     with tf.device("/job:worker/task:0"):
         x = tf.placeholder(tf.float32, name="x")
         a = tf.multiply(x, 2.0, name="a")               # needs nothing from the ps
-        c = tf.add(a, v, name="c")                       # needs v: a later phase
-    _, split = _split([c], [], {x})
+        c = tf.add(a, v, name="c")                       # needs v: phase 1
+    with tf.device("/job:ps/task:0"):
+        d = tf.multiply(c, v, name="d")                  # the ps's phase 1
+    with tf.device("/job:worker/task:0"):
+        e = tf.subtract(d, a, name="e")                  # needs d: phase 2, and a again
+    _, split = _split([e], [], {x})
     first, later = [p for p in split if p.task == W0]
-    assert "a" in _ops(first) and "c" in _ops(later)
+    assert {"a", "c"} <= set(_ops(first)) and "e" in _ops(later)   # a: as late as it can
     assert first.carry_out == ["a:0"] and later.carried == {"_carry/a_0:0": "a:0"}
-    assert "_carry/a_0:0" in next(n for n in later.nodes if n["name"] == "c")["input"]
+    assert "_carry/a_0:0" in next(n for n in later.nodes if n["name"] == "e")["input"]
 
 
 def test_an_op_waiting_on_a_tensor_from_the_master_waits_on_an_identity_of_it():
@@ -125,16 +132,35 @@ def test_a_transfer_between_two_other_tasks_keeps_recv_tensor():
                    if n["op"] == "_Send" and n["input"][0] == a.name)
 
 
-def test_a_computed_value_used_across_phases_keeps_recv_tensor():
-    """``twice`` is computed in the ps's phase 0 and used again after the master's answer:
-    it is no copyable op, so the step keeps RecvTensor."""
+def test_a_value_a_later_phase_of_the_ps_uses_waits_in_its_rendezvous():
+    """``twice`` is computed in the ps's phase 0 (sent to the master) and used again in
+    its phase 1: it is sent within the ps, not read twice."""
     with tf.device("/job:ps/task:0"):
         v = tf.Variable(1.0, name="v")
-        twice = v * 2.0
+        twice = tf.multiply(v, 2.0, name="twice")
     with tf.device("/job:worker/task:0"):
         back = twice + 1.0
     with tf.device("/job:ps/task:0"):
         out = tf.assign(v, back * twice)
+    _, split = _split([out], [], set())
+    read, apply = [p for p in split if p.task == PS]
+    [send] = [n for n in read.nodes if n["name"].startswith("_carry_send/")]
+    [recv] = [n for n in apply.nodes if n["name"].startswith("_carry/")]
+    assert send["input"] == ["twice:0"] and not send["attr"].get("to_master")
+    assert recv["op"] == "_Recv" and recv["attr"]["key"] == send["attr"]["key"]
+    assert recv["attr"]["src_task"] == PS and "twice" not in _ops(apply)
+    assert "_carry_send/twice_0" in read.targets()
+
+
+def test_a_reference_used_across_phases_keeps_recv_tensor():
+    """Assign's output is the variable's storage, not a value: it cannot be carried."""
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(1.0, name="v")
+        set_v = tf.assign(v, 2.0)
+    with tf.device("/job:worker/task:0"):
+        c = tf.identity(v) + 1.0
+    with tf.device("/job:ps/task:0"):
+        out = set_v * c
     _, split = _split([out], [], set())
     assert split is None
 
@@ -202,7 +228,7 @@ def test_a_task_counts_one_step_for_all_its_phases(engine_cluster):
     assert ps.get_status()["last_step"] == before + 3
 
 
-def test_values_carried_between_the_masters_phases(engine_cluster):
+def test_values_carried_between_phases(engine_cluster, monkeypatch):
     with tf.device("/job:ps/task:0"):
         v = tf.Variable(3.0, name="v")
     with tf.device("/job:worker/task:0"):
@@ -215,7 +241,9 @@ def test_values_carried_between_the_masters_phases(engine_cluster):
         e = d - a
     sess = tf.Session(engine_cluster["worker", 0].target)
     sess.run(v.initializer)
+    calls = _count_recv_tensor(monkeypatch)
     assert sess.run([a, c, d, e], {x: 5.0}) == [10.0, 13.0, 39.0, 29.0]
+    assert calls == []          # v's value waited in the ps's rendezvous for its phase 1
 
 
 def test_a_failing_phase_fails_the_step_and_the_session_goes_on(engine_cluster):

@@ -199,16 +199,22 @@ def split_phases(parts: dict[str, TaskPart], master: str,
             elif node["op"] == "_Recv" and master not in (part.task, node["attr"]["src_task"]):
                 return None
     levels = _levels(parts, master, sends)
-    out: list[TaskPart] = []
-    for task in [master] + [t for t in parts if t != master]:
+    others: list[TaskPart] = []
+    recv_phase: dict[str, int] = {}         # rendezvous key -> phase of its _Recv
+    for task in [t for t in parts if t != master]:
         part = parts[task]
-        shift = task == master       # the master's level -1 (nothing remote) is its phase 0
-        phase_of = {n["name"]: levels[(task, n["name"])] + shift for n in part.nodes}
-        phases = _phases_of(part, _lift_recvs(part, phase_of), tensors if shift else None)
+        phase_of = _lift_recvs(part, {n["name"]: levels[(task, n["name"])] for n in part.nodes})
+        recv_phase.update((n["attr"]["key"], phase_of[n["name"]])
+                          for n in part.nodes if n["op"] == "_Recv")
+        phases = _phases_of(part, phase_of, tensors, at_master=False)
         if phases is None:
             return None
-        out.extend(phases)
-    return out
+        others.extend(phases)
+    part = parts[master]     # its level -1 (nothing from the others) is its phase 0
+    phase_of = {n["name"]: levels[(master, n["name"])] + 1 for n in part.nodes}
+    phase_of = _lift_recvs(part, _as_late_as_possible(part, phase_of, recv_phase))
+    masters = _phases_of(part, phase_of, tensors, at_master=True)
+    return None if masters is None else masters + others
 
 
 def _source(name: str) -> str:
@@ -244,6 +250,27 @@ def _levels(parts: dict[str, TaskPart], master: str, sends: dict) -> dict[tuple,
     return level
 
 
+def _as_late_as_possible(part: TaskPart, phase_of: dict[str, int],
+                         recv_phase: dict[str, int]) -> dict[str, int]:
+    """The master's ops each in the last phase that still feeds their users in time (a
+    ``_Send`` before the phase of its ``_Recv``): the master then runs fewer phases (a
+    learning rate no longer needs one of its own before the variables are read) and
+    carries fewer values between them. Ops nothing uses (fetches, sinks) run as soon as
+    they can."""
+    users: dict[str, list[str]] = {}
+    for node in part.nodes:
+        for name in map(_source, node["input"]):
+            users.setdefault(name, []).append(node["name"])
+    late: dict[str, int] = {}
+    for node in reversed(part.nodes):       # the nodes are in topological order
+        bounds = [late[user] for user in users.get(node["name"], [])]
+        if node["op"] == "_Send":
+            bounds.append(recv_phase[node["attr"]["key"]])
+        name = node["name"]
+        late[name] = max(min(bounds, default=phase_of[name]), phase_of[name])
+    return late
+
+
 def _lift_recvs(part: TaskPart, phase_of: dict[str, int]) -> dict[str, int]:
     """A tensor from the master is fed to the first phase that uses it, not the first it
     could be (a learning rate computed without the ps's answers is used when applying)."""
@@ -257,12 +284,13 @@ def _lift_recvs(part: TaskPart, phase_of: dict[str, int]) -> dict[str, int]:
     return phase_of
 
 
-def _phases_of(part: TaskPart, phase_of: dict[str, int],
-               carry: dict[str, Tensor] | None) -> list[TaskPart] | None:
-    """``part`` as one TaskPart per phase, or None if an edge between phases is not from a
-    copyable op and cannot be ``carry``-ed (only the master carries values: the earlier
-    phase returns them and the later one is fed them; its phases run in order, so a
-    control edge between them is kept by that order)."""
+def _phases_of(part: TaskPart, phase_of: dict[str, int], tensors: dict[str, Tensor],
+               at_master: bool) -> list[TaskPart] | None:
+    """``part`` as one TaskPart per phase, or None if a value a later phase uses is a
+    reference (a variable's storage). Phases of a task run one after the other, so a
+    control edge between them holds by that order; a value is carried: at the master the
+    earlier phase returns it and the later one is fed it, elsewhere it waits in the task's
+    rendezvous (a ``_Send``/``_Recv`` pair within the task)."""
     by_name = {n["name"]: n for n in part.nodes}
     waited_on = {name[1:] for n in part.nodes for name in n["input"] if name.startswith("^")}
     phases: dict[int, TaskPart] = {}
@@ -288,17 +316,16 @@ def _phases_of(part: TaskPart, phase_of: dict[str, int],
             if _copyable(by_name[name]):
                 copy_in(ph, name)
             elif phase_of[name] != ph.phase:
-                if carry is None:
-                    return None
                 if edge.startswith("^"):
                     continue
-                edge = _carry(edge, by_name, carry, phases[phase_of[name]], ph)
+                carry = _carry if at_master else _carry_in_task
+                edge = carry(edge, by_name, tensors, phases[phase_of[name]], ph)
                 if edge is None:
                     return None
             ph.consumed.add(_source(edge))
             inputs.append(edge)
         node = node if inputs == node["input"] else {**node, "input": inputs}
-        for phase_node in _as_phase_nodes(node, ph, node["name"] in waited_on, carry is None):
+        for phase_node in _as_phase_nodes(node, ph, node["name"] in waited_on, not at_master):
             ph.add(phase_node)
     for name in [n["name"] for n in part.nodes if _copyable(n) and n["name"] not in placed]:
         copy_in(phase(0), name)
@@ -311,26 +338,56 @@ def _phases_of(part: TaskPart, phase_of: dict[str, int],
     return out
 
 
+def _carried_type(tensor: str, by_name: dict, tensors: dict[str, Tensor]) -> tuple | None:
+    """``(dtype attr, shape attr)`` of a value carried between phases; None for a ref."""
+    node = by_name[tensor.rsplit(":", 1)[0]]
+    if node["op"] == "_Recv":
+        return node["attr"]["dtype"], node["attr"]["shape"]
+    t = tensors.get(tensor)
+    if t is None or t.is_ref:
+        return None
+    return {"dtype": t.dtype.name}, {"shape": None if t.shape.dims is None else list(t.shape.dims)}
+
+
 def _carry(tensor: str, by_name: dict, tensors: dict[str, Tensor], source: TaskPart,
            ph: TaskPart) -> str | None:
     """Feed ``tensor`` of an earlier master phase ``source`` into ``ph`` through a
-    Placeholder; its name, or None for a reference (a variable's storage is no value)."""
-    node = by_name[tensor.rsplit(":", 1)[0]]
-    if node["op"] == "_Recv":
-        dtype, shape = node["attr"]["dtype"], node["attr"]["shape"]
-    else:
-        t = tensors.get(tensor)
-        if t is None or t.is_ref:
-            return None
-        dtype = {"dtype": t.dtype.name}
-        shape = {"shape": None if t.shape.dims is None else list(t.shape.dims)}
+    Placeholder; its name, or None for a reference."""
+    types = _carried_type(tensor, by_name, tensors)
+    if types is None:
+        return None
     name = f"_carry/{tensor.replace(':', '_')}"
     if name not in ph.names:
-        ph.add({"name": name, "op": "Placeholder", "device": node["device"], "input": [],
-                "colocation": [], "attr": {"dtype": dtype, "shape": shape}})
+        device = by_name[tensor.rsplit(":", 1)[0]]["device"]
+        ph.add({"name": name, "op": "Placeholder", "device": device, "input": [],
+                "colocation": [], "attr": {"dtype": types[0], "shape": types[1]}})
         ph.carried[f"{name}:0"] = tensor
         if tensor not in source.carry_out:
             source.carry_out.append(tensor)
+    return f"{name}:0"
+
+
+def _carry_in_task(tensor: str, by_name: dict, tensors: dict[str, Tensor], source: TaskPart,
+                   ph: TaskPart) -> str | None:
+    """Carry ``tensor`` of an earlier phase ``source`` of another task into ``ph`` through
+    that task's rendezvous; the receiving node's name, or None for a reference."""
+    types = _carried_type(tensor, by_name, tensors)
+    if types is None:
+        return None
+    device = by_name[tensor.rsplit(":", 1)[0]]["device"]
+    key = f"{device};carry;{device};{tensor};0:0"
+    flat = tensor.replace(":", "_")
+    if f"_carry_send/{flat}" not in source.names:
+        source.add({"name": f"_carry_send/{flat}", "op": "_Send", "device": device,
+                    "input": [tensor], "colocation": [],
+                    "attr": {"key": key, "T": types[0]}})
+        source.consumed.add(tensor.rsplit(":", 1)[0])
+    name = f"_carry/{flat}"
+    if name not in ph.names:
+        ph.add({"name": name, "op": "_Recv", "device": device, "input": [], "colocation": [],
+                "attr": {"key": key, "dtype": types[0], "shape": types[1],
+                         "src_device": device, "src_task": ph.task, "src_address": "",
+                         "tensor": tensor}})
     return f"{name}:0"
 
 
