@@ -37,7 +37,7 @@ def _split(fetches, targets, fed, master=W0):
     placement = {op.name: devices[_task_of(op.device)] for op in g.get_operations()}
     need = needed_ops([t.op for t in fetches] + targets, set(fed))
     ops = [op for op in g.get_operations() if op._id in need]
-    partitioner = Partitioner(placement, tasks)
+    partitioner = Partitioner(placement, tasks, bypass_noops=True)     # as the master does
     parts = partitioner.run(ops, set(fed), fetches, master=master)
     return parts, split_phases(parts, master, partitioner.tensors)
 
@@ -62,9 +62,15 @@ def test_a_training_step_cuts_the_ps_part_into_read_and_apply_phases():
         assert [p.phase for p in phases] == sorted({p.phase for p in phases})
         assert [p.first for p in phases] == [True] + [False] * (len(phases) - 1)
         assert not any(n["op"] == "_Recv" for p in phases for n in p.nodes)
-    # the ps reads first; the master needs no phase of its own before that (its learning
-    # rate is made when it is sent), then computes, and finishes after the apply
-    assert ps_phases[0].phase == 0 and [p.phase for p in masters] == [1, 2]
+    # the ps reads, the master computes (its learning rate is made when it is sent: no
+    # phase of its own before the read), the ps applies and counts the step: the global
+    # step's increment waits on the updates within the ps, and no control edge crosses
+    assert [p.phase for p in ps_phases] == [0, 1] and [p.phase for p in masters] == [1]
+    assert not any(n["name"].startswith(("_ctl/", "_recv/_ctl/", "_send/_ctl/"))
+                   for p in split for n in p.nodes)
+    bump = next(n for n in ps_phases[1].nodes if n["op"] == "AssignAdd")
+    assert {"^GradientDescent/update_W/ApplyGradientDescent",
+            "^GradientDescent/update_b/ApplyGradientDescent"} <= set(bump["input"])
     read, apply = ps_phases[0], ps_phases[1]
     # phase 0 reads the variables and answers them to the master; it needs nothing
     assert read.inputs == {}
@@ -83,7 +89,8 @@ def test_a_training_step_cuts_the_ps_part_into_read_and_apply_phases():
     assert model.fetches == [loss.name] and set(model.feeds.values()) == {"x:0", "y:0"}
     assert not any(n["attr"].get("to_master") for p in masters for n in p.nodes)
     # the parts the unphased path would register are left as they were
-    assert not any(n["attr"].get("to_master") for p in parts.values() for n in p.nodes)
+    assert not any(n["attr"].get("to_master") for n in parts[PS].nodes
+                   if n["op"] == "_Send" and n["input"][0] in ("W/read:0", "b/read:0"))
 
 
 def test_the_master_carries_a_value_into_its_later_phase():
@@ -104,19 +111,44 @@ def test_the_master_carries_a_value_into_its_later_phase():
     assert "_carry/a_0:0" in next(n for n in later.nodes if n["name"] == "e")["input"]
 
 
-def test_an_op_waiting_on_a_tensor_from_the_master_waits_on_an_identity_of_it():
+def test_a_control_edge_between_tasks_is_kept_by_the_order_of_the_phases():
     with tf.device("/job:ps/task:0"):
         v = tf.Variable(0.0, name="v")
     with tf.device("/job:worker/task:0"):
-        ready = tf.no_op(name="ready")
+        x = tf.placeholder(tf.float32, name="x")
+        ready = tf.multiply(x, 2.0, name="ready")
     with tf.device("/job:ps/task:0"):
         with tf.control_dependencies([ready]):
-            bump = tf.assign_add(v, 1.0)
-    _, split = _split([], [bump.op], set())
-    [ps] = split[1:]
-    [waited] = [n for n in ps.nodes if n["op"] == "Identity"]
-    assert ps.inputs == {f"{waited['name']}/fed:0": next(iter(ps.inputs.values()))}
-    assert f"^{waited['name']}" in next(n for n in ps.nodes if n["op"] == "AssignAdd")["input"]
+            bump = tf.assign_add(v, 1.0, name="bump")
+    _, split = _split([ready], [bump.op], {x})
+    [master] = [p for p in split if p.task == W0]
+    [ps] = [p for p in split if p.task == PS]
+    assert "ready" in _ops(master) and "bump" in _ops(ps)
+    assert master.phase <= ps.phase          # stage k runs the master's phase k first
+    bump_node = next(n for n in ps.nodes if n["name"] == "bump")
+    assert ps.inputs == {} and not any(e.startswith("^") for e in bump_node["input"])
+    assert not any(n["name"].startswith("_ctl/") for p in split for n in p.nodes)
+
+
+def test_control_edges_between_tasks_hold_in_real_steps(engine_cluster):
+    """The ps's increment runs after the worker's op it waits on, step after step: the
+    worker's op appends to a queue on the ps that the increment reads the size of."""
+    from tfteach.ops.data_flow_ops import FIFOQueue
+
+    with tf.device("/job:ps/task:0"):
+        q = FIFOQueue(100, tf.float32, shapes=(), name="order_q", shared_name="order_q")
+        seen = tf.Variable(0, name="seen")
+    with tf.device("/job:worker/task:0"):
+        x = tf.placeholder(tf.float32, name="x")
+        put = q.enqueue(x * 2.0)
+        with tf.control_dependencies([put]):
+            done = tf.no_op(name="done")
+    with tf.device("/job:ps/task:0"):
+        with tf.control_dependencies([done]):
+            record = tf.assign(seen, q.size())
+    sess = tf.Session(engine_cluster["worker", 0].target)
+    sess.run(seen.initializer)
+    assert [sess.run(record, {x: float(i)}) for i in range(3)] == [1, 2, 3]
 
 
 def test_a_transfer_between_two_other_tasks_keeps_recv_tensor():

@@ -134,7 +134,7 @@ class MasterSession:
         need = needed_ops([t.op for t in fetches if t not in fed] + targets, set(fed))
         ops = [op for op in self.graph.get_operations() if op._id in need]
         master = self.engine.task.task_name
-        partitioner = Partitioner(self.placement.devices, self.targets)
+        partitioner = Partitioner(self.placement.devices, self.targets, bypass_noops=phased)
         parts = partitioner.run(ops, set(fed), fetches, master=master)
         split = split_phases(parts, master, partitioner.tensors) if phased else None
         registered = []

@@ -26,8 +26,11 @@ runs a phase once the tensors it needs are sent (they go in the RunGraph request
 answer. A training step with variables on the ps then costs two RunGraph calls to the ps
 (read the variables; apply the gradients) instead of one RunGraph and four RecvTensor
 calls. Ops without inputs that only name state (``VariableV2``, ``Const``, a feed's
-``Placeholder``) are copied into every phase that uses them; any other edge between phases,
-or a transfer between two tasks other than the master's, keeps the step on RecvTensor.
+``Placeholder``) are copied into every phase that uses them; a value a later phase uses is
+carried (``_phases_of``). Phases run in stages, the master's phase k then the others'
+phases k, each stage after the last, so a control edge between tasks needs no transfer: the
+order of the stages keeps it. A reference used across phases, or a transfer between two
+tasks other than the master's, keeps the step on RecvTensor.
 """
 from __future__ import annotations
 
@@ -77,9 +80,10 @@ class TaskPart:
 class Partitioner:
     """Builds the per-task graph defs of one step (see the module docstring)."""
 
-    def __init__(self, placement: dict, addresses: dict) -> None:
+    def __init__(self, placement: dict, addresses: dict, bypass_noops: bool = False) -> None:
         self.placement = placement        # op name -> Device
         self.addresses = addresses        # task name -> host:port
+        self.bypass_noops = bypass_noops  # wait on a NoOp's control inputs instead of it
         self.parts: dict[str, TaskPart] = {}
         self.recvs: dict[tuple, str] = {}
         self.tensors: dict[str, Tensor] = {}        # every output of the step's ops, by name
@@ -107,8 +111,25 @@ class Partitioner:
         node = node_to_dict(op, dev)
         node["colocation"] = []
         node["input"] = [self._input(t, part, dev, fed) for t in op.inputs]
-        node["input"] += [self._control(c, part, dev) for c in op.control_inputs]
+        node["input"] += [self._control(c, part, dev) for c in self._waits_on(op)]
         part.add(node)
+
+    def _waits_on(self, op: Operation) -> list[Operation]:
+        """``op``'s control inputs; with ``bypass_noops``, a NoOp among them is replaced by
+        its own control inputs (TF's dependency optimizer does the same): the order is
+        the same, and a ps op that waits on a worker's NoOp grouping other ps ops (the
+        global step's increment after the updates) then waits on them within its task."""
+        if not self.bypass_noops:
+            return list(op.control_inputs)
+        out: dict = {}
+        stack = list(reversed(op.control_inputs))
+        while stack:
+            c = stack.pop()
+            if c.type == "NoOp" and not c.inputs:
+                stack.extend(reversed(c.control_inputs))
+            else:
+                out.setdefault(c.name, c)
+        return list(out.values())
 
     def _input(self, t: Tensor, part: TaskPart, dev: str, fed: set[Tensor]) -> str:
         if t in fed:
@@ -292,7 +313,6 @@ def _phases_of(part: TaskPart, phase_of: dict[str, int], tensors: dict[str, Tens
     earlier phase returns it and the later one is fed it, elsewhere it waits in the task's
     rendezvous (a ``_Send``/``_Recv`` pair within the task)."""
     by_name = {n["name"]: n for n in part.nodes}
-    waited_on = {name[1:] for n in part.nodes for name in n["input"] if name.startswith("^")}
     phases: dict[int, TaskPart] = {}
     placed: set = set()
 
@@ -307,12 +327,14 @@ def _phases_of(part: TaskPart, phase_of: dict[str, int], tensors: dict[str, Tens
             placed.add(name)
 
     for node in part.nodes:
-        if _copyable(node):
+        if _copyable(node) or _control_transfer(node):
             continue
         ph = phase(phase_of[node["name"]])
         inputs = []
         for edge in node["input"]:
             name = _source(edge)
+            if edge.startswith("^") and _control_transfer(by_name[name]):
+                continue        # the phases' order keeps it (module docstring)
             if _copyable(by_name[name]):
                 copy_in(ph, name)
             elif phase_of[name] != ph.phase:
@@ -325,17 +347,36 @@ def _phases_of(part: TaskPart, phase_of: dict[str, int], tensors: dict[str, Tens
             ph.consumed.add(_source(edge))
             inputs.append(edge)
         node = node if inputs == node["input"] else {**node, "input": inputs}
-        for phase_node in _as_phase_nodes(node, ph, node["name"] in waited_on, not at_master):
+        for phase_node in _as_phase_nodes(node, ph, not at_master):
             ph.add(phase_node)
     for name in [n["name"] for n in part.nodes if _copyable(n) and n["name"] not in placed]:
         copy_in(phase(0), name)
     for tensor in part.fetches:
         name = tensor.rsplit(":", 1)[0]
         next(p for _, p in sorted(phases.items()) if name in p.names).fetches.append(tensor)
-    out = [phases[k] for k in sorted(phases)]
+    out = [phases[k] for k in sorted(phases) if _does_something(phases[k])]
     for later in out[1:]:
         later.first = False
     return out
+
+
+_IDLE = frozenset({"NoOp", "Const", "VariableV2", "Placeholder", "Identity"})
+
+
+def _does_something(ph: TaskPart) -> bool:
+    """Whether a phase has work: a phase of only NoOps, constants and variables that
+    returns and takes nothing is not run."""
+    return bool(ph.fetches or ph.inputs or ph.carry_out) or any(
+        n["op"] not in _IDLE for n in ph.nodes)
+
+
+def _control_transfer(node: dict) -> bool:
+    """The nodes that carry a control edge between tasks (``Partitioner._control``)."""
+    if node["op"] == "_Recv":
+        return node["attr"]["tensor"].startswith("_ctl/")
+    if node["op"] == "_Send":
+        return node["input"][0].startswith("_ctl/")
+    return node["op"] == "Const" and node["name"].startswith("_ctl/")
 
 
 def _carried_type(tensor: str, by_name: dict, tensors: dict[str, Tensor]) -> tuple | None:
@@ -395,24 +436,17 @@ def _copyable(node: dict) -> bool:
     return node["op"] in _COPYABLE and not node["input"]
 
 
-def _as_phase_nodes(node: dict, ph: TaskPart, waited_on: bool, answers: bool) -> list[dict]:
-    """A ``_Recv`` becomes a Placeholder fed from the master's rendezvous (behind an
-    Identity of the ``_Recv``'s name if an op waits on it: a fed op never runs); a ``_Send``
-    of another task's part answers to the master (``answers``)."""
+def _as_phase_nodes(node: dict, ph: TaskPart, answers: bool) -> list[dict]:
+    """A ``_Recv`` becomes a Placeholder fed from the master's rendezvous; a ``_Send`` of
+    another task's part answers to the master (``answers``)."""
     if node["op"] == "_Send" and answers:   # a copy: the step may still fall back
         return [{**node, "attr": {**node["attr"], "to_master": True}}]
     if node["op"] != "_Recv":
         return [node]
-    attrs, name = node["attr"], node["name"]
-    fed = f"{name}/fed" if waited_on else name
-    ph.inputs[f"{fed}:0"] = attrs["key"]
-    out = [{"name": fed, "op": "Placeholder", "device": node["device"], "input": [],
-            "colocation": [], "attr": {"dtype": attrs["dtype"], "shape": attrs["shape"]}}]
-    if waited_on:
-        ph.consumed.add(fed)
-        out.append({"name": name, "op": "Identity", "device": node["device"],
-                    "input": [f"{fed}:0"], "colocation": [], "attr": {"T": attrs["dtype"]}})
-    return out
+    attrs = node["attr"]
+    ph.inputs[f"{node['name']}:0"] = attrs["key"]
+    return [{"name": node["name"], "op": "Placeholder", "device": node["device"], "input": [],
+             "colocation": [], "attr": {"dtype": attrs["dtype"], "shape": attrs["shape"]}}]
 
 
 def _placeholder(name: str, t: Tensor, dev: str) -> dict:
