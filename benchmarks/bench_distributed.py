@@ -64,8 +64,9 @@ What limits scaling here ({cores} CPU cores for everything):
 - Every task is a process (1 ps + N workers) and every worker also has a client thread in
   this process, so with 2 or 3 workers more processes want the CPU than there are cores.
 - A step is mostly fixed overhead, not arithmetic: the digits model is a 64x10 matmul, but
-  each step is a client->master RPC, RunGraph RPCs to the worker and the ps, RecvTensor of
-  the weights and the gradients, and Python work per op in each process. Adding workers
+  each step is a client->master RPC, RunGraph RPCs to the ps that carry the weights and
+  the gradients (two or more phases per step: sync adds the accumulators and the token
+  queue), and Python work per op in each process. Adding workers
   adds these per-step costs; it does not split any large computation.
 - The ps applies every update on its one device thread, so updates from all workers queue
   there; async steps also contend for it, sync adds the chief's aggregation step (take the
