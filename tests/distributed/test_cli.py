@@ -135,3 +135,30 @@ def test_a_task_whose_stop_hangs_still_exits_after_the_grace_period():
     assert proc.wait(EXIT_GRACE_S + 20) == 0
     assert EXIT_GRACE_S - 1 <= time.monotonic() - t0 < EXIT_GRACE_S + 20
     assert "did not stop within" in proc.stderr.read()
+
+
+def test_a_signal_while_the_main_thread_holds_the_stop_flags_lock_does_not_deadlock():
+    """A signal handler runs between any two bytecodes of the main thread, also while it
+    holds the lock inside Event.wait. The old handler (``stop_event.set``) then waited for
+    that lock forever: a LocalCluster task whose owner was killed under load never left.
+    Here the lock is held and the handler runs on the same thread, as it would then."""
+    import threading
+
+    from tfteach.distributed.cli import StopFlag
+
+    stop = StopFlag()
+    outcome = []
+
+    def main_thread_in_wait():
+        with stop._event._cond:                 # where Event.wait holds it
+            stop.on_signal(signal.SIGTERM, None)
+            outcome.append("handled")
+    runner = threading.Thread(target=main_thread_in_wait, daemon=True)
+    runner.start()
+    runner.join(5)
+    assert outcome == ["handled"]
+    assert stop.wait(0) and stop.is_set()
+    watched = StopFlag()
+    assert not watched.wait(0.01)
+    watched.set()                                # the parent watch, from its thread
+    assert watched.wait(0)

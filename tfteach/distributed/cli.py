@@ -86,9 +86,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, jobs = parse_args(sys.argv[1:] if argv is None else argv)
     if args.virtual_gpus is not None:
         os.environ["TFTEACH_VIRTUAL_GPUS"] = str(args.virtual_gpus)
-    stop = threading.Event()
+    stop = StopFlag()
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
+        signal.signal(signum, stop.on_signal)
     _watch_parent(stop)
     from .server import Server  # after the signal handlers: a quick ^C still exits 0
 
@@ -105,6 +105,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+class StopFlag:
+    """When the task must stop: set by SIGINT/SIGTERM (``on_signal``) or by the parent
+    watch (``set``); the main thread polls it with ``wait``.
+
+    A signal handler runs in the main thread between any two bytecodes, also inside
+    ``Event.wait`` while that holds the event's lock; a handler that set the Event would
+    then wait for that lock forever (a task once hung so, its owner dead, under load). So
+    ``on_signal`` takes no lock: it sets an attribute that ``wait`` checks."""
+
+    def __init__(self) -> None:
+        self.signalled = False
+        self._event = threading.Event()
+
+    def on_signal(self, *_: Any) -> None:
+        self.signalled = True
+
+    def set(self) -> None:
+        self._event.set()
+
+    def is_set(self) -> bool:
+        return self.signalled or self._event.is_set()
+
+    def wait(self, timeout: float) -> bool:
+        """Whether to stop, after waiting at most ``timeout`` s for ``set``."""
+        return self.signalled or self._event.wait(timeout) or self.signalled
+
+
 def _exit_if_stuck(grace: float) -> None:
     """Leave the process after ``grace`` s even if stopping hangs (an RPC thread that does
     not end, a thread the interpreter would join at exit): a task told to stop must go."""
@@ -118,7 +145,7 @@ def _exit_if_stuck(grace: float) -> None:
     timer.start()
 
 
-def _watch_parent(stop: threading.Event) -> None:
+def _watch_parent(stop: StopFlag) -> None:
     """Exit (via ``stop``) when the owner that started this task (``TFTEACH_PARENT_PID``)
     dies. If the owner is our direct parent, Linux also signals us (PR_SET_PDEATHSIG); a
     task restarted by someone else (the JupyterLab extension) relies on the polling thread."""
