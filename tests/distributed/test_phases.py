@@ -314,3 +314,27 @@ def test_large_answers_reuse_one_reply_segment_step_after_step(engine_cluster, m
         sess.run(bump)
         assert sess.run(total) == float(step << 18)
     assert exports == []
+
+
+def test_a_failing_part_aborts_a_waiting_part_of_the_same_stage_at_once(engine_cluster):
+    """Stage 0 runs worker 1's part (a dequeue from an empty queue: it waits) and the ps's
+    (reads a variable never initialized: it fails). The failure aborts the waiting part
+    at once, whichever of them the calling thread runs; the step does not wait for the
+    dequeue's 30 s timeout."""
+    import time
+
+    from tfteach.ops.data_flow_ops import FIFOQueue
+
+    with tf.device("/job:worker/task:1"):
+        q = FIFOQueue(10, tf.float32, shapes=(), name="stage_q", shared_name="stage_q")
+        take = q.dequeue()
+    with tf.device("/job:ps/task:0"):
+        never = tf.Variable(1.0, name="never_initialized")
+        bad = never * 2.0
+    with tf.device("/job:worker/task:0"):
+        both = take + bad
+    sess = tf.Session(engine_cluster["worker", 0].target)
+    t0 = time.monotonic()
+    with pytest.raises(tf.errors.FailedPreconditionError, match="never_initialized"):
+        sess.run(both, options=tf.RunOptions(timeout_in_ms=30000))
+    assert time.monotonic() - t0 < 10

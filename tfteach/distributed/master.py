@@ -3,11 +3,17 @@
 State: the client's ``graph`` (extended by ExtendSession), ``config``, the tasks it talks to
 (``targets``: task name -> address, chosen by ``device_filters``), their ``devices``, the
 current ``placement`` and the graph version it was made for, ``pinned`` stateful placements,
-and ``registered``: per (fetches, feeds, targets) the worker graph handles of each part.
+``registered``: per (fetches, feeds, targets, phased) the worker graph handles of each part,
+and ``reply_bytes``: per graph handle, the shared memory its answers need (``shm``).
 
-A step: place (if the graph grew) -> partition (cached) -> RunGraph on every part in parallel
-under one step id -> fetches + merged step stats + the placement log (printed by the client,
-so it appears in the notebook). Any failure aborts the step on every task it reached.
+A step: place (if the graph grew) -> partition (cached) -> RunGraph on every part under one
+step id -> fetches + merged step stats + the placement log (printed by the client, so it
+appears in the notebook). An untraced step runs in phases (``partition.split_phases``):
+stage by stage on the calling thread, this task's phase k and then the other tasks' phases
+k, every tensor between this task and another travelling in RunGraph requests and answers.
+A traced step, or one that cannot be cut into phases, runs every part at once, tensors
+crossing through RecvTensor pulls, as TF does. Any failure aborts the step on every task it
+reached.
 """
 from __future__ import annotations
 
@@ -199,11 +205,16 @@ class MasterSession:
                 if aborter.on_done(futures[-1]):
                     return futures
             started = [self._start_remote(p, timeout_s, c) for p, c in remote[1:]]
+            for fut in started:     # a failure aborts the others at once
+                fut.add_done_callback(aborter.on_done)
             if remote:
                 started.append(_run_here(self._call_remote, remote[0][0], timeout_s,
                                          remote[0][1]))
+                aborter.on_done(started[-1])
             futures.extend(started)
-            if any([aborter.on_done(f) for f in started]):     # waits for every one
+            for fut in started:
+                fut.exception()     # waits for it
+            if aborter.aborted.is_set():
                 return futures
         return futures
 
