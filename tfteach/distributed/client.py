@@ -205,9 +205,8 @@ class WorkerClient(_Stub):
             shm.give_back(reply, reuse=False)    # a late writer must never find it reused
             raise
         shm.give_back(reply)
-        shm_bytes = sum(-(-item.tensor.header.nbytes // 64) * 64
-                        for item in response.sent if item.tensor.header.shm_name)
-        return RunResult(wire.from_named(response.recv), response.metadata, sent, shm_bytes)
+        return RunResult(wire.from_named(response.recv), response.metadata, sent,
+                         wire.reply_bytes(response.sent))
 
     def cleanup_graph(self, step_id: int) -> None:
         self._call("CleanupGraph", pb.CleanupGraphRequest(step_id=step_id))

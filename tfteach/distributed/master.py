@@ -224,13 +224,18 @@ class MasterSession:
         (``part.inputs``, from the rendezvous) and what earlier phases computed
         (``carried``), it returns its fetches and leaves what later phases use in
         ``carried``."""
-        for placeholder, key in part.inputs.items():
-            feeds[placeholder] = self.engine.rendezvous.recv(step_id, key, timeout_s)[0]
+        self._take_inputs(part, step_id, feeds, timeout_s)
         feeds.update((placeholder, carried[t]) for placeholder, t in part.carried.items())
         tensors, meta = worker.run_graph(handle, step_id, feeds, fetches + part.carry_out, opts)
         for t in part.carry_out:
             carried[t] = tensors[t] if t in fetches else tensors.pop(t)
         return tensors, meta
+
+    def _take_inputs(self, part: Any, step_id: int, feeds: dict, timeout_s: float) -> None:
+        """Feed ``part`` the tensors it waits for (``part.inputs``: placeholder ->
+        rendezvous key), taken from this task's rendezvous."""
+        for placeholder, key in part.inputs.items():
+            feeds[placeholder] = self.engine.rendezvous.recv(step_id, key, timeout_s)[0]
 
     def _start_remote(self, part: Any, timeout_s: float, call: tuple) -> Future:
         """``_call_remote`` on a pool thread; its outcome as a Future."""
@@ -250,8 +255,7 @@ class MasterSession:
         the request with the client's feeds). What the part sent to this task goes in our
         rendezvous; returns (tensors, metadata)."""
         worker, handle, step_id, feeds, fetches, opts = call
-        for placeholder, key in part.inputs.items():
-            feeds[placeholder] = self.engine.rendezvous.recv(step_id, key, timeout_s)[0]
+        self._take_inputs(part, step_id, feeds, timeout_s)
         result = worker.run_partition(handle, step_id, feeds, fetches, opts,
                                       reply_bytes=self.reply_bytes.get(handle, 0))
         self.reply_bytes[handle] = result.shm_bytes

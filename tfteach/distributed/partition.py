@@ -135,7 +135,7 @@ class Partitioner:
         if t in fed:
             name = f"_feed/{t.op.name}_{t.value_index}"
             if name not in part.names:
-                part.add(_placeholder(name, t, dev))
+                part.add(_placeholder(name, dev, *_tensor_types(t)))
                 part.feeds[f"{name}:0"] = t.name
             part.consumed.add(name)
             return f"{name}:0"
@@ -278,10 +278,7 @@ def _as_late_as_possible(part: TaskPart, phase_of: dict[str, int],
     learning rate no longer needs one of its own before the variables are read) and
     carries fewer values between them. Ops nothing uses (fetches, sinks) run as soon as
     they can."""
-    users: dict[str, list[str]] = {}
-    for node in part.nodes:
-        for name in map(_source, node["input"]):
-            users.setdefault(name, []).append(node["name"])
+    users = _users(part)
     late: dict[str, int] = {}
     for node in reversed(part.nodes):       # the nodes are in topological order
         bounds = [late[user] for user in users.get(node["name"], [])]
@@ -295,14 +292,20 @@ def _as_late_as_possible(part: TaskPart, phase_of: dict[str, int],
 def _lift_recvs(part: TaskPart, phase_of: dict[str, int]) -> dict[str, int]:
     """A tensor from the master is fed to the first phase that uses it, not the first it
     could be (a learning rate computed without the ps's answers is used when applying)."""
-    users: dict[str, list[int]] = {}
-    for node in part.nodes:
-        for name in map(_source, node["input"]):
-            users.setdefault(name, []).append(phase_of[node["name"]])
+    users = _users(part)
     for node in part.nodes:
         if node["op"] == "_Recv" and users.get(node["name"]):
-            phase_of[node["name"]] = min(users[node["name"]])
+            phase_of[node["name"]] = min(phase_of[user] for user in users[node["name"]])
     return phase_of
+
+
+def _users(part: TaskPart) -> dict[str, list[str]]:
+    """Node name -> the names of the nodes of ``part`` that take it as an input."""
+    users: dict[str, list[str]] = {}
+    for node in part.nodes:
+        for name in map(_source, node["input"]):
+            users.setdefault(name, []).append(node["name"])
+    return users
 
 
 def _phases_of(part: TaskPart, phase_of: dict[str, int], tensors: dict[str, Tensor],
@@ -385,9 +388,7 @@ def _carried_type(tensor: str, by_name: dict, tensors: dict[str, Tensor]) -> tup
     if node["op"] == "_Recv":
         return node["attr"]["dtype"], node["attr"]["shape"]
     t = tensors.get(tensor)
-    if t is None or t.is_ref:
-        return None
-    return {"dtype": t.dtype.name}, {"shape": None if t.shape.dims is None else list(t.shape.dims)}
+    return None if t is None or t.is_ref else _tensor_types(t)
 
 
 def _carry(tensor: str, by_name: dict, tensors: dict[str, Tensor], source: TaskPart,
@@ -399,9 +400,7 @@ def _carry(tensor: str, by_name: dict, tensors: dict[str, Tensor], source: TaskP
         return None
     name = f"_carry/{tensor.replace(':', '_')}"
     if name not in ph.names:
-        device = by_name[tensor.rsplit(":", 1)[0]]["device"]
-        ph.add({"name": name, "op": "Placeholder", "device": device, "input": [],
-                "colocation": [], "attr": {"dtype": types[0], "shape": types[1]}})
+        ph.add(_placeholder(name, by_name[tensor.rsplit(":", 1)[0]]["device"], *types))
         ph.carried[f"{name}:0"] = tensor
         if tensor not in source.carry_out:
             source.carry_out.append(tensor)
@@ -445,11 +444,15 @@ def _as_phase_nodes(node: dict, ph: TaskPart, answers: bool) -> list[dict]:
         return [node]
     attrs = node["attr"]
     ph.inputs[f"{node['name']}:0"] = attrs["key"]
-    return [{"name": node["name"], "op": "Placeholder", "device": node["device"], "input": [],
-             "colocation": [], "attr": {"dtype": attrs["dtype"], "shape": attrs["shape"]}}]
+    return [_placeholder(node["name"], node["device"], attrs["dtype"], attrs["shape"])]
 
 
-def _placeholder(name: str, t: Tensor, dev: str) -> dict:
-    shape = None if t.shape.dims is None else list(t.shape.dims)
+def _tensor_types(t: Tensor) -> tuple[dict, dict]:
+    """A tensor's ``dtype`` and ``shape`` attrs, as a Placeholder or ``_Recv`` holds them."""
+    return ({"dtype": t.dtype.name},
+            {"shape": None if t.shape.dims is None else list(t.shape.dims)})
+
+
+def _placeholder(name: str, dev: str, dtype: dict, shape: dict) -> dict:
     return {"name": name, "op": "Placeholder", "device": dev, "input": [], "colocation": [],
-            "attr": {"dtype": {"dtype": t.dtype.name}, "shape": {"shape": shape}}}
+            "attr": {"dtype": dtype, "shape": shape}}

@@ -6,7 +6,9 @@
 - Unary answers (RecvTensorInline): a ``TensorProto`` with the content inline (at most
   ``INLINE_BYTES``) or, for a receiver on this host, a header naming a shared-memory
   segment (see ``shm``) for tensors of ``shm.THRESHOLD_BYTES`` or more; ``fill_reply``
-  declines any other tensor, which then streams.
+  declines any other tensor, which then streams. RunGraph answers may instead put large
+  tensors in the caller's reply segment (``fill_into``): the header names it and gives
+  the tensor's ``shm_offset``.
 - Streams (RecvTensor): the first message holds only the header, later ones only chunks of
   at most ``CHUNK_BYTES``; the receiver copies each chunk once, into one preallocated
   buffer. A header may instead name a shared-memory segment holding the bytes; if
@@ -144,7 +146,17 @@ def fill_into(proto: pb.TensorProto, value: object, segment: memoryview, name: s
     segment[offset:end] = content
     header.shm_name, header.shm_offset = name, offset
     _set_tensor(proto, header, None)
-    return -(-end // 64) * 64        # the next tensor starts 64-byte aligned
+    return aligned(end)
+
+
+def aligned(nbytes: int) -> int:
+    """``nbytes`` rounded up to 64: tensors in a reply segment start 64-byte aligned."""
+    return -(-nbytes // 64) * 64
+
+
+def reply_bytes(sent: Iterable[pb.NamedTensor]) -> int:
+    """The reply segment size that holds every shared-memory tensor of an answer."""
+    return sum(aligned(item.tensor.header.nbytes) for item in sent if item.tensor.header.shm_name)
 
 
 def from_reply(proto: pb.TensorProto,
