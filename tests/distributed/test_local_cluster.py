@@ -193,3 +193,23 @@ def test_a_process_reaped_between_the_two_checks_is_not_alive(monkeypatch):
     monkeypatch.setattr(processes.os, "kill", lambda pid, sig: None)   # kill(0) said "there"
     assert not processes.pid_alive(proc.pid)
     assert not processes.runs(proc.pid, [sys.executable, "-c", "pass"])
+
+
+def _task_env(pid: int) -> dict[str, str]:
+    pairs = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(p.decode().partition("=")[::2] for p in pairs if p)
+
+
+def test_tasks_share_the_cores_as_blas_threads_unless_the_environment_says(monkeypatch):
+    for name in registry.BLAS_THREAD_ENVS:
+        monkeypatch.delenv(name, raising=False)
+    share = max(1, len(os.sched_getaffinity(0)) // 2)
+    with LocalCluster(ps=1, workers=1) as cluster:
+        envs = [_task_env(pid) for pid in _pids(cluster).values()]
+    assert [env["OPENBLAS_NUM_THREADS"] for env in envs] == [str(share)] * 2
+    assert all(env["OMP_NUM_THREADS"] == env["MKL_NUM_THREADS"] == str(share) for env in envs)
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")
+    with LocalCluster(ps=1, workers=1) as cluster:
+        envs = [_task_env(pid) for pid in _pids(cluster).values()]
+    assert [env["OPENBLAS_NUM_THREADS"] for env in envs] == ["3", "3"]
+    assert all("OMP_NUM_THREADS" not in env for env in envs)

@@ -3,8 +3,9 @@
 Each LocalCluster writes ``<registry dir>/<cluster_id>.json`` (dir 0700, file 0600):
 ``{id, owner_pid, owner_uid, created, token, tasks: [{job, task, address, pid, argv, env,
 log}]}``, where ``env`` holds the task's non-secret ``TFTEACH_*`` settings and ``log`` its
-output file. Tasks start with the owner's environment, their ``env``, the token and a short
-OpenBLAS spin (``BLAS_SPIN``). The registry dir is ``$TFTEACH_REGISTRY_DIR``, else
+output file. Tasks start with the owner's environment, their ``env``, the token, a short
+OpenBLAS spin (``BLAS_SPIN``) and their share of this machine's cores as BLAS threads
+(``blas_threads``). The registry dir is ``$TFTEACH_REGISTRY_DIR``, else
 ``<jupyter runtime dir>/tfteach-clusters``. The file is the source of truth for task pids,
 so a task restarted by the extension is seen by its LocalCluster and the other way round.
 
@@ -33,6 +34,10 @@ PARENT_PID_ENV = "TFTEACH_PARENT_PID"
 # sleep at once (a 784x10 softmax step on 1 ps + 1 worker, 2 cores: 7.3 -> 5.9 ms).
 # An OPENBLAS_THREAD_TIMEOUT in the environment wins.
 BLAS_SPIN = "4"
+# Tasks share the cores too: each task's BLAS gets its share of them (at least one thread).
+# Waking a second OpenBLAS thread for a small matmul costs more than the matmul when other
+# tasks hold the cores (784x10 softmax step, 1 ps + 2 workers on 2 cores: 4.75 -> 4.43 ms).
+BLAS_THREAD_ENVS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def registry_dir() -> Path:
@@ -168,10 +173,18 @@ def _kill_record(record: dict[str, Any]) -> None:
     shm.sweep_dead()
 
 
+def blas_threads(tasks: int) -> int:
+    """BLAS threads for each of ``tasks`` tasks on this machine: their share of its cores."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, (cores or 1) // max(1, tasks))
+
+
 def spawn_task(entry: dict[str, Any], record: dict[str, Any]) -> int:
     """Start the process of task ``record`` of cluster ``entry``; return its pid."""
     env = dict(os.environ)
     env.setdefault("OPENBLAS_THREAD_TIMEOUT", BLAS_SPIN)
+    if not any(name in env for name in BLAS_THREAD_ENVS):
+        env.update(dict.fromkeys(BLAS_THREAD_ENVS, str(blas_threads(len(entry["tasks"])))))
     env.update(record.get("env", {}))
     env.update({TOKEN_ENV: entry["token"], PARENT_PID_ENV: str(entry["owner_pid"]),
                 "GRPC_VERBOSITY": env.get("GRPC_VERBOSITY", "ERROR"), "PYTHONUNBUFFERED": "1"})
