@@ -295,8 +295,8 @@ def test_a_failing_phase_fails_the_step_and_the_session_goes_on(engine_cluster):
 
 def test_large_answers_reuse_one_reply_segment_step_after_step(engine_cluster, monkeypatch):
     """A 1 MiB variable read on the master's task every step: after the first step the ps
-    writes it into the master's reply segment, making no segment per step; every step
-    sees the variable's current value."""
+    writes it into the master's reply segment, and the master the fetched update into the
+    client's, making no segment per step; every step sees the variable's current value."""
     from tfteach.distributed import shm
 
     with tf.device("/job:ps/task:0"):
@@ -307,11 +307,12 @@ def test_large_answers_reuse_one_reply_segment_step_after_step(engine_cluster, m
     sess = tf.Session(engine_cluster["worker", 0].target)
     sess.run(v.initializer)
     assert sess.run(total) == 0.0                      # learns the answer's size
+    assert sess.run(bump)[0] == 1.0                    # the same for the client's answer
     exports = []
     real_export = shm.export
     monkeypatch.setattr(shm, "export", lambda data: exports.append(1) or real_export(data))
-    for step in range(1, 4):
-        sess.run(bump)
+    for step in range(2, 5):
+        assert sess.run(bump)[-1] == float(step)
         assert sess.run(total) == float(step << 18)
     assert exports == []
 
@@ -338,3 +339,29 @@ def test_a_failing_part_aborts_a_waiting_part_of_the_same_stage_at_once(engine_c
     with pytest.raises(tf.errors.FailedPreconditionError, match="never_initialized"):
         sess.run(both, options=tf.RunOptions(timeout_in_ms=30000))
     assert time.monotonic() - t0 < 10
+
+
+def test_large_feeds_and_sends_go_through_the_senders_segments(engine_cluster, monkeypatch):
+    """A 256 KiB feed reaches the master in the client's segment, and the master sends it
+    on to the ps in its own (the client knows the master's host from CreateSession, the
+    master the ps's from GetStatus); small feeds stay inline; the values arrive whole."""
+    from tfteach.distributed import wire
+
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(tf.zeros([1 << 16]), name="v")
+    with tf.device("/job:worker/task:0"):
+        x = tf.placeholder(tf.float32, [1 << 16], name="x")
+        k = tf.placeholder(tf.float32, [], name="k")
+    update = tf.assign(v, x * 1.0)
+    with tf.device("/job:ps/task:0"):
+        total = tf.reduce_sum(update) * k
+    sess = tf.Session(engine_cluster["worker", 0].target)
+    copied = []
+    real = wire.from_segment
+    monkeypatch.setattr(wire, "from_segment", lambda proto: copied.append(
+        proto.header.nbytes) or real(proto))
+    for step in (1.0, 2.0):
+        values = np.full(1 << 16, step, np.float32)
+        assert sess.run(total, {x: values, k: 2.0}) == 2.0 * step * (1 << 16)
+        np.testing.assert_array_equal(sess.run(v), values)
+    assert copied == [1 << 18] * 4      # per step: the feed at the master, x * 1.0 at the ps

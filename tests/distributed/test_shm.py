@@ -93,22 +93,16 @@ def _answer(values, reply):
     from tfteach.distributed import wire
     from tfteach.distributed.protos import tfteach_cluster_pb2 as pb
 
-    segment = shm.writable(reply.name, reply.size)
-    response, offset = pb.RunGraphResponse(), 0
-    for i, value in enumerate(values):
-        proto = response.sent.add(name=str(i)).tensor
-        end = wire.fill_into(proto, value, segment, reply.name, offset)
-        if end is None:
-            wire.fill_reply(proto, value, shm_ok=True)
-        else:
-            offset = end
+    response = pb.RunGraphResponse()
+    wire.add_named(response.sent, {str(i): v for i, v in enumerate(values)},
+                   shm.mapped(reply.name, reply.size), reply.name, shm_ok=True)
     return pb.RunGraphResponse.FromString(response.SerializeToString())
 
 
 def test_a_reply_segment_carries_several_tensors_and_is_reused():
     from tfteach.distributed import wire
 
-    reply = shm.reply_segment(3 << 20)
+    reply = shm.reused_segment(3 << 20)
     try:
         assert reply.size >= 3 << 20 and (shm.SHM_DIR / reply.name).exists()
         big = [np.full(1 << 18, i, np.float32) for i in range(2)]     # 1 MiB each
@@ -123,7 +117,7 @@ def test_a_reply_segment_carries_several_tensors_and_is_reused():
         got[0][:] = 7                                   # a copy: the segment is not shared
         assert wire.from_reply(answer.sent[0].tensor, reply)[0][0] == 0
         shm.give_back(reply)
-        assert shm.reply_segment(1 << 20) is reply      # the free one is reused
+        assert shm.reused_segment(1 << 20) is reply      # the free one is reused
     finally:
         shm.give_back(reply, reuse=False)
     assert not (shm.SHM_DIR / reply.name).exists()
@@ -132,7 +126,7 @@ def test_a_reply_segment_carries_several_tensors_and_is_reused():
 def test_a_tensor_that_does_not_fit_the_reply_segment_gets_its_own():
     from tfteach.distributed import wire
 
-    reply = shm.reply_segment(1 << 20)
+    reply = shm.reused_segment(1 << 20)
     try:
         value = np.ones(reply.size // 4 + 1, np.float32)
         [item] = _answer([value], reply).sent
@@ -143,13 +137,13 @@ def test_a_tensor_that_does_not_fit_the_reply_segment_gets_its_own():
         shm.give_back(reply, reuse=False)
 
 
-def test_writable_refuses_foreign_names_and_short_segments():
-    reply = shm.reply_segment(1 << 20)
+def test_mapped_refuses_foreign_names_and_short_segments():
+    reply = shm.reused_segment(1 << 20)
     try:
-        assert shm.writable("../etc/passwd", 1) is None
-        assert shm.writable(f"tfteach_{os.getpid()}_999999_deadbeef", 1) is None
-        assert shm.writable(reply.name, reply.size + 1) is None
-        assert len(shm.writable(reply.name, reply.size)) == reply.size
+        assert shm.mapped("../etc/passwd", 1) is None
+        assert shm.mapped(f"tfteach_{os.getpid()}_999999_deadbeef", 1) is None
+        assert shm.mapped(reply.name, reply.size + 1) is None
+        assert len(shm.mapped(reply.name, reply.size)) == reply.size
     finally:
         shm.give_back(reply, reuse=False)
 
@@ -157,7 +151,7 @@ def test_writable_refuses_foreign_names_and_short_segments():
 def test_a_reply_outside_its_segment_is_data_loss():
     from tfteach.distributed import wire
 
-    reply = shm.reply_segment(1 << 20)
+    reply = shm.reused_segment(1 << 20)
     try:
         [item] = _answer([np.ones(1 << 18, np.float32)], reply).sent
         item.tensor.header.shm_offset = reply.size
@@ -168,14 +162,46 @@ def test_a_reply_outside_its_segment_is_data_loss():
 
 
 def test_release_own_removes_free_and_used_reply_segments():
-    free, used = shm.reply_segment(1 << 20), shm.reply_segment(1 << 20)
+    free, used = shm.reused_segment(1 << 20), shm.reused_segment(1 << 20)
     shm.give_back(free)
     shm.release_own()
     assert not (shm.SHM_DIR / free.name).exists() and not (shm.SHM_DIR / used.name).exists()
     used.view[:4] = b"ok!!"                 # a call still using it keeps its mapping
-    fresh = shm.reply_segment(1 << 20)
+    fresh = shm.reused_segment(1 << 20)
     try:
         assert fresh is not free
     finally:
         shm.give_back(fresh, reuse=False)
         shm.give_back(used, reuse=False)
+
+
+def test_a_request_carries_large_tensors_in_the_senders_segment():
+    """A request's tensors of SEGMENT_MIN_BYTES or more go into the sender's reused segment,
+    smaller ones inline; a receiver on this host copies them out, one told the sender is
+    elsewhere refuses them, and a segment that is gone is data loss."""
+    from tfteach.distributed import wire
+    from tfteach.distributed.protos import tfteach_cluster_pb2 as pb
+
+    values = {"big": np.arange(shm.SEGMENT_MIN_BYTES // 4, dtype=np.float32),
+              "small": np.arange(shm.SEGMENT_MIN_BYTES // 4 - 1, dtype=np.float32)}
+    segment = shm.reused_segment(wire.segment_bytes(values))
+    try:
+        assert wire.segment_bytes(values) == shm.SEGMENT_MIN_BYTES
+        request = pb.RunStepRequest()
+        wire.add_named(request.feed, values, segment.view, segment.name)
+        request = pb.RunStepRequest.FromString(request.SerializeToString())
+        big, small = request.feed
+        assert big.tensor.header.shm_name == segment.name and big.tensor.content == b""
+        assert small.tensor.header.shm_name == "" and len(small.tensor.content) > 0
+        got = wire.from_named(request.feed, shared=True)
+        for name, value in values.items():
+            np.testing.assert_array_equal(got[name], value)
+        segment.view[4:8] = b"\0\0\0\0"         # the sender reuses it: ours is a copy
+        assert got["big"][1] == 1.0 and got["big"].flags.writeable
+        with pytest.raises(errors.DataLossError, match="another host"):
+            wire.from_named(request.feed)
+    finally:
+        shm.give_back(segment, reuse=False)
+    big.tensor.header.shm_name = f"tfteach_{os.getpid()}_999999_deadbeef"
+    with pytest.raises(errors.DataLossError, match="no segment on this host holds"):
+        wire.from_named([big], shared=True)

@@ -137,6 +137,7 @@ class _Stub:
 
     def __init__(self, client: ClusterClient, address: str, task_name: str | None) -> None:
         self.client = client
+        self.peer_host = ""     # the task's shm host key, once known (GetStatus, CreateSession)
         self.address = address
         self.task_name = task_name
         self._stub = client.stub(self.stub_class, address)
@@ -150,6 +151,36 @@ class _Stub:
                                                metadata=self.client.metadata)
         except grpc.RpcError as err:
             raise error_from_rpc(err, self.task_name, self.address) from None
+
+    def _call_with_segments(self, method: str, request: Any, field: Any,
+                            tensors: Mapping[str, Any], reply_bytes: int,
+                            timeout: float | None) -> tuple[Any, Any]:
+        """Call ``method`` with ``tensors`` added to the request's repeated NamedTensor
+        ``field`` (the large ones in a reused segment of ours if the task shares this host)
+        and a reused segment of ``reply_bytes`` offered for the answer's large tensors.
+        Return ``(answer, reply segment or None)``; the caller copies the tensors out of
+        the reply segment, then gives it back (``shm.give_back``)."""
+        from . import shm, wire
+
+        request.shm_host = shm.host_key()
+        sending = None
+        if self.peer_host and self.peer_host == request.shm_host:
+            sending = shm.reused_segment(wire.segment_bytes(tensors))
+        if sending is None:
+            wire.add_named(field, tensors)
+        else:
+            wire.add_named(field, tensors, sending.view, sending.name)
+        reply = shm.reused_segment(reply_bytes)
+        if reply is not None:
+            request.reply_shm, request.reply_shm_bytes = reply.name, reply.size
+        try:
+            response = self._call(method, request, timeout)
+        except BaseException:   # a late reader or writer must never find them reused
+            shm.give_back(sending, reuse=False)
+            shm.give_back(reply, reuse=False)
+            raise
+        shm.give_back(sending)
+        return response, reply
 
     def _result(self, call: grpc.Future) -> Any:
         """The answer of a call started with ``.future()``, errors as ``tfteach.errors``."""
@@ -165,8 +196,10 @@ class WorkerClient(_Stub):
     stub_class = pb_grpc.WorkerServiceStub
 
     def get_status(self, timeout: float | None = None) -> dict[str, Any]:
-        """``{"task", "pid", "last_step", "devices": [attribute dicts]}``."""
-        return status_dict(self._call("GetStatus", pb.GetStatusRequest(), timeout))
+        """``{"task", "pid", "last_step", "shm_host", "devices": [attribute dicts]}``."""
+        status = status_dict(self._call("GetStatus", pb.GetStatusRequest(), timeout))
+        self.peer_host = status["shm_host"]
+        return status
 
     def register_graph(self, graph_def: bytes, config: bytes = b"",
                        session_handle: str = "") -> str:
@@ -186,25 +219,20 @@ class WorkerClient(_Stub):
                       timeout: float | None = None, reply_bytes: int = 0) -> RunResult:
         """RunGraph as a blocking call (its answer is polled on this thread: no helper
         thread per call); a RunResult of the fetches, the metadata and the values of the
-        partition's sends addressed to the caller (through shared memory when both are on
-        one host: a reused reply segment of ``reply_bytes`` if that is not 0, else a
-        segment per tensor). ``RunResult.shm_bytes`` tells the size to offer next time."""
+        partition's sends addressed to the caller. Between processes on one host, large
+        tensors travel through shared memory both ways (``_call_with_segments``; answers
+        in a reused segment of ``reply_bytes`` if that is not 0, else a segment per
+        tensor). ``RunResult.shm_bytes`` tells the size to offer next time."""
         from . import shm, wire
 
         request = pb.RunGraphRequest(graph_handle=graph_handle, step_id=step_id,
-                                     recv_key=list(fetch_names), options=options,
-                                     shm_host=shm.host_key())
-        wire.add_named(request.send, feeds)
-        reply = shm.reply_segment(reply_bytes)
-        if reply is not None:
-            request.reply_shm, request.reply_shm_bytes = reply.name, reply.size
+                                     recv_key=list(fetch_names), options=options)
+        response, reply = self._call_with_segments("RunGraph", request, request.send, feeds,
+                                                   reply_bytes, timeout)
         try:
-            response = self._call("RunGraph", request, timeout)
             sent = {item.name: wire.from_reply(item.tensor, reply)[0] for item in response.sent}
-        except BaseException:
-            shm.give_back(reply, reuse=False)    # a late writer must never find it reused
-            raise
-        shm.give_back(reply)
+        finally:
+            shm.give_back(reply)
         return RunResult(wire.from_named(response.recv), response.metadata, sent,
                          wire.reply_bytes(response.sent))
 
@@ -269,11 +297,16 @@ class MasterClient(_Stub):
 
     stub_class = pb_grpc.MasterServiceStub
 
+    def __init__(self, client: ClusterClient, address: str, task_name: str | None) -> None:
+        super().__init__(client, address, task_name)
+        self._reply_bytes: dict[tuple, int] = {}    # fetches -> reply segment size they need
+
     def create_session(self, graph_def: bytes, config: bytes = b"",
                        timeout: float | None = None) -> tuple[str, int]:
         """Return ``(session_handle, graph_version)``."""
         response = self._call("CreateSession", pb.CreateSessionRequest(
             graph_def=graph_def, config=config, target=f"grpc://{self.address}"), timeout)
+        self.peer_host = response.shm_host
         return response.session_handle, response.graph_version
 
     def extend_session(self, session_handle: str, graph_def: bytes,
@@ -287,17 +320,25 @@ class MasterClient(_Stub):
                  options: bytes = b"", timeout: float | None = None
                  ) -> tuple[dict[str, Any], bytes]:
         """Run one step; return ``(fetched tensors, metadata)``. Ctrl-C cancels the call,
-        and the master then aborts the step on every task."""
-        from . import wire
+        and the master then aborts the step on every task. A master on this host (known
+        from ``create_session``) gets large feeds through shared memory and answers
+        large fetches so (``_call_with_segments``)."""
+        from . import shm, wire
 
         request = pb.RunStepRequest(session_handle=session_handle, fetch=list(fetches),
                                     target=list(targets), options=options)
-        wire.add_named(request.feed, feeds)
+        key = tuple(fetches)
         # A blocking call (its answer is polled on this thread: no helper thread per step).
         # Ctrl-C raises KeyboardInterrupt inside it, which cancels the call; the master
         # then aborts the step on every task.
-        response = self._call("RunStep", request, timeout)
-        return wire.from_named(response.tensor), response.metadata
+        response, reply = self._call_with_segments("RunStep", request, request.feed, feeds,
+                                                   self._reply_bytes.get(key, 0), timeout)
+        try:
+            tensors = wire.from_answer(response.tensor, reply)
+        finally:
+            shm.give_back(reply)
+        self._reply_bytes[key] = wire.reply_bytes(response.tensor)
+        return tensors, response.metadata
 
     def close_session(self, session_handle: str) -> None:
         self._call("CloseSession", pb.CloseSessionRequest(session_handle=session_handle))
@@ -330,8 +371,9 @@ def device_dict(device: pb.DeviceAttributes) -> dict[str, Any]:
 
 
 def status_dict(response: pb.GetStatusResponse) -> dict[str, Any]:
-    """A GetStatus answer as ``{"task", "pid", "last_step", "devices"}``."""
+    """A GetStatus answer as ``{"task", "pid", "last_step", "shm_host", "devices"}``."""
     return {"task": response.task, "pid": response.pid, "last_step": response.last_step,
+            "shm_host": response.shm_host,
             "devices": [device_dict(d) for d in response.device_attributes]}
 
 

@@ -4,7 +4,8 @@ State: the client's ``graph`` (extended by ExtendSession), ``config``, the tasks
 (``targets``: task name -> address, chosen by ``device_filters``), their ``devices``, the
 current ``placement`` and the graph version it was made for, ``pinned`` stateful placements,
 ``registered``: per (fetches, feeds, targets, phased) the worker graph handles of each part,
-and ``reply_bytes``: per graph handle, the shared memory its answers need (``shm``).
+``reply_bytes``: per graph handle, the shared memory its answers need (``shm``), and
+``hosts``: each task's shm host key (tensors to a task on this host go through shm).
 
 A step: place (if the graph grew) -> partition (cached) -> RunGraph on every part under one
 step id -> fetches + merged step stats + the placement log (printed by the client, so it
@@ -68,6 +69,7 @@ class MasterSession:
         self.log: list[str] = []
         self.running: dict[int, list] = {}     # step id -> its registered parts
         self.reply_bytes: dict[str, int] = {}  # graph handle -> shm bytes its answers need
+        self.hosts: dict[str, str] = {}        # task name -> its shm host key
 
     # ---- CreateSession ---------------------------------------------------------------
     def connect(self) -> None:
@@ -80,6 +82,7 @@ class MasterSession:
         devices = [d for d in self.engine.devices if me.task_name in self.targets]
         for name, _ in others:
             devices += [_RemoteDevice(a) for a in answers[name]["devices"]]
+            self.hosts[name] = answers[name]["shm_host"]
         filters = [DeviceSpec.from_string(f) for f in self.config.device_filters]
         self.devices = [d for d in devices if not filters or any(f.compatible(d.spec)
                                                                  for f in filters)]
@@ -156,7 +159,9 @@ class MasterSession:
     def _worker(self, task: str) -> Any:
         if task == self.engine.task.task_name:
             return _LocalWorker(self.engine)
-        return self.engine.task.client.worker(self.targets[task], task)
+        worker = self.engine.task.client.worker(self.targets[task], task)
+        worker.peer_host = self.hosts.get(task, "")
+        return worker
 
     def _run_parts(self, parts: list, step_id: int, fed: dict, options: dict) -> tuple:
         """RunGraph on every part; the first failure aborts the step on every part.

@@ -12,7 +12,7 @@ streams it in chunks with RecvTensor.
 from __future__ import annotations
 
 import time
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 import grpc
 
@@ -54,8 +54,17 @@ def _serialize(message: Any) -> bytes:
 
 
 def _shm_ok(request: Any) -> bool:
-    """Whether the receiver shares this host's /dev/shm."""
+    """Whether the caller shares this host's /dev/shm."""
     return bool(request.shm_host) and request.shm_host == shm.host_key()
+
+
+def _add_answer(field: Any, tensors: Mapping[str, Any], request: Any) -> None:
+    """Add ``tensors`` to an answer's repeated NamedTensor ``field``: the large ones into
+    the caller's reply segment if it offered one and shares this host."""
+    shm_ok = _shm_ok(request)
+    segment = (shm.mapped(request.reply_shm, request.reply_shm_bytes)
+               if shm_ok and request.reply_shm else None)
+    wire.add_named(field, tensors, segment, request.reply_shm, shm_ok)
 
 
 def device_attributes(device: dict[str, Any]) -> pb.DeviceAttributes:
@@ -74,7 +83,8 @@ class MasterServicer(pb_grpc.MasterServiceServicer):
     @rpc_method
     def CreateSession(self, request: pb.CreateSessionRequest, context: Any) -> Any:
         handle = self.engine.create_session(request.graph_def, request.config)
-        return pb.CreateSessionResponse(session_handle=handle, graph_version=0)
+        return pb.CreateSessionResponse(session_handle=handle, graph_version=0,
+                                        shm_host=shm.host_key() if shm.available() else "")
 
     @rpc_method
     def ExtendSession(self, request: pb.ExtendSessionRequest, context: Any) -> Any:
@@ -89,10 +99,10 @@ class MasterServicer(pb_grpc.MasterServiceServicer):
             raise errors.CancelledError("RunStep was cancelled by its client")
         with serving(cancellation):
             result = as_run_result(self.engine.run_step(
-                request.session_handle, wire.from_named(request.feed), list(request.fetch),
-                list(request.target), request.options))
+                request.session_handle, wire.from_named(request.feed, _shm_ok(request)),
+                list(request.fetch), list(request.target), request.options))
         response = pb.RunStepResponse(metadata=result.metadata)
-        wire.add_named(response.tensor, result.tensors)
+        _add_answer(response.tensor, result.tensors, request)
         return response
 
     @rpc_method
@@ -127,7 +137,8 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
 
         devices = [device_attributes(d) for d in self.engine.get_status()]
         return pb.GetStatusResponse(device_attributes=devices, task=self.task_name,
-                                    last_step=self.engine.last_step(), pid=os.getpid())
+                                    last_step=self.engine.last_step(), pid=os.getpid(),
+                                    shm_host=shm.host_key() if shm.available() else "")
 
     @rpc_method
     def RegisterGraph(self, request: pb.RegisterGraphRequest, context: Any) -> Any:
@@ -138,22 +149,12 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
     @rpc_method
     def RunGraph(self, request: pb.RunGraphRequest, context: Any) -> Any:
         result = as_run_result(self.engine.run_graph(
-            request.graph_handle, request.step_id, wire.from_named(request.send),
-            list(request.recv_key), request.options))
+            request.graph_handle, request.step_id,
+            wire.from_named(request.send, _shm_ok(request)), list(request.recv_key),
+            request.options))
         response = pb.RunGraphResponse(metadata=result.metadata)
         wire.add_named(response.recv, result.tensors)
-        shm_ok = _shm_ok(request)
-        segment = (shm.writable(request.reply_shm, request.reply_shm_bytes)
-                   if shm_ok and request.reply_shm else None)
-        offset = 0
-        for key, value in result.sent.items():
-            proto = response.sent.add(name=key).tensor
-            end = None if segment is None else wire.fill_into(
-                proto, value, segment, request.reply_shm, offset)
-            if end is None:
-                wire.fill_reply(proto, value, shm_ok=shm_ok, inline_bytes=wire.MAX_TENSOR_BYTES)
-            else:
-                offset = end
+        _add_answer(response.sent, result.sent, request)
         return response
 
     @rpc_method

@@ -13,13 +13,15 @@ Invariants: no segment outlives its creator's interest in it:
 - segments whose creator pid is dead (SIGKILL) are removed by ``sweep_dead()``, which every
   server runs on start and LocalCluster runs after killing or closing tasks.
 
-Reply segments (``ReplySegment``) are the other way round: a caller makes one, offers it in
-RunGraph requests step after step, and the answering task writes the answer's large
-tensors into it (``writable``: a mapping it keeps) instead of making a new segment per
-tensor; the caller copies them out. Making a segment costs a page fault per 4 KiB page on
-both sides (1.3 ms per MiB here); a reused one costs two copies. A caller gives a segment
-back to its pool only after a successful answer (so no late writer can touch it again), and
-unlinks its segments on ``release_own()``; ``sweep_dead()`` covers a killed caller.
+Reused segments (``ReusedSegment``) are a caller's, kept in a pool and used call after
+call, for tensors of ``SEGMENT_MIN_BYTES`` or more: the caller writes a request's large
+tensors into one (RunStep feeds, RunGraph sends), and offers another in RunGraph requests,
+into which the answering task writes the answer's large tensors. The other side keeps a
+mapping of each (``mapped``) and copies the tensors out. Making a segment costs a page fault
+per 4 KiB page on both sides (1.3 ms per MiB here); a reused one costs two copies. A caller
+gives a segment back to its pool only after a successful answer (so no late reader or
+writer can touch it again), and unlinks its segments on ``release_own()``;
+``sweep_dead()`` covers a killed caller.
 """
 from __future__ import annotations
 
@@ -42,25 +44,31 @@ from .processes import pid_alive
 
 SHM_DIR = Path("/dev/shm")
 PREFIX = "tfteach_"
-THRESHOLD_BYTES = 1 << 20       # tensors at least this big go through shared memory
+THRESHOLD_BYTES = 1 << 20       # tensors at least this big go through a segment of their own
+SEGMENT_MIN_BYTES = 64 << 10    # ... and this big through a reused segment (a 64 KiB gRPC
+                                # payload adds 60 us to a call here; two copies cost 10 us)
 LINGER_S = 60.0                 # a segment not taken after this long is the sender's to drop
-MAX_REPLY_BYTES = 256 << 20     # larger answers use a segment per tensor
-KEEP_REPLIES = 8                # free reply segments a process keeps for reuse
-KEEP_MAPPED = 8                 # other processes' reply segments a process keeps mapped
+MAX_REUSED_BYTES = 256 << 20    # larger requests and answers use a segment per tensor
+KEEP_REUSED = 8                 # free reused segments a process keeps
+KEEP_MAPPED = 8                 # other processes' reused segments a process keeps mapped
 
 _NAME = re.compile(r"^tfteach_(\d+)_\d+_[0-9a-f]+$")
 _lock = threading.Lock()
 _pending: dict[str, float] = {}
 _counter = itertools.count()
 _host_key: str | None = None
-_free_replies: list["ReplySegment"] = []
-_replies: "weakref.WeakSet[ReplySegment]" = weakref.WeakSet()     # every live one
+_available: bool | None = None
+_free: list["ReusedSegment"] = []
+_reused: "weakref.WeakSet[ReusedSegment]" = weakref.WeakSet()     # every live one
 _mapped: "OrderedDict[str, memoryview]" = OrderedDict()
 
 
 def available() -> bool:
-    """Whether this host has a writable ``/dev/shm`` (Linux)."""
-    return SHM_DIR.is_dir() and os.access(SHM_DIR, os.W_OK)
+    """Whether this host has a writable ``/dev/shm`` (Linux; checked once per process)."""
+    global _available
+    if _available is None:
+        _available = SHM_DIR.is_dir() and os.access(SHM_DIR, os.W_OK)
+    return _available
 
 
 def host_key() -> str:
@@ -127,20 +135,21 @@ def release(name: str) -> None:
 
 
 def release_own() -> None:
-    """Remove every segment this process created and nobody took yet, and its reply
+    """Remove every segment this process created and nobody took yet, and its reused
     segments."""
     with _lock:
         names = list(_pending)
-        replies, _free_replies[:] = list(_replies), []
-        _mapped.clear()     # unmapped once no answer being written holds them
+        reused, _free[:] = list(_reused), []
+        _mapped.clear()     # unmapped once no tensor being copied holds them
     for name in names:
         release(name)
-    for reply in replies:   # unlinked; one in use stays mapped until its call ends
-        _unlink(reply.name)
+    for segment in reused:  # unlinked; one in use stays mapped until its call ends
+        _unlink(segment.name)
 
 
-class ReplySegment:
-    """A shared-memory segment of this process's, mapped, for answers (module docstring)."""
+class ReusedSegment:
+    """A shared-memory segment of this process's, mapped, used call after call for
+    requests' or answers' large tensors (module docstring)."""
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -155,10 +164,10 @@ class ReplySegment:
         finally:
             os.close(fd)
         self.view = memoryview(self._map)
-        _replies.add(self)
+        _reused.add(self)
 
     def __repr__(self) -> str:
-        return f"ReplySegment({self.name!r}, size={self.size})"
+        return f"ReusedSegment({self.name!r}, size={self.size})"
 
     def close(self) -> None:
         """Unlink and unmap the segment (it is not reused)."""
@@ -167,42 +176,43 @@ class ReplySegment:
         self._map.close()
 
 
-def reply_segment(nbytes: int) -> ReplySegment | None:
-    """A free reply segment of at least ``nbytes`` (made if none is free); None when
-    ``nbytes`` is 0 or over MAX_REPLY_BYTES, or /dev/shm is not usable."""
-    if not 0 < nbytes <= MAX_REPLY_BYTES or not available():
+def reused_segment(nbytes: int) -> ReusedSegment | None:
+    """A free reused segment of at least ``nbytes`` (made if none is free); None when
+    ``nbytes`` is 0 or over MAX_REUSED_BYTES, or /dev/shm is not usable."""
+    if not 0 < nbytes <= MAX_REUSED_BYTES or not available():
         return None
     with _lock:
-        fits = [r for r in _free_replies if r.size >= nbytes]
+        fits = [r for r in _free if r.size >= nbytes]
         if fits:
             best = min(fits, key=lambda r: r.size)
-            _free_replies.remove(best)
+            _free.remove(best)
             return best
     try:
-        return ReplySegment(max(THRESHOLD_BYTES, 1 << (nbytes - 1).bit_length()))
+        return ReusedSegment(max(THRESHOLD_BYTES, 1 << (nbytes - 1).bit_length()))
     except OSError:
         return None
 
 
-def give_back(reply: ReplySegment | None, reuse: bool = True) -> None:
-    """Return a reply segment to the pool (``reuse``: its answer arrived) or close it."""
-    if reply is None:
+def give_back(segment: ReusedSegment | None, reuse: bool = True) -> None:
+    """Return a reused segment to the pool (``reuse``: its call's answer arrived) or
+    close it."""
+    if segment is None:
         return
-    dropped = reply
+    dropped = segment
     if reuse:
         with _lock:
-            _free_replies.append(reply)
+            _free.append(segment)
             dropped = None
-            if len(_free_replies) > KEEP_REPLIES:
-                dropped = min(_free_replies, key=lambda r: r.size)
-                _free_replies.remove(dropped)
+            if len(_free) > KEEP_REUSED:
+                dropped = min(_free, key=lambda r: r.size)
+                _free.remove(dropped)
     if dropped is not None:
         dropped.close()
 
 
-def writable(name: str, nbytes: int) -> memoryview | None:
-    """A writable mapping of another process's reply segment ``name`` (kept for the next
-    answer), or None if it is no reply segment of at least ``nbytes``."""
+def mapped(name: str, nbytes: int) -> memoryview | None:
+    """A mapping of another process's reused segment ``name`` (kept for its next call),
+    or None if it is no reused segment of at least ``nbytes``."""
     if not _NAME.match(name):
         return None
     with _lock:

@@ -6,9 +6,12 @@
 - Unary answers (RecvTensorInline): a ``TensorProto`` with the content inline (at most
   ``INLINE_BYTES``) or, for a receiver on this host, a header naming a shared-memory
   segment (see ``shm``) for tensors of ``shm.THRESHOLD_BYTES`` or more; ``fill_reply``
-  declines any other tensor, which then streams. RunGraph answers may instead put large
-  tensors in the caller's reply segment (``fill_into``): the header names it and gives
-  the tensor's ``shm_offset``.
+  declines any other tensor, which then streams.
+- Between processes on one host, RunStep and RunGraph requests and answers put tensors of
+  ``shm.SEGMENT_MIN_BYTES`` or more in one of the caller's reused segments (``add_named``
+  with a segment, ``fill_into``): the header names the segment and gives the tensor's
+  ``shm_offset``; the receiver copies it out (``from_named`` with ``shared``,
+  ``from_reply``).
 - Streams (RecvTensor): the first message holds only the header, later ones only chunks of
   at most ``CHUNK_BYTES``; the receiver copies each chunk once, into one preallocated
   buffer. A header may instead name a shared-memory segment holding the bytes; if
@@ -100,22 +103,63 @@ def _set_tensor(proto: pb.TensorProto, header: pb.TensorHeader, content: memoryv
 def from_proto(proto: pb.TensorProto) -> np.ndarray:
     """The tensor held inline in a ``TensorProto``."""
     check_header(proto.header)
-    if proto.header.shm_name or len(proto.content) != proto.header.nbytes:
+    if proto.header.shm_name:
+        raise errors.DataLossError(
+            f"Received a tensor in shared-memory segment {proto.header.shm_name!r} from a "
+            "process on another host", hint="Only a sender on this host may use shared memory.")
+    if len(proto.content) != proto.header.nbytes:
         raise errors.DataLossError(
             f"Received a tensor of {len(proto.content)} bytes; its header says "
             f"{proto.header.nbytes}")
     return decode(proto.header, np.frombuffer(proto.content, dtype=np.uint8))
 
 
-def add_named(field: Any, tensors: Mapping[str, object]) -> None:
-    """Append ``{name: value}`` to a repeated NamedTensor ``field``, content inline."""
+def add_named(field: Any, tensors: Mapping[str, object], segment: memoryview | None = None,
+              segment_name: str = "", shm_ok: bool = False) -> None:
+    """Append ``{name: value}`` to a repeated NamedTensor ``field``. Large tensors go into
+    ``segment`` (a reused segment called ``segment_name``, for a receiver on this host)
+    while they fit; the others inline or, with ``shm_ok`` (an answer to a receiver on this
+    host), the very large ones in a segment of their own (``fill_reply``)."""
+    offset = 0
     for name, value in tensors.items():
-        _set_tensor(field.add(name=name).tensor, *encode(value))
+        proto = field.add(name=name).tensor
+        end = None if segment is None else fill_into(proto, value, segment, segment_name,
+                                                     offset)
+        if end is not None:
+            offset = end
+        elif shm_ok:
+            fill_reply(proto, value, shm_ok=True, inline_bytes=MAX_TENSOR_BYTES)
+        else:
+            _set_tensor(proto, *encode(value))
 
 
-def from_named(named: Iterable[pb.NamedTensor]) -> dict[str, np.ndarray]:
-    """NamedTensor messages -> ``{name: array}``."""
-    return {item.name: from_proto(item.tensor) for item in named}
+def segment_bytes(tensors: Mapping[str, object]) -> int:
+    """The reused segment size that holds every large tensor of ``tensors`` (0: none)."""
+    sizes = (np.asarray(value).nbytes for value in tensors.values())
+    return sum(aligned(n) for n in sizes if n >= shm.SEGMENT_MIN_BYTES)
+
+
+def from_named(named: Iterable[pb.NamedTensor], shared: bool = False) -> dict[str, np.ndarray]:
+    """NamedTensor messages -> ``{name: array}``. With ``shared`` (the sender is on this
+    host) a tensor in one of the sender's reused segments is copied out of it."""
+    return {item.name: from_segment(item.tensor) if shared and item.tensor.header.shm_name
+            else from_proto(item.tensor) for item in named}
+
+
+def from_segment(proto: pb.TensorProto) -> np.ndarray:
+    """A tensor the sender wrote into its reused segment (``add_named``), copied out."""
+    header = proto.header
+    check_header(header)
+    start, end = header.shm_offset, header.shm_offset + header.nbytes
+    view = shm.mapped(header.shm_name, end) if start >= 0 else None
+    if view is None:
+        raise errors.DataLossError(
+            f"Received a tensor at bytes {start}..{end} of shared-memory segment "
+            f"{header.shm_name!r}, which no segment on this host holds",
+            hint="The sending process probably stopped during the call; run it again.")
+    buffer = _allocate(header.nbytes)
+    buffer[:] = np.frombuffer(view[start:end], dtype=np.uint8)
+    return decode(header, buffer)
 
 
 def fill_reply(proto: pb.TensorProto, value: object, is_dead: bool = False,
@@ -136,12 +180,12 @@ def fill_reply(proto: pb.TensorProto, value: object, is_dead: bool = False,
 
 def fill_into(proto: pb.TensorProto, value: object, segment: memoryview, name: str,
               offset: int) -> int | None:
-    """Write a large tensor into the caller's reply ``segment`` (called ``name``) at
+    """Write a large tensor into the caller's reused ``segment`` (called ``name``) at
     ``offset`` and set ``proto`` to point there; return the next free offset, or None
     (``proto`` untouched) if the tensor is small or does not fit."""
     header, content = encode(value)
     end = offset + header.nbytes
-    if header.nbytes < shm.THRESHOLD_BYTES or end > len(segment):
+    if header.nbytes < shm.SEGMENT_MIN_BYTES or end > len(segment):
         return None
     segment[offset:end] = content
     header.shm_name, header.shm_offset = name, offset
@@ -150,17 +194,17 @@ def fill_into(proto: pb.TensorProto, value: object, segment: memoryview, name: s
 
 
 def aligned(nbytes: int) -> int:
-    """``nbytes`` rounded up to 64: tensors in a reply segment start 64-byte aligned."""
+    """``nbytes`` rounded up to 64: tensors in a reused segment start 64-byte aligned."""
     return -(-nbytes // 64) * 64
 
 
 def reply_bytes(sent: Iterable[pb.NamedTensor]) -> int:
-    """The reply segment size that holds every shared-memory tensor of an answer."""
+    """The reused segment size that holds every shared-memory tensor of an answer."""
     return sum(aligned(item.tensor.header.nbytes) for item in sent if item.tensor.header.shm_name)
 
 
 def from_reply(proto: pb.TensorProto,
-               reply: "shm.ReplySegment | None" = None) -> tuple[np.ndarray, bool]:
+               reply: "shm.ReusedSegment | None" = None) -> tuple[np.ndarray, bool]:
     """``(tensor, is_dead)`` from a ``fill_reply`` or ``fill_into`` answer (the array is
     writable; one written into ``reply`` is copied out of it)."""
     header = proto.header
@@ -176,6 +220,14 @@ def from_reply(proto: pb.TensorProto,
     else:
         shm.take(header.shm_name, header.nbytes, memoryview(buffer))
     return decode(header, buffer), header.is_dead
+
+
+def from_answer(named: Iterable[pb.NamedTensor],
+                reply: "shm.ReusedSegment | None" = None) -> dict[str, np.ndarray]:
+    """An answer's NamedTensor messages -> ``{name: array}``: inline tensors as read-only
+    views of the message, shared-memory ones copied out (``from_reply``)."""
+    return {item.name: from_reply(item.tensor, reply)[0] if item.tensor.header.shm_name
+            else from_proto(item.tensor) for item in named}
 
 
 def stream(value: object, is_dead: bool = False, shm_ok: bool = False,
