@@ -77,7 +77,7 @@ def _env(token: str | None) -> dict:
 
 
 def _worker(ns: str, token: str | None) -> subprocess.Popen:
-    return _in_ns(ns, ["-m", "tfteach.server", f"--ps_hosts=", f"--worker_hosts={A}:7301",
+    return _in_ns(ns, ["-m", "tfteach.server", "--ps_hosts=", f"--worker_hosts={A}:7301",
                        "--job_name=worker", "--task_index=0"], _env(token))
 
 

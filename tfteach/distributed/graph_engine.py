@@ -21,7 +21,7 @@ import secrets
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -39,6 +39,9 @@ from tfteach.runtime.resources import ResourceMgr
 from . import transport_ops
 from .engine_api import RunResult, TaskInfo
 from .rendezvous import Rendezvous
+
+if TYPE_CHECKING:
+    from .master import MasterSession
 
 
 SWITCH_INTERVAL_S = 0.0002
@@ -82,7 +85,7 @@ class GraphEngine:
         self.executor = Executor()
         self.pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="tfteach-rpc")
         self._parts: dict[str, _Partition] = {}
-        self._sessions: dict[str, "_MasterSession"] = {}
+        self._sessions: dict[str, "MasterSession"] = {}
         self._steps = 0
         self._lock = threading.Lock()
 

@@ -107,7 +107,6 @@ class RemoteSession(BaseSession):
         return [None if t is None else _value(out[t.name]) for t in tensors]
 
     def list_devices(self) -> list:
-        from tfteach.runtime.session import DeviceAttributes
         with self._lock:
             self._ensure_session()
             local, remote = self._master.list_devices(self._handle)
