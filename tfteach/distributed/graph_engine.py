@@ -16,11 +16,13 @@ closed session aborts the step everywhere, so no task is left waiting.
 """
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -126,7 +128,7 @@ class GraphEngine:
     def run_graph(self, graph_handle: str, step_id: int, feeds: Mapping[str, Any],
                   fetch_names: Sequence[str], options: bytes) -> RunResult:
         part = self._part(graph_handle)
-        opts = json.loads(options or b"{}")
+        opts = parse_options(options)
         with part.lock:
             fetches = [part.graph.get_tensor_by_name(n) for n in fetch_names]
             fed = {part.graph.get_tensor_by_name(k): np.asarray(v) for k, v in feeds.items()}
@@ -235,7 +237,7 @@ class GraphEngine:
     def run_step(self, session_handle: str, feeds: Mapping[str, Any], fetches: Sequence[str],
                  targets: Sequence[str], options: bytes) -> RunResult:
         return self._session(session_handle).run(feeds, fetches, targets,
-                                                 json.loads(options or b"{}"))
+                                                 parse_options(options))
 
     def close_session(self, session_handle: str) -> None:
         with self._lock:
@@ -277,6 +279,13 @@ class GraphEngine:
                                       hint="the master task restarted or the session was "
                                            "closed; create a new session.")
         return sess
+
+
+@functools.lru_cache(maxsize=256)
+def parse_options(options: bytes) -> Mapping[str, Any]:
+    """RunStep or RunGraph options (JSON; the same bytes step after step), parsed once.
+    The mapping is shared: read it, never change it."""
+    return MappingProxyType(json.loads(options or b"{}"))
 
 
 def _config(value: Any) -> ConfigProto:

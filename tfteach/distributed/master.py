@@ -18,6 +18,7 @@ reached.
 """
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 import threading
@@ -113,7 +114,9 @@ class MasterSession:
         for t, v in fed.items():
             if t.name in fetches:
                 tensors[t.name] = v
-        meta = {"log": log, "placement": {n: d.name for n, d in self.placement.devices.items()}}
+        meta: dict = {"log": log} if log else {}
+        if options.get("metadata", True):     # the client passed a RunMetadata
+            meta["placement"] = {n: d.name for n, d in self.placement.devices.items()}
         if stats is not None:
             meta["step_stats"] = stats.to_dict()
         return RunResult(tensors, json.dumps(meta).encode())
@@ -171,8 +174,8 @@ class MasterSession:
         one other task hands nothing to another thread."""
         timeout_s = (options.get("timeout_in_ms") or self.config.operation_timeout_in_ms
                      or 60000) / 1000
-        opts = {first: json.dumps({"trace": bool(options.get("trace")), "timeout_s": timeout_s,
-                                   "first": first}).encode() for first in (True, False)}
+        opts = {first: _graph_options(bool(options.get("trace")), timeout_s, first)
+                for first in (True, False)}
         calls = []
         for _, worker, handle, part in parts:
             feeds = {ph: fed[self.graph.get_tensor_by_name(src)] for ph, src in part.feeds.items()}
@@ -363,6 +366,12 @@ def _run_here(fn: Any, *args: Any) -> Future:
     except Exception as e:  # noqa: BLE001 (reported through the future)
         fut.set_exception(e)
     return fut
+
+
+@functools.lru_cache(maxsize=64)
+def _graph_options(trace: bool, timeout_s: float, first: bool) -> bytes:
+    """RunGraph's options (``first``: the step's first phase on that task)."""
+    return json.dumps({"trace": trace, "timeout_s": timeout_s, "first": first}).encode()
 
 
 def _merge_stats(stats: StepStats | None, meta: bytes) -> None:

@@ -13,6 +13,7 @@ in this process whose task owns the address (``remember_token``).
 """
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import threading
@@ -63,6 +64,8 @@ class RemoteSession(BaseSession):
         self._lock = threading.RLock()
 
     def _ensure_session(self) -> None:
+        if self._handle is not None and self.graph.version == self._sent:
+            return              # the graph has not grown (version: its number of ops)
         ops = self.graph.get_operations()
         if self._handle is None:
             self._handle = self._create(graph_to_json(ops))
@@ -93,7 +96,7 @@ class RemoteSession(BaseSession):
         with self._lock:
             self._ensure_session()
             trace = options.trace_level >= RunOptions.FULL_TRACE and run_metadata is not None
-            opts = json.dumps({"trace": trace, "timeout_in_ms": options.timeout_in_ms}).encode()
+            opts = _options(trace, options.timeout_in_ms, run_metadata is not None)
             fetches = list(dict.fromkeys(t.name for t in tensors if t is not None))
             out, meta = self._master.run_step(self._handle, {t.name: v for t, v in feeds.items()},
                                               fetches, [op.name for op in targets], opts)
@@ -125,6 +128,13 @@ class RemoteSession(BaseSession):
         address = strip_scheme(target)
         filters = list(getattr(config, "device_filters", []) or [])
         client_for(address).master(address).reset(containers or [], filters)
+
+
+@functools.lru_cache(maxsize=64)
+def _options(trace: bool, timeout_in_ms: int, metadata: bool) -> bytes:
+    """RunStep's options; ``metadata``: the answer must hold the placement."""
+    return json.dumps({"trace": trace, "timeout_in_ms": timeout_in_ms,
+                       "metadata": metadata}).encode()
 
 
 class _Attrs:
