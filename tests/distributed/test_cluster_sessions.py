@@ -45,6 +45,18 @@ def test_killed_task_fails_the_step_then_restart_recovers(cluster):
     assert sess2.run(c) == 6.0
 
 
+def test_a_task_restarted_between_steps_answers_the_next_step(cluster):
+    """The master keeps its RunGraph stream to a task open between steps; once the task
+    is killed and restarted, the next step (a new session, as the task lost its graphs)
+    must not fail on that stale stream."""
+    with tf.device("/job:worker/task:1"):
+        c = tf.constant(2.0) * 3.0
+    assert tf.Session(cluster.target("worker", 0)).run(c) == 6.0
+    cluster.kill("worker", 1)
+    cluster.restart("worker", 1)
+    assert tf.Session(cluster.target("worker", 0)).run(c) == 6.0
+
+
 def test_unreachable_task_times_out_with_unavailable(cluster):
     from tfteach.distributed.cluster_spec import ClusterSpec
     from tfteach.distributed.server import Server

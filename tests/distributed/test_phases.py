@@ -365,3 +365,30 @@ def test_large_feeds_and_sends_go_through_the_senders_segments(engine_cluster, m
         assert sess.run(total, {x: values, k: 2.0}) == 2.0 * step * (1 << 16)
         np.testing.assert_array_equal(sess.run(v), values)
     assert copied == [1 << 18] * 4      # per step: the feed at the master, x * 1.0 at the ps
+
+
+def test_steps_reuse_one_rungraph_stream_and_a_failure_closes_it(engine_cluster, monkeypatch):
+    """Every phase's RunGraph to the ps goes on one stream, opened once and reused step
+    after step. A failing phase ends its stream with the error (its class intact); the
+    next step opens a new stream and succeeds."""
+    from tfteach.distributed import client
+
+    opened, calls = [], []
+    real_init, real_call = client._GraphStream.__init__, client._GraphStream.call
+    monkeypatch.setattr(client._GraphStream, "__init__",
+                        lambda self, *a: opened.append(self) or real_init(self, *a))
+    monkeypatch.setattr(client._GraphStream, "call",
+                        lambda self, request: calls.append(self) or real_call(self, request))
+    (w, b), (x, y), loss, train = _softmax_regression()
+    with tf.device("/job:ps/task:0"):
+        never = tf.Variable(1.0, name="never_initialized")
+    sess = tf.Session(engine_cluster["worker", 0].target)
+    sess.run(tf.global_variables_initializer().control_inputs[:2])
+    feed = {x: np.ones((4, 6), np.float32), y: np.eye(3, dtype=np.float32)[[0, 1, 2, 0]]}
+    for _ in range(3):
+        sess.run(train, feed)
+    assert len(opened) == 1 and len(calls) == 1 + 3 * 2 and set(calls) == set(opened)
+    with pytest.raises(tf.errors.FailedPreconditionError, match="never_initialized"):
+        sess.run(never + 1.0)
+    assert not opened[0].open()
+    assert sess.run(loss, feed) > 0 and len(opened) == 2

@@ -16,6 +16,8 @@ in a repr, a log line or an error.
 """
 from __future__ import annotations
 
+import functools
+import queue
 import threading
 import time
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -42,6 +44,7 @@ CHANNEL_OPTIONS = (
 RECV_TENSOR = "/tfteach.cluster.WorkerService/RecvTensor"
 LOG_PERIOD_S = 10.0
 DEFAULT_OPERATION_TIMEOUT_MS = 60000
+KEEP_STREAMS = 2        # idle RunGraph streams kept per task
 _PROBE_TIMEOUT_S = 1.0
 
 
@@ -54,6 +57,7 @@ class ClusterClient:
         self._metadata = ((security.TOKEN_METADATA_KEY, token),) if token else ()
         self._channels: dict[str, grpc.Channel] = {}
         self._stubs: dict[tuple, Any] = {}
+        self._streams: dict[str, list[_GraphStream]] = {}     # address -> idle streams
         self._lock = threading.Lock()
         host_memory.keep_freed_memory()     # tensors in messages: no page faults per step
 
@@ -86,6 +90,9 @@ class ClusterClient:
             channel = self._channels.pop(address, None)
             for key in [key for key in self._stubs if key[1] == address]:
                 del self._stubs[key]
+            streams = self._streams.pop(address, [])
+        for stream in streams:
+            stream.close()
         if channel is not None:
             channel.close()
 
@@ -93,6 +100,10 @@ class ClusterClient:
         """Close every channel."""
         with self._lock:
             channels, self._channels, self._stubs = list(self._channels.values()), {}, {}
+            streams = [s for idle in self._streams.values() for s in idle]
+            self._streams = {}
+        for stream in streams:
+            stream.close()
         for channel in channels:
             channel.close()
 
@@ -115,6 +126,28 @@ class ClusterClient:
                 stub = self._stubs.setdefault(key, stub)
         return stub
 
+    def stream(self, address: str) -> "_GraphStream":
+        """An idle RunGraphStream to ``address`` (opened if none is idle), for one call;
+        give it back with ``keep_stream`` once its answer arrived."""
+        with self._lock:
+            idle = self._streams.get(address, [])
+            while idle:
+                stream = idle.pop()
+                if stream.open():
+                    return stream   # (one whose task died or restarted since has ended)
+        stub = self.stub(pb_grpc.WorkerServiceStub, address)
+        return _GraphStream(stub.RunGraphStream, self._metadata)
+
+    def keep_stream(self, address: str, stream: "_GraphStream") -> None:
+        """Keep an answered stream for the next call (at most KEEP_STREAMS per task:
+        each open stream holds one of the task's RPC threads)."""
+        with self._lock:
+            idle = self._streams.setdefault(address, [])
+            if len(idle) < KEEP_STREAMS and address in self._channels:
+                idle.append(stream)
+                return
+        stream.close()
+
     def _open(self, address: str) -> grpc.Channel:
         host, port = security.split_address(address)
         dial = security.grpc_address(security.bind_host(host), port)
@@ -123,6 +156,31 @@ class ClusterClient:
             return grpc.insecure_channel(dial, options=options)
         options.append(("grpc.ssl_target_name_override", host))
         return grpc.secure_channel(dial, self._tls.channel_credentials(), options=options)
+
+
+class _GraphStream:
+    """One long-lived RunGraphStream: each request is answered before the next is sent.
+    A message on an open stream costs less than a call (a call's request waits for two
+    thread handoffs in the task's server; a stream message for one): 0.42 against 0.57 ms
+    per round trip here."""
+
+    def __init__(self, method: Callable[..., Any], metadata: tuple) -> None:
+        self._requests: queue.SimpleQueue = queue.SimpleQueue()
+        self._answers = method(iter(self._requests.get, None), metadata=metadata)
+
+    def call(self, request: pb.RunGraphRequest) -> pb.RunGraphResponse:
+        self._requests.put(request)
+        try:
+            return next(self._answers)
+        except StopIteration:
+            raise errors.UnavailableError("The task ended the RunGraph stream") from None
+
+    def open(self) -> bool:
+        return not self._answers.done()
+
+    def close(self) -> None:
+        self._requests.put(None)
+        self._answers.cancel()
 
 
 def strip_scheme(target: str) -> str:
@@ -152,10 +210,10 @@ class _Stub:
         except grpc.RpcError as err:
             raise error_from_rpc(err, self.task_name, self.address) from None
 
-    def _call_with_segments(self, method: str, request: Any, field: Any,
-                            tensors: Mapping[str, Any], reply_bytes: int,
-                            timeout: float | None) -> tuple[Any, Any]:
-        """Call ``method`` with ``tensors`` added to the request's repeated NamedTensor
+    def _call_with_segments(self, send: Callable[[Any], Any], request: Any, field: Any,
+                            tensors: Mapping[str, Any],
+                            reply_bytes: int) -> tuple[Any, Any]:
+        """``send(request)`` with ``tensors`` added to the request's repeated NamedTensor
         ``field`` (the large ones in a reused segment of ours if the task shares this host)
         and a reused segment of ``reply_bytes`` offered for the answer's large tensors.
         Return ``(answer, reply segment or None)``; the caller copies the tensors out of
@@ -174,7 +232,7 @@ class _Stub:
         if reply is not None:
             request.reply_shm, request.reply_shm_bytes = reply.name, reply.size
         try:
-            response = self._call(method, request, timeout)
+            response = send(request)
         except BaseException:   # a late reader or writer must never find them reused
             shm.give_back(sending, reuse=False)
             shm.give_back(reply, reuse=False)
@@ -227,14 +285,31 @@ class WorkerClient(_Stub):
 
         request = pb.RunGraphRequest(graph_handle=graph_handle, step_id=step_id,
                                      recv_key=list(fetch_names), options=options)
-        response, reply = self._call_with_segments("RunGraph", request, request.send, feeds,
-                                                   reply_bytes, timeout)
+        send = self._run_graph_streamed if timeout is None else \
+            functools.partial(self._call, "RunGraph", timeout=timeout)
+        response, reply = self._call_with_segments(send, request, request.send, feeds,
+                                                   reply_bytes)
         try:
             sent = {item.name: wire.from_reply(item.tensor, reply)[0] for item in response.sent}
         finally:
             shm.give_back(reply)
         return RunResult(wire.from_named(response.recv), response.metadata, sent,
                          wire.reply_bytes(response.sent))
+
+    def _run_graph_streamed(self, request: pb.RunGraphRequest) -> pb.RunGraphResponse:
+        """RunGraph as a message on one of the client's idle streams to this task
+        (``ClusterClient.stream``); a stream that failed is closed, not reused."""
+        stream = self.client.stream(self.address)
+        try:
+            answer = stream.call(request)
+        except grpc.RpcError as err:
+            stream.close()
+            raise error_from_rpc(err, self.task_name, self.address) from None
+        except BaseException:
+            stream.close()
+            raise
+        self.client.keep_stream(self.address, stream)
+        return answer
 
     def cleanup_graph(self, step_id: int) -> None:
         self._call("CleanupGraph", pb.CleanupGraphRequest(step_id=step_id))
@@ -331,8 +406,9 @@ class MasterClient(_Stub):
         # A blocking call (its answer is polled on this thread: no helper thread per step).
         # Ctrl-C raises KeyboardInterrupt inside it, which cancels the call; the master
         # then aborts the step on every task.
-        response, reply = self._call_with_segments("RunStep", request, request.feed, feeds,
-                                                   self._reply_bytes.get(key, 0), timeout)
+        response, reply = self._call_with_segments(
+            functools.partial(self._call, "RunStep", timeout=timeout), request, request.feed,
+            feeds, self._reply_bytes.get(key, 0))
         try:
             tensors = wire.from_answer(response.tensor, reply)
         finally:

@@ -15,6 +15,7 @@ import time
 from typing import Any, Iterator, Mapping
 
 import grpc
+from google.protobuf.message import DecodeError
 
 from tfteach import errors
 
@@ -43,10 +44,30 @@ def add_services(server: grpc.Server, engine: Engine, task_name: str) -> None:
 
 def _handler(servicer: Any, method: Any) -> grpc.RpcMethodHandler:
     request_class = getattr(pb, method.input_type.name)
+    if method.client_streaming:     # requests parsed by the handler (``_parsed``)
+        return grpc.stream_stream_rpc_method_handler(getattr(servicer, method.name),
+                                                     response_serializer=_serialize)
     make = grpc.unary_stream_rpc_method_handler if method.server_streaming \
         else grpc.unary_unary_rpc_method_handler
     return make(getattr(servicer, method.name), request_deserializer=request_class.FromString,
                 response_serializer=_serialize)
+
+
+def _parsed(messages: Iterator[bytes], request_class: Any) -> Iterator[Any]:
+    """The requests of a stream, until the caller closes or cancels it (not an error: an
+    idle stream ends so when its client closes). A request that does not parse ends it with
+    InvalidArgumentError (left to grpc, a stream whose request failed to parse could keep
+    the server from stopping)."""
+    while True:
+        try:
+            message = next(messages)
+        except (StopIteration, grpc.RpcError):  # the caller closed or cancelled the stream
+            return
+        try:
+            yield request_class.FromString(message)
+        except DecodeError:
+            raise errors.InvalidArgumentError(
+                f"Received a malformed {request_class.__name__} on a stream") from None
 
 
 def _serialize(message: Any) -> bytes:
@@ -148,6 +169,17 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
 
     @rpc_method
     def RunGraph(self, request: pb.RunGraphRequest, context: Any) -> Any:
+        return self._run_graph(request)
+
+    @rpc_stream
+    def RunGraphStream(self, requests: Iterator[bytes],
+                       context: Any) -> Iterator[Any]:
+        """RunGraph for each request of the stream, in turn; the first failure ends the
+        stream with its status, as it would end that call."""
+        for request in _parsed(requests, pb.RunGraphRequest):
+            yield self._run_graph(request)
+
+    def _run_graph(self, request: pb.RunGraphRequest) -> Any:
         result = as_run_result(self.engine.run_graph(
             request.graph_handle, request.step_id,
             wire.from_named(request.send, _shm_ok(request)), list(request.recv_key),

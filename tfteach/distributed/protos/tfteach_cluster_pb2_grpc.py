@@ -336,6 +336,11 @@ class WorkerServiceStub:
                 request_serializer=tfteach__cluster__pb2.RunGraphRequest.SerializeToString,
                 response_deserializer=tfteach__cluster__pb2.RunGraphResponse.FromString,
                 _registered_method=True)
+        self.RunGraphStream = channel.stream_stream(
+                '/tfteach.cluster.WorkerService/RunGraphStream',
+                request_serializer=tfteach__cluster__pb2.RunGraphRequest.SerializeToString,
+                response_deserializer=tfteach__cluster__pb2.RunGraphResponse.FromString,
+                _registered_method=True)
         self.CleanupGraph = channel.unary_unary(
                 '/tfteach.cluster.WorkerService/CleanupGraph',
                 request_serializer=tfteach__cluster__pb2.CleanupGraphRequest.SerializeToString,
@@ -380,6 +385,14 @@ class WorkerServiceServicer:
 
     def RunGraph(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RunGraphStream(self, request_iterator, context):
+        """RunGraph calls one after another on one long-lived stream, each answered before the
+        next is sent: a stream message costs less than a call (tfteach's own; TF has none).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -429,6 +442,11 @@ def add_WorkerServiceServicer_to_server(servicer, server):
             ),
             'RunGraph': grpc.unary_unary_rpc_method_handler(
                     servicer.RunGraph,
+                    request_deserializer=tfteach__cluster__pb2.RunGraphRequest.FromString,
+                    response_serializer=tfteach__cluster__pb2.RunGraphResponse.SerializeToString,
+            ),
+            'RunGraphStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.RunGraphStream,
                     request_deserializer=tfteach__cluster__pb2.RunGraphRequest.FromString,
                     response_serializer=tfteach__cluster__pb2.RunGraphResponse.SerializeToString,
             ),
@@ -537,6 +555,33 @@ class WorkerService:
             request,
             target,
             '/tfteach.cluster.WorkerService/RunGraph',
+            tfteach__cluster__pb2.RunGraphRequest.SerializeToString,
+            tfteach__cluster__pb2.RunGraphResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RunGraphStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/tfteach.cluster.WorkerService/RunGraphStream',
             tfteach__cluster__pb2.RunGraphRequest.SerializeToString,
             tfteach__cluster__pb2.RunGraphResponse.FromString,
             options,
