@@ -369,16 +369,18 @@ def test_large_feeds_and_sends_go_through_the_senders_segments(engine_cluster, m
 
 def test_steps_reuse_one_rungraph_stream_and_a_failure_closes_it(engine_cluster, monkeypatch):
     """Every phase's RunGraph to the ps goes on one stream, opened once and reused step
-    after step. A failing phase ends its stream with the error (its class intact); the
+    after step (RunStep, from this client, goes on a stream of its own). A failing phase ends its stream with the error (its class intact); the
     next step opens a new stream and succeeds."""
     from tfteach.distributed import client
 
-    opened, calls = [], []
-    real_init, real_call = client._GraphStream.__init__, client._GraphStream.call
-    monkeypatch.setattr(client._GraphStream, "__init__",
-                        lambda self, *a: opened.append(self) or real_init(self, *a))
-    monkeypatch.setattr(client._GraphStream, "call",
-                        lambda self, request: calls.append(self) or real_call(self, request))
+    calls = []
+    real_call = client._CallStream.call
+    monkeypatch.setattr(client._CallStream, "call", lambda self, request: calls.append(
+        (self, type(request).__name__)) or real_call(self, request))
+
+    def rungraph_streams():
+        return list(dict.fromkeys(s for s, kind in calls if kind == "RunGraphRequest"))
+
     (w, b), (x, y), loss, train = _softmax_regression()
     with tf.device("/job:ps/task:0"):
         never = tf.Variable(1.0, name="never_initialized")
@@ -387,8 +389,10 @@ def test_steps_reuse_one_rungraph_stream_and_a_failure_closes_it(engine_cluster,
     feed = {x: np.ones((4, 6), np.float32), y: np.eye(3, dtype=np.float32)[[0, 1, 2, 0]]}
     for _ in range(3):
         sess.run(train, feed)
-    assert len(opened) == 1 and len(calls) == 1 + 3 * 2 and set(calls) == set(opened)
+    opened = rungraph_streams()
+    assert len(opened) == 1 and [k for _, k in calls].count("RunGraphRequest") == 1 + 3 * 2
+    assert len({s for s, kind in calls if kind == "RunStepRequest"}) == 1
     with pytest.raises(tf.errors.FailedPreconditionError, match="never_initialized"):
         sess.run(never + 1.0)
     assert not opened[0].open()
-    assert sess.run(loss, feed) > 0 and len(opened) == 2
+    assert sess.run(loss, feed) > 0 and len(rungraph_streams()) == 2

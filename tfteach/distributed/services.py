@@ -118,6 +118,20 @@ class MasterServicer(pb_grpc.MasterServiceServicer):
         cancellation = Cancellation()   # the client going away (Ctrl-C) aborts the step
         if not context.add_callback(cancellation.cancel):
             raise errors.CancelledError("RunStep was cancelled by its client")
+        return self._run_step(request, cancellation)
+
+    @rpc_stream
+    def RunStepStream(self, requests: Iterator[bytes], context: Any) -> Iterator[Any]:
+        """RunStep for each request of the stream, in turn; the client closing or
+        cancelling the stream (Ctrl-C) aborts the step running then."""
+        running: list[Cancellation] = []
+        if not context.add_callback(lambda: [c.cancel() for c in running]):
+            raise errors.CancelledError("RunStep was cancelled by its client")
+        for request in _parsed(requests, pb.RunStepRequest):
+            running[:] = [Cancellation()]
+            yield self._run_step(request, running[0])
+
+    def _run_step(self, request: pb.RunStepRequest, cancellation: Cancellation) -> Any:
         with serving(cancellation):
             result = as_run_result(self.engine.run_step(
                 request.session_handle, wire.from_named(request.feed, _shm_ok(request)),

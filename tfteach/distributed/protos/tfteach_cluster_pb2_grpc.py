@@ -49,6 +49,11 @@ class MasterServiceStub:
                 request_serializer=tfteach__cluster__pb2.RunStepRequest.SerializeToString,
                 response_deserializer=tfteach__cluster__pb2.RunStepResponse.FromString,
                 _registered_method=True)
+        self.RunStepStream = channel.stream_stream(
+                '/tfteach.cluster.MasterService/RunStepStream',
+                request_serializer=tfteach__cluster__pb2.RunStepRequest.SerializeToString,
+                response_deserializer=tfteach__cluster__pb2.RunStepResponse.FromString,
+                _registered_method=True)
         self.CloseSession = channel.unary_unary(
                 '/tfteach.cluster.MasterService/CloseSession',
                 request_serializer=tfteach__cluster__pb2.CloseSessionRequest.SerializeToString,
@@ -87,6 +92,13 @@ class MasterServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RunStepStream(self, request_iterator, context):
+        """RunStep calls one after another on one long-lived stream (as RunGraphStream).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def CloseSession(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -120,6 +132,11 @@ def add_MasterServiceServicer_to_server(servicer, server):
             ),
             'RunStep': grpc.unary_unary_rpc_method_handler(
                     servicer.RunStep,
+                    request_deserializer=tfteach__cluster__pb2.RunStepRequest.FromString,
+                    response_serializer=tfteach__cluster__pb2.RunStepResponse.SerializeToString,
+            ),
+            'RunStepStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.RunStepStream,
                     request_deserializer=tfteach__cluster__pb2.RunStepRequest.FromString,
                     response_serializer=tfteach__cluster__pb2.RunStepResponse.SerializeToString,
             ),
@@ -218,6 +235,33 @@ class MasterService:
             request,
             target,
             '/tfteach.cluster.MasterService/RunStep',
+            tfteach__cluster__pb2.RunStepRequest.SerializeToString,
+            tfteach__cluster__pb2.RunStepResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RunStepStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/tfteach.cluster.MasterService/RunStepStream',
             tfteach__cluster__pb2.RunStepRequest.SerializeToString,
             tfteach__cluster__pb2.RunStepResponse.FromString,
             options,
