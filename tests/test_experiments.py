@@ -20,7 +20,9 @@ def cluster():
 
 @pytest.fixture(scope="module")
 def result(cluster):
-    return experiments.sync_vs_async(workers=3, backup_workers=1, steps=200,
+    # 300 steps: async steps got fast enough (1 s for 200 here) that more of them overlap,
+    # and 200 stale-gradient steps ended at 0.87-0.93 accuracy under a loaded machine
+    return experiments.sync_vs_async(workers=3, backup_workers=1, steps=300,
                                      worker_speeds=SPEEDS, cluster=cluster)
 
 
@@ -31,7 +33,7 @@ def _by_worker(records, worker):
 def test_both_ways_reach_90_percent_test_accuracy(result):
     assert result["errors"] == {"sync": [], "async": []}
     assert result["accuracy"]["sync"] >= 0.9 and result["accuracy"]["async"] >= 0.9
-    assert result["global_step"]["sync"] >= 200 and result["global_step"]["async"] >= 200
+    assert result["global_step"]["sync"] >= 300 and result["global_step"]["async"] >= 300
 
 
 def test_histories_are_plain_records(result):
