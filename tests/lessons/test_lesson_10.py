@@ -15,7 +15,7 @@ def test_lesson_passes_nbval_and_stops_every_task(tmp_path):
 
 def test_export_shows_curves_counts_and_feedback(exported):
     assert exported.count('src="data:image/png;base64,') >= 3, "the loss curves"
-    assert "sync gradients accepted: at least 60 steps x 2 workers: True" in exported
+    assert "sync gradients accepted: at least 100 steps x 2 workers: True" in exported
     assert "sync: accuracy &gt;= 0.85: True" in exported
     assert "sync with a backup worker still learns (accuracy &gt;= 0.85): True" in exported
     assert "steps x replicas_to_aggregate" in exported, "feedback on the exercise"
