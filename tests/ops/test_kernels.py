@@ -99,3 +99,27 @@ def test_uninitialized_variable_fails_with_tf_message():
         tf.Session().run(v)
     assert "Attempting to use uninitialized value a" in str(e.value)
     assert "Hint: run sess.run(tf.global_variables_initializer())" in str(e.value)
+
+
+def test_concurrent_assign_adds_lose_no_increment():
+    """Threads bumping one counter through one session, switching threads every
+    microsecond: every increment counts (each AssignAdd is one read-modify-write)."""
+    import sys
+    import threading
+
+    step = tf.Variable(0, dtype=tf.int64, name="step")
+    inc, dec = tf.assign_add(step, 1), tf.assign_sub(step, 1)
+    sess = tf.Session()
+    sess.run(step.initializer)
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=lambda op=op: [sess.run(op) for _ in range(300)])
+                   for op in (inc, inc, inc, dec)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert sess.run(step) == 3 * 300 - 300
