@@ -11,7 +11,9 @@
 - ``wait_for_tasks(client, [(task_name, address)], operation_timeout_in_ms)`` is the master's
   CreateSession wait: it logs ``CreateSession still waiting for response from worker: ...``
   every 10 s and raises UnavailableError naming the tasks that never answered.
-State: the channel and stub caches (guarded by one lock). Invariant: the token never appears
+- RunStep and RunGraph go as messages on long-lived streams (``_CallStream``, up to
+  ``KEEP_STREAMS`` idle ones kept per task and method) unless the call has a deadline.
+State: the channel, stub and idle-stream caches (guarded by one lock). Invariant: the token never appears
 in a repr, a log line or an error.
 """
 from __future__ import annotations
@@ -44,7 +46,7 @@ CHANNEL_OPTIONS = (
 RECV_TENSOR = "/tfteach.cluster.WorkerService/RecvTensor"
 LOG_PERIOD_S = 10.0
 DEFAULT_OPERATION_TIMEOUT_MS = 60000
-KEEP_STREAMS = 2        # idle RunGraph streams kept per task
+KEEP_STREAMS = 2        # idle streams kept per task and method
 _PROBE_TIMEOUT_S = 1.0
 
 
@@ -242,6 +244,13 @@ class _Stub:
         shm.give_back(sending)
         return response, reply
 
+    def _sender(self, method: str, timeout: float | None) -> Callable[[Any], Any]:
+        """How to send a ``method`` request: on its stream (``method + "Stream"``), or as
+        a unary call when it has a deadline (a stream message has none of its own)."""
+        if timeout is None:
+            return functools.partial(self._streamed, method + "Stream")
+        return functools.partial(self._call, method, timeout=timeout)
+
     def _streamed(self, method: str, request: Any) -> Any:
         """A call of ``method`` as a message on one of the client's idle streams to this
         task (``ClusterClient.stream``); a stream that failed is closed, not reused (Ctrl-C
@@ -303,10 +312,8 @@ class WorkerClient(_Stub):
 
         request = pb.RunGraphRequest(graph_handle=graph_handle, step_id=step_id,
                                      recv_key=list(fetch_names), options=options)
-        send = functools.partial(self._streamed, "RunGraphStream") if timeout is None else \
-            functools.partial(self._call, "RunGraph", timeout=timeout)
-        response, reply = self._call_with_segments(send, request, request.send, feeds,
-                                                   reply_bytes)
+        response, reply = self._call_with_segments(self._sender("RunGraph", timeout), request,
+                                                   request.send, feeds, reply_bytes)
         try:
             sent = {item.name: wire.from_reply(item.tensor, reply)[0] for item in response.sent}
         finally:
@@ -409,9 +416,8 @@ class MasterClient(_Stub):
         # A message on a stream (or, with a timeout, a blocking call). Ctrl-C raises
         # KeyboardInterrupt while it waits, which cancels the stream; the master then
         # aborts the step on every task.
-        send = functools.partial(self._streamed, "RunStepStream") if timeout is None else \
-            functools.partial(self._call, "RunStep", timeout=timeout)
-        response, reply = self._call_with_segments(send, request, request.feed, feeds,
+        response, reply = self._call_with_segments(self._sender("RunStep", timeout), request,
+                                                   request.feed, feeds,
                                                    self._reply_bytes.get(key, 0))
         try:
             tensors = wire.from_answer(response.tensor, reply)

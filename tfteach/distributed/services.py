@@ -3,8 +3,10 @@
 Each method decodes its request, calls one engine method and encodes the answer; every
 failure leaves as a gRPC status through ``status.rpc_method``/``status.rpc_stream``.
 RecvTensorInline and RecvTensor wait on the engine in short slices so a cancelled call
-frees its thread. RunGraph writes the large tensors it answers into the caller's reply
-segment when it offers one and they fit (``shm``). RecvTensorInline answers with the whole tensor (inline, or a shared-memory
+frees its thread. RunStep and RunGraph read large tensors from the caller's reused segments
+and write the large tensors they answer into the caller's reply segment when it offers one
+and they fit (``shm``); RunStepStream and RunGraphStream serve the same calls one after
+another on a long-lived stream. RecvTensorInline answers with the whole tensor (inline, or a shared-memory
 segment when the receiver says it runs on this host: same ``shm.host_key()``); a tensor too
 large for that goes back to the engine under ``key + STREAM_SUFFIX`` and the receiver
 streams it in chunks with RecvTensor.
