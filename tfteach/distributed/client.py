@@ -29,7 +29,7 @@ import grpc
 from tfteach import errors
 from tfteach.runtime import host_memory
 
-from . import security, tflog
+from . import lifetime, security, tflog
 from .engine_api import RunResult
 from .protos import tfteach_cluster_pb2 as pb
 from .protos import tfteach_cluster_pb2_grpc as pb_grpc
@@ -62,6 +62,7 @@ class ClusterClient:
         self._streams: dict[tuple, list[_CallStream]] = {}   # (address, method) -> idle
         self._lock = threading.Lock()
         host_memory.keep_freed_memory()     # tensors in messages: no page faults per step
+        lifetime.closing(self, ClusterClient.close, "client")
 
     @classmethod
     def from_env(cls) -> "ClusterClient":
@@ -101,6 +102,7 @@ class ClusterClient:
 
     def close(self) -> None:
         """Close every channel."""
+        lifetime.forget(self)
         with self._lock:
             channels, self._channels, self._stubs = list(self._channels.values()), {}, {}
             streams = [s for idle in self._streams.values() for s in idle]

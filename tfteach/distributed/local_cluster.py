@@ -22,7 +22,7 @@ import weakref
 from pathlib import Path
 from typing import Any, Sequence
 
-from . import registry, shm
+from . import lifetime, registry, shm
 from .cluster_spec import ClusterSpec
 
 STARTUP_TIMEOUT_S = 60.0
@@ -46,6 +46,7 @@ class LocalCluster:
         self._logs_at_close: dict[tuple[str, int], str] | None = None
         self._entry = self._make_entry(ps, workers, gpus_per_task, worker_speeds, engine)
         self._closer = weakref.finalize(self, _close_quietly, self.id, self._dir)
+        lifetime.closing(self, LocalCluster.close, "cluster")
         shm.sweep_dead()            # what earlier, killed clusters left behind
         from .remote_session import remember_token
         for record in self._entry["tasks"]:
@@ -137,6 +138,7 @@ class LocalCluster:
             return
         self._logs_at_close = {}
         self._closer.detach()
+        lifetime.forget(self)
         _close_quietly(self.id, None)
         self._logs_at_close = {(r["job"], r["task"]): _read(r["log"])
                                for r in self._entry["tasks"]}

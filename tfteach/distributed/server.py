@@ -20,7 +20,7 @@ import grpc
 
 from tfteach import errors
 
-from . import security, shm, tflog
+from . import lifetime, security, shm, tflog
 from .client import ClusterClient
 from .cluster_spec import ClusterSpec
 from .engine_api import EngineFactory, TaskInfo, engine_factory
@@ -114,6 +114,7 @@ class Server:
         if server is None:
             return
         self._finalizer.detach()
+        lifetime.forget(self)
         if not started:
             server.start()      # gRPC releases a bound port only when a started server stops
         server.stop(grace).wait()
@@ -164,6 +165,7 @@ class Server:
         add_services(server, self._engine, self._task_name)
         self._grpc = server
         self._finalizer = weakref.finalize(self, _stop_grpc, server)
+        lifetime.closing(self, _stop_now, "server")
         with _live_lock:
             _live[self._bind_address] = self
 
@@ -186,6 +188,11 @@ class Server:
     @property
     def _task_name(self) -> str:
         return f"/job:{self._job_name}/replica:0/task:{self._task_index}"
+
+
+def _stop_now(server: Server) -> None:
+    """At exit: cancel the calls in progress (a client that never closed its stream)."""
+    server.stop(0)
 
 
 def _stop_grpc(server: grpc.Server) -> None:
