@@ -88,7 +88,7 @@ def test_variable_ops_are_tf_shaped():
     names = {op.name: op.type for op in tf.get_default_graph().get_operations()}
     assert names == {"v/initial_value": "Const", "v": "VariableV2", "v/Assign": "Assign",
                      "v/read": "Identity"}
-    assert v.name == "v:0" and v.op.get_attr("_class") == []
+    assert v.name == "v:0"
     assert tf.get_default_graph().get_operation_by_name("v/read").colocation_groups() == [b"loc:@v"]
     assert v in tf.global_variables() and v in tf.trainable_variables()
 
@@ -127,3 +127,99 @@ def test_reset_default_graph_gives_a_new_graph():
     g = tf.get_default_graph()
     tf.reset_default_graph()
     assert tf.get_default_graph() is not g
+
+
+def test_get_attr_class_on_an_op_without_colocation_is_a_value_error():
+    a = tf.constant(1.0, name="a")
+    with pytest.raises(ValueError, match=r"^Operation 'a' has no attr named '_class'\.\nHint:"):
+        a.op.get_attr("_class")
+    assert a.op.colocation_groups() == [b"loc:@a"]
+
+
+def test_get_attr_class_lists_the_colocation_groups_of_a_colocated_op():
+    a = tf.constant(1.0, name="a")
+    with tf.colocate_with(a):
+        b = tf.identity(a)
+    assert b.op.get_attr("_class") == [b"loc:@a"]
+
+
+def test_control_dependency_that_is_already_a_data_input_is_dropped():
+    x = tf.constant(1.0, name="x")
+    y = tf.constant(2.0, name="y")
+    with tf.control_dependencies([x]):
+        c = tf.add(x, y)
+        e = tf.identity(y)
+    assert c.op.control_inputs == [] and e.op.control_inputs == [x.op]
+
+
+def test_control_dependencies_skip_an_op_whose_input_was_built_in_the_same_block():
+    x = tf.constant(1.0, name="x")
+    y = tf.constant(2.0, name="y")
+    with tf.control_dependencies([x]):
+        e = tf.identity(y)
+        d = tf.identity(e)
+        with tf.control_dependencies([y]):
+            f = tf.identity(e)
+    assert d.op.control_inputs == []
+    assert f.op.control_inputs == [y.op]          # only the inner block still applies
+
+
+def test_control_dependencies_already_in_an_outer_block_are_not_repeated():
+    a = tf.constant(0.0, name="a")
+    x = tf.constant(1.0, name="x")
+    y = tf.constant(2.0, name="y")
+    with tf.control_dependencies([y, x.op, x]):
+        with tf.control_dependencies([x]):
+            k = tf.identity(a)
+    assert k.op.control_inputs == [y.op, x.op]
+
+
+def test_control_dependencies_none_clears_the_outer_blocks():
+    x = tf.constant(1.0, name="x")
+    with tf.control_dependencies([x]):
+        with tf.control_dependencies(None):
+            n = tf.constant(2.0)
+        m = tf.identity(n)
+    assert n.op.control_inputs == [] and m.op.control_inputs == [x.op]
+
+
+@pytest.mark.parametrize("name", ["foo:0", "_foo", "-foo", "/foo", "foo bar"])
+def test_invalid_root_name_scope_is_a_value_error(name):
+    with pytest.raises(ValueError, match=f"^'{name}' is not a valid root scope name. A root "
+                                         "scope name has to match the following pattern"):
+        with tf.name_scope(name):
+            pass
+
+
+@pytest.mark.parametrize("name", ["_foo", "-foo", "/foo", ".foo"])
+def test_nested_name_scope_may_start_with_underscore_dash_or_slash(name):
+    with tf.name_scope("outer"):
+        with tf.name_scope(name) as scope:
+            assert scope == f"outer/{name}/"
+
+
+def test_invalid_nested_name_scope_is_a_value_error():
+    with tf.name_scope("outer"):
+        with pytest.raises(ValueError, match=r"^'foo:0' is not a valid scope name\. A scope "
+                                             r"name has to match the following pattern: "
+                                             r"\^\[A-Za-z0-9_\.\\\\/>-\]\*\$\nHint:"):
+            with tf.name_scope("foo:0"):
+                pass
+
+
+def test_variable_scope_with_an_invalid_root_name_is_a_value_error():
+    with pytest.raises(ValueError, match="'_v' is not a valid root scope name"):
+        with tf.variable_scope("_v"):
+            pass
+
+
+def test_get_collection_scope_is_a_regex_matched_at_the_start_of_names():
+    names = ["tower_0/w", "tower_1/w", "tower_2/w", "atower_0/w", "a/b"]
+    for n in names:
+        tf.add_to_collection("vars", tf.constant(0.0, name=n))
+    tf.add_to_collection("vars", 7)                      # nameless items are skipped
+    found = lambda scope: [t.op.name for t in tf.get_collection("vars", scope)]  # noqa: E731
+    assert found("tower_[01]") == ["tower_0/w", "tower_1/w"]
+    assert found("a.*") == ["atower_0/w", "a/b"]
+    assert found("w") == []                              # re.match: anchored at the start
+    assert found("") == names

@@ -14,6 +14,7 @@ created before it, so ``_ops`` is a topological order.
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 import warnings
 from typing import Any, Callable, Iterator, Sequence
@@ -157,12 +158,16 @@ class Operation:
         return [f"loc:@{n}".encode() for n in sorted(set(names))]
 
     def get_attr(self, name: str) -> Any:
-        if name == "_class":
+        """An attr's value; ``_class`` (the colocation list) exists only on colocated ops."""
+        if name == "_class" and self._colocation:
             return [f"loc:@{n}".encode() for n in self._colocation]
         try:
             return self.attrs[name]
         except KeyError:
-            raise ValueError(f"Operation '{self.name}' has no attr named '{name}'.") from None
+            hint = ("\nHint: only an op created under tf.colocate_with has a '_class' attr; "
+                    "op.colocation_groups() works on every op." if name == "_class" else "")
+            raise ValueError(f"Operation '{self.name}' has no attr named '{name}'.{hint}") \
+                from None
 
     def values(self) -> tuple[Tensor, ...]:
         return self.outputs
@@ -197,6 +202,11 @@ def _attr_text(v: Any) -> str:
     return repr(v).lower() if isinstance(v, bool) else repr(v)
 
 
+_VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*$")
+_VALID_SCOPE_NAME = re.compile(r"^[A-Za-z0-9_.\\/>-]*$")
+_SCOPE_CHARS = "letters, digits and _ . - > / \\ only (no ':' or spaces; ':0' names a tensor)"
+
+
 class _NamedColocation:
     """A colocation target known only by name (its op is created later, with no device)."""
 
@@ -204,6 +214,14 @@ class _NamedColocation:
         self.name = name
         self._colocation = [name]
         self._device = ""
+
+
+class _ControlFrame:
+    """One ``control_dependencies`` block: its control inputs and the ops built inside it."""
+
+    def __init__(self, inputs: list[Operation]) -> None:
+        self.inputs = inputs
+        self.built: set[Operation] = set()
 
 
 class GraphKeys:
@@ -235,7 +253,7 @@ class Graph:
         self._name_stack = ""
         self._device_stack: list[Callable | None] = []
         self._colocation_stack: list[Operation] = []
-        self._control_stack: list[list[Operation] | None] = []
+        self._control_stack: list[_ControlFrame] = []
         self._collections: dict[str, list] = {}
         self._finalized = False
         self.seed: int | None = None
@@ -296,18 +314,14 @@ class Graph:
             self._consumers.setdefault(c._id, [])
 
     def _add_control_inputs(self, op: Operation) -> None:
-        deps: list[Operation] = []
-        for frame in self._control_stack:
-            if frame is None:
-                deps = []
-                continue
-            deps.extend(frame)
+        """TF's rule: a block's control inputs are skipped when one of the op's data inputs
+        was built inside that block (it already waits for them), or is itself one of them."""
         input_ops = {t.op for t in op.inputs}
-        seen: set[int] = set()
-        for d in deps:
-            if d not in input_ops and id(d) not in seen:
-                seen.add(id(d))
-                op.control_inputs.append(d)
+        for frame in self._control_stack:
+            if not input_ops & frame.built:
+                op.control_inputs.extend(d for d in frame.inputs
+                                         if d not in input_ops and d not in op.control_inputs)
+            frame.built.add(op)
 
     def _apply_device_and_colocation(self, op: Operation) -> None:
         """Device functions innermost-first, then colocation (TF 1.x order)."""
@@ -354,6 +368,8 @@ class Graph:
     @contextlib.contextmanager
     def name_scope(self, name: str | None) -> Iterator[str]:
         """Open a name scope; yields the scope string with a trailing ``/``."""
+        if name:
+            self._check_scope_name(name)
         old = self._name_stack
         if not name:
             new = ""
@@ -366,6 +382,19 @@ class Graph:
             yield (new + "/") if new else ""
         finally:
             self._name_stack = old
+
+    def _check_scope_name(self, name: str) -> None:
+        """TF's rule: a root scope name is a valid op name; a nested one may also start
+        with ``_ - \\ /`` (it follows a ``/``)."""
+        if self._name_stack and not _VALID_SCOPE_NAME.match(name):
+            raise ValueError(f"'{name}' is not a valid scope name. A scope name has to match "
+                             f"the following pattern: {_VALID_SCOPE_NAME.pattern}\nHint: use "
+                             f"{_SCOPE_CHARS}.")
+        if not self._name_stack and not _VALID_OP_NAME.match(name):
+            raise ValueError(f"'{name}' is not a valid root scope name. A root scope name has "
+                             f"to match the following pattern: {_VALID_OP_NAME.pattern}\n"
+                             "Hint: start with a letter, a digit or '.', then use "
+                             f"{_SCOPE_CHARS}.")
 
     # ---- device, colocation, control dependencies -------------------------------------
     @contextlib.contextmanager
@@ -419,16 +448,24 @@ class Graph:
 
     @contextlib.contextmanager
     def control_dependencies(self, control_inputs: Any) -> Iterator[None]:
+        """Ops built inside wait for ``control_inputs``; ``None`` clears the outer blocks."""
+        old = self._control_stack
         if control_inputs is None:
-            self._control_stack.append(None)
+            self._control_stack = []
         else:
-            ops = [self.as_graph_element(c, allow_tensor=True, allow_operation=True)
-                   for c in control_inputs]
-            self._control_stack.append([o.op if isinstance(o, Tensor) else o for o in ops])
+            current = {d for frame in old for d in frame.inputs}
+            new: list[Operation] = []
+            for c in control_inputs:
+                c = self.as_graph_element(c, allow_tensor=True, allow_operation=True)
+                c = c.op if isinstance(c, Tensor) else c
+                if c not in current:
+                    current.add(c)
+                    new.append(c)
+            self._control_stack = old + [_ControlFrame(new)]
         try:
             yield
         finally:
-            self._control_stack.pop()
+            self._control_stack = old
 
     # ---- lookup ---------------------------------------------------------------------
     def get_operations(self) -> list[Operation]:
@@ -495,7 +532,9 @@ class Graph:
         items = self._collections.get(name, [])
         if scope is None:
             return list(items)
-        return [i for i in items if getattr(i, "name", "").startswith(scope)]
+        regex = re.compile(scope)   # TF: re.match on each item's name; nameless items skipped
+        return [i for i in items
+                if isinstance(getattr(i, "name", None), str) and regex.match(i.name)]
 
     def get_collection_ref(self, name: str) -> list:
         return self._collections.setdefault(name, [])
