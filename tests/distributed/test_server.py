@@ -68,22 +68,24 @@ def test_start_after_stop_serves_again_on_the_same_port(make_server, client):
     assert client.worker(server.target).get_status(timeout=10)["task"]
 
 
-def test_rerunning_a_cell_replaces_the_earlier_server_on_that_address(make_server, client):
+def test_a_second_server_on_a_live_servers_port_fails_and_keeps_the_first(make_server, client):
     port = free_ports(1)[0]
     first = make_server({"worker": [f"localhost:{port}"]})
-    second = make_server({"worker": [f"localhost:{port}"]})
-    assert "stopped" in repr(first) and "running" in repr(second)
-    assert client.worker(second.target).get_status(timeout=10)["task"]
+    with pytest.raises(errors.UnknownError, match="^Could not start gRPC server") as info:
+        make_server({"worker": [f"localhost:{port}"]})
+    assert ".stop()" in info.value.hint and "restart the kernel" in info.value.hint
+    assert "running" in repr(first)
+    assert client.worker(first.target).get_status(timeout=10)["task"]
 
 
-def test_a_port_taken_by_someone_else_is_unavailable_with_hint(make_server):
+def test_a_port_taken_by_someone_else_is_unknown_error_with_hint(make_server):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         port = sock.getsockname()[1]
-        with pytest.raises(errors.UnavailableError, match="in use") as info:
+        with pytest.raises(errors.UnknownError, match="^Could not start gRPC server") as info:
             make_server({"worker": [f"localhost:{port}"]})
-    assert "Hint:" in str(info.value)
+    assert "in use" in info.value.hint
 
 
 def test_several_servers_of_one_cluster_live_in_one_process(make_server, client):

@@ -3,9 +3,10 @@
 Lifecycle: ``__init__`` resolves the task (job/task inferred only when unique), checks the
 bind policy, binds the port (``:0`` picks a free one; ``.target`` shows the real port) and
 builds the engine; ``start()`` serves and logs ``Started server with target: grpc://...``;
-``stop()`` (or leaving a ``with`` block, or garbage collection) releases the port, so a
-notebook cell that builds a Server can run again. A new Server on an address that a live
-Server of this process holds stops the old one first (the re-run cell case).
+``stop()`` (or leaving a ``with`` block, or garbage collection) releases the port. As in TF,
+a new Server on an address in use (by a live Server of this process too: a notebook cell run
+again) fails with UnknownError ``Could not start gRPC server``; its hint says to reuse or
+``stop()`` the earlier server, or restart the kernel.
 State: the grpc server, the engine, ``_live = {bind address: Server}`` per process.
 Invariant: a server binds only its own address, and never logs or shows the token.
 """
@@ -144,7 +145,6 @@ class Server:
     def _bind(self) -> None:
         host, port = security.split_address(self._address)
         bind = security.grpc_address(security.bind_host(host), port)
-        _stop_previous(bind)
         interceptors = [security.TokenInterceptor(self._token, self._task_name)] \
             if self._token else []
         server = grpc.server(futures.ThreadPoolExecutor(MAX_WORKERS, "tfteach-rpc"),
@@ -178,11 +178,8 @@ class Server:
         except RuntimeError:
             port = 0
         if port == 0:
-            raise errors.UnavailableError(
-                f"Could not start gRPC server for {self._task_name} on {bind}: the address "
-                "is in use or not an address of this machine",
-                hint="Stop the other server using that port (another notebook or "
-                     "tfteach-server?), or pick another port in the ClusterSpec.")
+            raise errors.UnknownError("Could not start gRPC server", hint=_busy_hint(
+                self._task_name, bind))
         return port
 
     @property
@@ -247,12 +244,14 @@ def _with_address(cluster: ClusterSpec, job: str, task: int, address: str) -> Cl
     return ClusterSpec(jobs)
 
 
-def _stop_previous(bind: str) -> None:
-    if bind.endswith(":0"):
-        return
+def _busy_hint(task_name: str, bind: str) -> str:
+    """What to do when ``bind`` cannot be bound (in use, or not this machine's address)."""
     with _live_lock:
-        previous = _live.get(bind)
-    if previous is not None:
-        tflog.info(f"Stopping the earlier server on {bind} in this process (was the cell "
-                   "run again?)")
-        previous.stop()
+        holder = _live.get(bind)
+    if holder is not None:
+        return (f"{holder!r} of this process already serves {bind} (was the cell that "
+                "created it run again?). Reuse that server, call its .stop() first, or "
+                "restart the kernel.")
+    return (f"{task_name} could not listen on {bind}: the port is in use (another notebook "
+            "or tfteach-server?) or the host is not an address of this machine. Stop the "
+            "other server, or pick another port in the ClusterSpec.")
