@@ -1,5 +1,11 @@
 """get_variable and variable_scope: names, reuse (True, AUTO_REUSE, inherited), the tower
 pattern's reopened root scope, initializers, collections and tf.layers.dense."""
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -31,6 +37,37 @@ def test_a_second_get_variable_without_reuse_is_an_error_that_says_what_to_do():
                                          r"[\s\S]*test_variable_scope.py"):
         with tf.variable_scope("s"):
             tf.get_variable("w", [1])
+
+
+_TWICE = textwrap.dedent("""\
+    import tfteach as tf
+
+    def layer():
+        return tf.get_variable("w", [1])
+
+    layer()
+    try:
+        layer()
+    except ValueError as e:
+        print(e)
+""")
+
+
+def test_originally_defined_at_lists_the_users_frames_in_a_folder_named_tfteach(tmp_path):
+    """Frames count as tfteach's by the installed package's folder, not by a path that
+    happens to contain 'tfteach' (a clone of the repository is often named so)."""
+    here = tmp_path / "tfteach"
+    here.mkdir()
+    (here / "twice.py").write_text(_TWICE)
+    root = str(Path(tf.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": root}
+    out = subprocess.run([sys.executable, "-m", "twice"], cwd=here, env=env, text=True,
+                         capture_output=True, timeout=120, check=True).stdout
+    origin = out.split("Originally defined at:", 1)[1]
+    script = str((here / "twice.py").resolve())
+    assert f'File "{script}", line 4, in layer' in origin
+    assert f'File "{script}", line 6, in <module>' in origin
+    assert "runpy" not in origin and "tfteach/ops" not in origin
 
 
 def test_reuse_true_returns_the_same_variable_and_needs_it_to_exist():

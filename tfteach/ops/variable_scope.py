@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import os
+import runpy
 import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -143,9 +145,22 @@ class _VariableStore:
 
 
 def _user_frames() -> list:
-    """The last three stack frames outside tfteach (TF's 'Originally defined at')."""
-    frames = [f for f in traceback.extract_stack()[:-1] if "/tfteach/" not in f.filename]
-    return frames[-3:]
+    """The last three stack frames of the user's code (TF's 'Originally defined at')."""
+    return [f for f in traceback.extract_stack()[:-1] if _is_user_file(f.filename)][-3:]
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+_RUNPY = os.path.realpath(runpy.__file__)
+
+
+def _is_user_file(filename: str) -> bool:
+    """Not a module of the tfteach package (decided by where it lives, so a checkout in a
+    folder that is also named ``tfteach`` still counts as the user's) and not the
+    interpreter's start-up machinery (``<frozen runpy>``, which runs ``python -m``)."""
+    if filename.startswith("<frozen "):
+        return False
+    path = os.path.realpath(filename)
+    return path != _RUNPY and not path.startswith(_PACKAGE_DIR + os.sep)
 
 
 def _initial_value(name: str, shape: Any, dtype: dtypes.DType, initializer: Any) -> Any:
