@@ -39,6 +39,7 @@ from tfteach.ops.math_ops import (abs, add, add_n, argmax, argmin, div, divide, 
                                   rsqrt, sign, sqrt, square, squared_difference, subtract,
                                   truediv, floor, where, clip_by_value)
 from tfteach.ops.gradients_impl import gradients
+from tfteach.ops.unconnected_gradients import UnconnectedGradients
 from tfteach.ops.nn_ops import sigmoid, tanh
 from tfteach.ops.random_ops import (random_normal, random_uniform, set_random_seed,
                                     truncated_normal)

@@ -114,6 +114,67 @@ def test_colocate_gradients_with_ops_places_them_beside_their_forward_op():
     assert meta.placement[g.op.name].endswith("device:GPU:1")
 
 
+def _two_device_consumers():
+    """w feeds a on gpu:0 and b (twice) on cpu:0: its gradient has parts on two devices."""
+    with tf.device("/gpu:1"):
+        x = tf.placeholder(tf.float32, [3], name="x")
+        w = tf.Variable([1.0, 2.0, 3.0], name="w")
+    with tf.device("/gpu:0"):
+        a = tf.multiply(w, x, name="a")
+    with tf.device("/cpu:0"):
+        y = tf.reduce_sum(a + tf.multiply(w, w, name="b"), name="y")
+    return x, w, y
+
+
+def test_colocated_gradient_sums_each_device_beside_its_parts_then_beside_the_op():
+    x, w, y = _two_device_consumers()
+    (g,) = tf.gradients(y, w, colocate_gradients_with_ops=True)
+    assert g.op.type == "AddN" and g.op.name == "gradients/AddN_1"
+    assert g.op.get_attr("_class") == [b"loc:@w"] and g.op.device == "/device:GPU:1"
+    part = g.op.inputs[0].op                       # cpu:0's two parts, summed beside b
+    assert part.type == "AddN" and part.get_attr("_class") == [b"loc:@b"]
+    assert part.device == "/device:CPU:0"
+    np.testing.assert_allclose(_run(g, {x: [1.0, 1.0, 1.0]}), [3.0, 5.0, 7.0])
+
+
+def test_gradient_sum_on_one_device_is_colocated_with_its_first_part():
+    a = tf.constant(3.0, name="a")
+    with tf.device("/cpu:0"):
+        (g,) = tf.gradients(a * a, a)
+    assert g.op.type == "AddN" and g.op.device == "/device:CPU:0"
+    assert g.op.get_attr("_class") == [f"loc:@{g.op.inputs[0].op.name}".encode()]
+    assert _run(g) == pytest.approx(6.0)
+
+
+@pytest.mark.parametrize("how", [tf.UnconnectedGradients.ZERO, "zero"])
+def test_unconnected_gradients_zero_gives_zeros_shaped_like_x(how):
+    x = tf.placeholder(tf.float32, [None, 3], name="x")
+    w = tf.constant([[1.0, 2.0], [3.0, 4.0]], name="w")
+    v = tf.Variable(tf.ones([2, 3]), name="v")
+    i = tf.constant([1, 2], name="i")
+    y = tf.reduce_sum(x * 2.0)
+    gx, gw, gv, gi = tf.gradients(y, [x, w, v, i], unconnected_gradients=how)
+    assert gw.op.name == "zeros_like" and gi.dtype == tf.int32
+    out = _run([gx, gw, gv, gi], {x: [[1.0, 2.0, 3.0]]})
+    np.testing.assert_allclose(out[0], [[2.0, 2.0, 2.0]])
+    np.testing.assert_array_equal(out[1], np.zeros((2, 2)))
+    np.testing.assert_array_equal(out[2], np.zeros((2, 3)))
+    np.testing.assert_array_equal(out[3], [0, 0])
+
+
+@pytest.mark.parametrize("how", [tf.UnconnectedGradients.NONE, "none"])
+def test_unconnected_gradients_none_gives_none(how):
+    x = tf.constant(1.0)
+    y = tf.constant(2.0) * 3.0
+    assert tf.gradients(y, [x], unconnected_gradients=how) == [None]
+
+
+def test_unknown_unconnected_gradients_is_a_value_error():
+    x = tf.constant(1.0)
+    with pytest.raises(ValueError, match="^Unknown value for unconnected_gradients: 'ZERO'\n"):
+        tf.gradients(x * 2.0, [x], unconnected_gradients="ZERO")
+
+
 def test_gate_gradients_makes_an_ops_input_gradients_wait_for_each_other():
     a = tf.Variable([[1.0, 2.0]])
     b = tf.Variable([[3.0], [4.0]])

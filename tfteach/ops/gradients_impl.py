@@ -7,11 +7,13 @@ returns them. It follows TF 1.x:
    through ``stop_gradients``) and backward from the ys. Only they are differentiated.
 2. They are visited in reverse creation order (``op._id`` is a topological order), so every
    consumer of a tensor has contributed its gradient before the tensor's producer is
-   visited. Several contributions to one tensor are summed with ``AddN``.
+   visited. Several contributions to one tensor are summed with ``AddN``: per device first,
+   beside the first contribution on that device, then across devices (TF's multi-device sum).
 3. Each op's registered gradient function ``grad(op, *output_grads)`` (TF's convention,
    kept next to the op's kernel in ``tfteach.ops.*``) returns one gradient per input.
    ``StopGradient`` and other non-differentiable ops return ``None``; an op on the path
-   with no gradient at all is a ``LookupError``.
+   with no gradient at all is a ``LookupError``. An x that no y uses gets ``None``, or zeros
+   like it with ``unconnected_gradients=tf.UnconnectedGradients.ZERO``.
 
 Names and places match TF: everything lives under ``gradients/`` (``gradients_1/`` for the
 next call) with one ``<op name>_grad/`` scope per op. Gradient ops take the current device
@@ -31,12 +33,16 @@ from tfteach.framework.graph import Graph, Operation, Tensor
 from tfteach.ops import array_ops, math_ops
 from tfteach.ops.common import as_tensor_or_none, convert_to_tensor
 from tfteach.ops.control_ops import group
+from tfteach.ops.unconnected_gradients import UnconnectedGradients
 
 
 def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
               colocate_gradients_with_ops: bool = False, gate_gradients: bool = False,
-              aggregation_method: Any = None, stop_gradients: Any = None) -> list:
-    """The symbolic gradients of ``sum(ys)`` with respect to each of ``xs`` (None if unconnected)."""
+              aggregation_method: Any = None, stop_gradients: Any = None,
+              unconnected_gradients: Any = UnconnectedGradients.NONE) -> list:
+    """The symbolic gradients of ``sum(ys)`` with respect to each of ``xs`` (for an x that
+    no y uses: None, or zeros with ``unconnected_gradients='zero'``)."""
+    unconnected = _unconnected(unconnected_gradients)
     ys, xs = _tensors(ys, "ys"), _tensors(xs, "xs")
     stops = _tensors(stop_gradients, "stop_gradients") if stop_gradients is not None else []
     g = ys[0].graph
@@ -47,7 +53,19 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
         run.seed(ys, grad_ys)
         for op in sorted(between, key=lambda o: o._id, reverse=True):
             run.visit(op)
-        return [run.total(x) for x in xs]
+        grads = [run.total(x) for x in xs]
+    if unconnected is UnconnectedGradients.ZERO:
+        with g.as_default():      # TF builds them outside the gradients/ scope
+            grads = [array_ops.zeros_like(x) if gr is None else gr for x, gr in zip(xs, grads)]
+    return grads
+
+
+def _unconnected(value: Any) -> UnconnectedGradients:
+    try:
+        return UnconnectedGradients(value)
+    except ValueError:
+        raise ValueError(f"Unknown value for unconnected_gradients: '{value}'\nHint: pass "
+                         "tf.UnconnectedGradients.NONE or .ZERO (or 'none' / 'zero').") from None
 
 
 def _tensors(values: Any, what: str) -> list[Tensor]:
@@ -141,7 +159,7 @@ class _Backprop:
                 self.summed[t] = None
             else:
                 with self._placed(t.op):
-                    self.summed[t] = parts[0] if len(parts) == 1 else math_ops.add_n(parts)
+                    self.summed[t] = _add_n_by_device(parts)
         return self.summed[t]
 
     def visit(self, op: Operation) -> None:
@@ -180,6 +198,23 @@ class _Backprop:
             return out_grads
         return [array_ops.zeros_like(t) if gr is None and t.dtype.is_floating else gr
                 for t, gr in zip(op.outputs, out_grads)]
+
+
+def _add_n_by_device(parts: list[Tensor]) -> Tensor:
+    """TF's ``_MultiDeviceAddN``: each device's parts are summed beside the first of them
+    (colocated with its op, ignoring outer colocation), then the partial sums are summed
+    where the caller places them (with ``colocate_gradients_with_ops``, beside the op)."""
+    if len(parts) == 1:
+        return parts[0]
+    on_device: dict[str, list[Tensor]] = {}
+    for t in parts:
+        on_device.setdefault(t.device, []).append(t)
+    sums = []
+    for device in sorted(on_device):
+        first = on_device[device][0]
+        with first.graph.colocate_with(first.op, ignore_existing=True):
+            sums.append(math_ops.add_n(on_device[device]))
+    return math_ops.add_n(sums)
 
 
 def gate(tensors: Sequence[Tensor], name: str = "tuple") -> list[Tensor]:
