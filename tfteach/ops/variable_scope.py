@@ -145,8 +145,9 @@ class _VariableStore:
 
 
 def _user_frames() -> list:
-    """The last three stack frames of the user's code (TF's 'Originally defined at')."""
-    return [f for f in traceback.extract_stack()[:-1] if _is_user_file(f.filename)][-3:]
+    """The innermost five stack frames of the user's code, innermost first (TF's
+    'Originally defined at')."""
+    return [f for f in reversed(traceback.extract_stack()[:-1]) if _is_user_file(f.filename)][:5]
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
