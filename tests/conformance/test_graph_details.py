@@ -19,7 +19,7 @@ tf_real = pytest.importorskip("tensorflow", reason="TensorFlow is not installed 
 tf1 = tf_real.compat.v1
 tf1.disable_v2_behavior()
 
-import tfteach  # noqa: E402
+import tfteach
 
 BOTH = (tfteach, tf1)
 

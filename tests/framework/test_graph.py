@@ -168,9 +168,8 @@ def test_control_dependencies_already_in_an_outer_block_are_not_repeated():
     a = tf.constant(0.0, name="a")
     x = tf.constant(1.0, name="x")
     y = tf.constant(2.0, name="y")
-    with tf.control_dependencies([y, x.op, x]):
-        with tf.control_dependencies([x]):
-            k = tf.identity(a)
+    with tf.control_dependencies([y, x.op, x]), tf.control_dependencies([x]):
+        k = tf.identity(a)
     assert k.op.control_inputs == [y.op, x.op]
 
 
@@ -186,31 +185,30 @@ def test_control_dependencies_none_clears_the_outer_blocks():
 @pytest.mark.parametrize("name", ["foo:0", "_foo", "-foo", "/foo", "foo bar"])
 def test_invalid_root_name_scope_is_a_value_error(name):
     with pytest.raises(ValueError, match=f"^'{name}' is not a valid root scope name. A root "
-                                         "scope name has to match the following pattern"):
-        with tf.name_scope(name):
-            pass
+                                         "scope name has to match the following pattern"), \
+            tf.name_scope(name):
+        pass
 
 
 @pytest.mark.parametrize("name", ["_foo", "-foo", "/foo", ".foo"])
 def test_nested_name_scope_may_start_with_underscore_dash_or_slash(name):
-    with tf.name_scope("outer"):
-        with tf.name_scope(name) as scope:
-            assert scope == f"outer/{name}/"
+    with tf.name_scope("outer"), tf.name_scope(name) as scope:
+        assert scope == f"outer/{name}/"
 
 
 def test_invalid_nested_name_scope_is_a_value_error():
-    with tf.name_scope("outer"):
-        with pytest.raises(ValueError, match=r"^'foo:0' is not a valid scope name\. A scope "
-                                             r"name has to match the following pattern: "
-                                             r"\^\[A-Za-z0-9_\.\\\\/>-\]\*\$\nHint:"):
-            with tf.name_scope("foo:0"):
-                pass
+    with tf.name_scope("outer"), \
+            pytest.raises(ValueError, match=r"^'foo:0' is not a valid scope name\. A scope "
+                                            r"name has to match the following pattern: "
+                                            r"\^\[A-Za-z0-9_\.\\\\/>-\]\*\$\nHint:"), \
+            tf.name_scope("foo:0"):
+        pass
 
 
 def test_variable_scope_with_an_invalid_root_name_is_a_value_error():
-    with pytest.raises(ValueError, match="'_v' is not a valid root scope name"):
-        with tf.variable_scope("_v"):
-            pass
+    with pytest.raises(ValueError, match="'_v' is not a valid root scope name"), \
+            tf.variable_scope("_v"):
+        pass
 
 
 def test_get_collection_scope_is_a_regex_matched_at_the_start_of_names():
@@ -218,7 +216,9 @@ def test_get_collection_scope_is_a_regex_matched_at_the_start_of_names():
     for n in names:
         tf.add_to_collection("vars", tf.constant(0.0, name=n))
     tf.add_to_collection("vars", 7)                      # nameless items are skipped
-    found = lambda scope: [t.op.name for t in tf.get_collection("vars", scope)]  # noqa: E731
+
+    def found(scope):
+        return [t.op.name for t in tf.get_collection("vars", scope)]
     assert found("tower_[01]") == ["tower_0/w", "tower_1/w"]
     assert found("a.*") == ["atower_0/w", "a/b"]
     assert found("w") == []                              # re.match: anchored at the start
