@@ -91,6 +91,29 @@ def test_a_cluster_spec_is_accepted():
         "/job:ps/task:0", "/job:ps/task:1", "/job:ps/task:0"]
 
 
+def test_a_cluster_def_is_accepted():
+    from tfteach.distributed.cluster_spec import ClusterSpec
+    cluster_def = ClusterSpec({"ps": ["a:1", "b:1"], "worker": ["w:1"]}).as_cluster_def()
+    with tf.device(replica_device_setter(cluster=cluster_def)):
+        v1, v2 = tf.Variable(1.0), tf.Variable(2.0)
+        total = v1 + v2
+    assert [v1.device, v2.device, total.device] == ["/job:ps/task:0", "/job:ps/task:1",
+                                                    "/job:worker"]
+
+
+def test_a_cluster_def_without_ps_job_gives_no_setter():
+    from tfteach.distributed.cluster_spec import ClusterSpec
+    cluster_def = ClusterSpec({"worker": ["w:1"]}).as_cluster_def()
+    assert replica_device_setter(cluster=cluster_def) is None
+
+
+def test_a_cluster_of_another_type_is_tfs_type_error():
+    with pytest.raises(TypeError, match="`cluster` must be a dictionary mapping one or more job "
+                                        "names to lists of network addresses, or a `ClusterDef` "
+                                        "protocol buffer"):
+        replica_device_setter(cluster=["ps0:2222"])
+
+
 def test_strategy_must_be_callable():
     with pytest.raises(TypeError, match="ps_strategy must be callable"):
         replica_device_setter(ps_tasks=2, ps_strategy=3)

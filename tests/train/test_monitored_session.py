@@ -58,6 +58,33 @@ def test_the_chief_restores_the_latest_checkpoint(tmp_path):
     assert abs(tf.train.load_variable(str(tmp_path), "w") - 5.0 * 0.8 ** 15) < 1e-4
 
 
+def test_the_chief_creates_a_missing_nested_checkpoint_dir(tmp_path):
+    _, gs, train = _model()
+    checkpoint_dir = str(tmp_path / "runs" / "a" / "b")
+    with tf.train.MonitoredTrainingSession(checkpoint_dir=checkpoint_dir, save_checkpoint_steps=1,
+                                           hooks=[tf.train.StopAtStepHook(last_step=2)]) as sess:
+        _train(sess, train, gs)
+    assert tf.train.latest_checkpoint(checkpoint_dir).endswith("model.ckpt-2")
+
+
+def test_a_checkpoint_saver_hook_creates_its_directory_at_begin(tmp_path):
+    tf.train.get_or_create_global_step()
+    hook = tf.train.CheckpointSaverHook(str(tmp_path / "new" / "dir"), save_steps=1)
+    hook.begin()
+    assert (tmp_path / "new" / "dir").is_dir()
+
+
+def test_no_saving_and_no_step_counting_leaves_the_directory_uncreated(tmp_path):
+    _, gs, train = _model()
+    checkpoint_dir = tmp_path / "never"
+    with tf.train.MonitoredTrainingSession(checkpoint_dir=str(checkpoint_dir),
+                                           save_checkpoint_secs=None, save_summaries_steps=None,
+                                           save_summaries_secs=None, log_step_count_steps=None,
+                                           hooks=[tf.train.StopAtStepHook(last_step=1)]) as sess:
+        _train(sess, train, gs)
+    assert not checkpoint_dir.exists()
+
+
 class _Recorder(tf.train.SessionRunHook):
     def __init__(self, fetch=None, stop_after=None):
         self.calls, self.values, self._fetch, self._stop_after = [], [], fetch, stop_after

@@ -110,14 +110,24 @@ def test_restoring_a_variable_of_another_dtype_names_it(tmp_path):
             tf.train.Saver().restore(sess, path)
 
 
-def test_restore_from_nowhere(tmp_path):
+def test_restore_from_none_is_a_value_error(tmp_path):
     _model()
     saver = tf.train.Saver()
     with tf.Session() as sess:
         with pytest.raises(ValueError, match="Can't load save_path when it is None."):
             saver.restore(sess, tf.train.latest_checkpoint(str(tmp_path)))
-        with pytest.raises(NotFoundError, match="Failed to find any matching files"):
-            saver.restore(sess, str(tmp_path / "nothing-here"))
+
+
+def test_restore_from_a_path_without_checkpoint_is_tfs_value_error(tmp_path):
+    _model()
+    saver = tf.train.Saver()
+    path = str(tmp_path / "nothing-here")
+    with tf.Session() as sess:
+        with pytest.raises(ValueError) as info:
+            saver.restore(sess, path)
+    message, hint = str(info.value).split("\nHint: ")
+    assert message == f"The passed save_path is not a valid checkpoint: {path}"
+    assert "tf.train.latest_checkpoint" in hint
 
 
 def test_saver_argument_errors():

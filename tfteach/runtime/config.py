@@ -2,27 +2,58 @@
 
 Plain classes with TF 1.x's field names and defaults. They convert to and from plain dicts
 (``to_dict``/``from_dict``) so a cluster can ship them over the wire as JSON.
+
+Like protobuf messages they answer ``HasField(name)`` and ``Clear()``: a field holding a
+message (``RunMetadata.step_stats``, ``ConfigProto.gpu_options``) is present once it was
+assigned or differs from its defaults; asking about a list, dict or scalar field raises
+``ValueError`` as proto3 does ("does not have presence"). ``RunMetadata.partition_graphs``
+holds one ``GraphDef`` per device partition of a step, each a list of ``NodeDef``.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 
+class _Message:
+    """Protobuf-style field presence for the dataclasses below."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(self.__dict__.get(name), _Message):
+            self.__dict__.setdefault("_assigned", set()).add(name)
+        object.__setattr__(self, name, value)
+
+    def HasField(self, name: str) -> bool:  # noqa: N802 (protobuf's name)
+        """Whether message field ``name`` is set (assigned, or changed from its defaults)."""
+        kind = type(self).__name__
+        if name not in {f.name for f in fields(self)}:
+            raise ValueError(f'Protocol message {kind} has no "{name}" field.')
+        value = getattr(self, name)
+        if not isinstance(value, _Message):
+            raise ValueError(f"Field tensorflow.{kind}.{name} does not have presence.")
+        return name in self.__dict__.get("_assigned", ()) or value != type(value)()
+
+    def Clear(self) -> None:  # noqa: N802 (protobuf's name)
+        """Every field back to its default; no message field present."""
+        fresh = type(self)()
+        self.__dict__.clear()
+        self.__dict__.update(fresh.__dict__)
+
+
 @dataclass
-class GPUOptions:
+class GPUOptions(_Message):
     per_process_gpu_memory_fraction: float = 0.0
     allow_growth: bool = False
     visible_device_list: str = ""
 
 
 @dataclass
-class GraphOptions:
+class GraphOptions(_Message):
     place_pruned_graph: bool = False
 
 
 @dataclass
-class ConfigProto:
+class ConfigProto(_Message):
     """TF's session config (the fields tfteach honours)."""
 
     device_count: dict = field(default_factory=dict)
@@ -55,7 +86,7 @@ class ConfigProto:
 
 
 @dataclass
-class RunOptions:
+class RunOptions(_Message):
     NO_TRACE = 0
     SOFTWARE_TRACE = 1
     HARDWARE_TRACE = 2
@@ -67,13 +98,13 @@ class RunOptions:
 
 
 @dataclass
-class NodeExecStats:
+class NodeExecStats(_Message):
     """One op's execution on one device (times in microseconds since the epoch)."""
 
-    node_name: str
-    op: str
-    all_start_micros: int
-    all_end_rel_micros: int
+    node_name: str = ""
+    op: str = ""
+    all_start_micros: int = 0
+    all_end_rel_micros: int = 0
     output_bytes: int = 0
     thread_id: int = 0
     timeline_label: str = ""
@@ -81,27 +112,27 @@ class NodeExecStats:
 
 
 @dataclass
-class TransferStats:
+class TransferStats(_Message):
     """One tensor crossing from one device (or task) to another."""
 
-    tensor_name: str
-    src_device: str
-    dst_device: str
-    src_op: str
-    dst_op: str
-    all_start_micros: int
-    all_end_rel_micros: int
-    bytes: int
+    tensor_name: str = ""
+    src_device: str = ""
+    dst_device: str = ""
+    src_op: str = ""
+    dst_op: str = ""
+    all_start_micros: int = 0
+    all_end_rel_micros: int = 0
+    bytes: int = 0
 
 
 @dataclass
-class DeviceStepStats:
-    device: str
+class DeviceStepStats(_Message):
+    device: str = ""
     node_stats: list = field(default_factory=list)
 
 
 @dataclass
-class StepStats:
+class StepStats(_Message):
     dev_stats: list = field(default_factory=list)
     transfers: list = field(default_factory=list)
 
@@ -125,7 +156,36 @@ class StepStats:
 
 
 @dataclass
-class RunMetadata:
+class NodeDef(_Message):
+    """One node of a partition graph (TF's NodeDef): ``input`` names ``op``, ``op:1`` or
+    ``^op`` (control); ``attr`` holds the op's attrs in graph_io's JSON-safe encoding."""
+
+    name: str = ""
+    op: str = ""
+    device: str = ""
+    input: list = field(default_factory=list)
+    attr: dict = field(default_factory=dict)
+
+
+@dataclass
+class GraphDef(_Message):
+    """The nodes one device runs in a step (TF's GraphDef of a partition)."""
+
+    node: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @staticmethod
+    def from_dict(d: dict) -> "GraphDef":
+        """From ``{"node": [...]}`` with graph_io's node dicts (extra keys are ignored)."""
+        keys = {f.name for f in fields(NodeDef)}
+        return GraphDef([NodeDef(**{k: v for k, v in n.items() if k in keys})
+                         for n in d.get("node", [])])
+
+
+@dataclass
+class RunMetadata(_Message):
     step_stats: StepStats = field(default_factory=StepStats)
     partition_graphs: list = field(default_factory=list)
     placement: dict = field(default_factory=dict)

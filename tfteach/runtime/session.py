@@ -6,32 +6,39 @@ and two caches: the placement of the whole graph (redone when the graph grows, k
 stateful ops where they were) and one plan per (fetches, feeds, targets).
 
 ``Session("grpc://...")`` hands over to a factory that ``tfteach.distributed`` registers, so
-this layer never imports the cluster runtime.
+this layer never imports the cluster runtime; a target no factory takes is TF's NotFoundError.
 
 ``run`` takes nested lists/tuples/dicts of tensors, ops and names as fetches and returns the
-same structure of NumPy values; feed keys may be any tensor of the graph.
+same structure of NumPy values; feed keys may be any tensor of the graph, or a tuple of them
+fed from a value of the same number of leaves (TF's ``nest.flatten_dict_items``).
+``make_callable`` binds fetches (and a feed list) once and returns a function that runs them.
+With ``RunOptions(output_partition_graphs=True)`` the run metadata holds one graph per device.
 """
 from __future__ import annotations
 
 import contextlib
 import sys
 import threading
+from collections.abc import Mapping
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from tfteach.devices import discovery
+from tfteach.errors import CancelledError, NotFoundError
 from tfteach.framework import graph as graph_mod
 from tfteach.framework.device_spec import DeviceSpec
 from tfteach.framework.graph import Graph, Operation, Tensor
 from tfteach.runtime import placer
 from tfteach.runtime.config import ConfigProto, RunMetadata, RunOptions
 from tfteach.runtime.executor import Executor, to_fetch_value
+from tfteach.runtime.partition_graphs import partition_graphs
 from tfteach.runtime.plan import build_plan
 from tfteach.runtime.resources import ResourceMgr
 
 _remote_factories: dict[str, Callable] = {}
 _remote_resets: dict[str, Callable] = {}
+_NO_OPTIONS = RunOptions()
 
 
 def register_target_factory(prefix: str, factory: Callable, reset: Callable | None = None) -> None:
@@ -66,7 +73,7 @@ class BaseSession:
     def __init__(self, target: str = "", graph: Graph | None = None,
                  config: ConfigProto | None = None) -> None:
         self.graph = graph or graph_mod.get_default_graph()
-        self.sess_str = target
+        self.sess_str = _as_target(target)
         self.config = config or ConfigProto()
         self._closed = False
         self._default_cm: Any = None
@@ -82,10 +89,39 @@ class BaseSession:
                                "before calling run().")
         flat, rebuild = _flatten_fetches(fetches, self.graph)
         feeds = _resolve_feeds(feed_dict or {}, self.graph)
+        return self._run_fetches(flat, rebuild, feeds, options, run_metadata)
+
+    def _run_fetches(self, flat: list, rebuild: Callable[[list], Any], feeds: dict,
+                     options: RunOptions | None, run_metadata: RunMetadata | None) -> Any:
         tensors = [f if isinstance(f, Tensor) else None for f in flat]
         targets = [f for f in flat if isinstance(f, Operation)]
-        values = self._run_flat(tensors, targets, feeds, options or RunOptions(), run_metadata)
+        if run_metadata is not None and hasattr(run_metadata, "Clear"):
+            run_metadata.Clear()        # as TF, each run's metadata replaces the last's
+        values = self._run_flat(tensors, targets, feeds, options or _NO_OPTIONS, run_metadata)
         return rebuild(values)
+
+    def make_callable(self, fetches: Any, feed_list: list | tuple | None = None,
+                      accept_options: bool = False) -> Callable[..., Any]:
+        """A function that runs ``fetches``: it takes the values for ``feed_list`` in order
+        and returns what ``run(fetches)`` would; ``accept_options`` adds the keywords
+        ``options`` and ``run_metadata`` (with a feed list, ``run``'s keywords always work)."""
+        if feed_list is not None:
+            if not isinstance(feed_list, (list, tuple)):
+                raise TypeError(f"Argument `feed_list` must be a list or tuple. Received: "
+                                f"feed_list={feed_list}")
+
+            def run_with_feeds(*feed_args: Any, **kwargs: Any) -> Any:
+                return self.run(fetches, feed_dict=dict(zip(feed_list, feed_args)), **kwargs)
+            return run_with_feeds
+        flat, rebuild = _flatten_fetches(fetches, self.graph)
+
+        def run_step(options: RunOptions | None = None,
+                     run_metadata: RunMetadata | None = None) -> Any:
+            if self._closed:
+                raise CancelledError("Session has been closed.", hint="this function belongs "
+                                     "to a closed session; call make_callable on an open one.")
+            return self._run_fetches(flat, rebuild, {}, options, run_metadata)
+        return run_step if accept_options else lambda: run_step()
 
     def _run_flat(self, tensors: list, targets: list, feeds: dict, options: RunOptions,
                   run_metadata: RunMetadata | None) -> list:
@@ -145,19 +181,16 @@ class Session(BaseSession):
     """A TF 1.x session. ``Session()`` runs here; ``Session('grpc://...')`` on a cluster."""
 
     def __new__(cls, target: str = "", graph: Graph | None = None, config: Any = None):
+        target = _as_target(target)
         for prefix, factory in _remote_factories.items():
             if target and target.startswith(prefix):
                 return factory(target, graph, config)
-        if target and not target.startswith("grpc://"):
-            raise ValueError(f"Unsupported session target '{target}'.\nHint: use '' for this "
-                             "process or 'grpc://host:port' for a cluster task.")
+        if target:
+            raise _no_factory(target)
         return super().__new__(cls)
 
     def __init__(self, target: str = "", graph: Graph | None = None,
                  config: ConfigProto | None = None) -> None:
-        if target and target.startswith("grpc://") and not _remote_factories:
-            raise ValueError("grpc:// targets need the cluster runtime: `import tfteach` "
-                             "(not just tfteach.runtime) registers it.")
         super().__init__(target, graph, config)
         self.devices = discovery.local_devices("localhost", 0, self.config.device_count,
                                                self.config.gpu_options)
@@ -234,6 +267,8 @@ class Session(BaseSession):
         if run_metadata is not None:
             if stats is not None:
                 run_metadata.step_stats = stats
+            if options.output_partition_graphs:
+                run_metadata.partition_graphs = partition_graphs(plan)
             run_metadata.placement = {n: d.name for n, d in placement.items()}
         return [None if t is None else to_fetch_value(v, placement[t.op.name], t.is_ref, t.op)
                 for t, v in zip(tensors, raw)]
@@ -256,6 +291,32 @@ class InteractiveSession(Session):
             except ValueError:
                 pass
         super().close()
+
+
+def _as_target(target: Any) -> str:
+    """A session target as ``str`` (None: '', bytes decoded), or TF's TypeError."""
+    if target is None or isinstance(target, str):
+        return target or ""
+    if isinstance(target, bytes):
+        return target.decode("utf-8")
+    message = f'Argument `target` must be a string, but got "{type(target).__name__}"'
+    if isinstance(target, ConfigProto):
+        raise TypeError(f'{message}. Did you do "Session(config)" instead of '
+                        '"Session(config=config)"?')
+    raise TypeError(f"{message}\nHint: pass '' (or nothing) for a session in this process, or "
+                    "a server's target such as 'grpc://localhost:2222'.")
+
+
+def _no_factory(target: str) -> NotFoundError:
+    """TF's error for a target that no registered session factory accepts."""
+    names = [p.split(":", 1)[0].upper() + "_SESSION" for p in _remote_factories]
+    hint = ("use '' (or no target) for a session in this process, or 'grpc://host:port' "
+            "for a cluster task")
+    if target.startswith("grpc://"):
+        hint = "grpc:// targets need the cluster runtime: `import tfteach` registers it"
+    return NotFoundError(f'No session factory registered for the given session options: '
+                         f'{{target: "{target}"}} Registered factories are '
+                         f'{{{", ".join(names + ["DIRECT_SESSION"])}}}.', hint=hint + ".")
 
 
 def device_mapping_text(devices: list) -> str:
@@ -291,10 +352,10 @@ def _as_fetch(f: Any, graph: Graph) -> Any:
         raise TypeError(f"Fetch argument None has invalid type {type(None)}")
     try:
         return graph.as_graph_element(f, allow_tensor=True, allow_operation=True)
-    except (ValueError, KeyError) as e:
-        raise type(e)(f"Fetch argument {f!r} cannot be interpreted as a Tensor. ({e})\n"
-                      "Hint: fetch only tensors and ops of the session's graph; a program "
-                      "built after tf.reset_default_graph() needs a new Session.") from None
+    except (ValueError, KeyError) as e:      # TF: ValueError for both
+        raise ValueError(f"Fetch argument {f!r} cannot be interpreted as a Tensor. ({e})\n"
+                         "Hint: fetch only tensors and ops of the session's graph; a program "
+                         "built after tf.reset_default_graph() needs a new Session.") from None
     except TypeError as e:
         raise TypeError(f"Fetch argument {f!r} has invalid type {type(f)}, must be a string "
                         f"or Tensor. ({e})") from None
@@ -302,13 +363,46 @@ def _as_fetch(f: Any, graph: Graph) -> Any:
 
 def _resolve_feeds(feed_dict: dict, graph: Graph) -> dict:
     out: dict[Tensor, np.ndarray] = {}
-    for key, value in feed_dict.items():
+    for key, value in _flatten_feed_dict(feed_dict).items():
         try:
             t = graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
         except Exception as e:
             raise TypeError(f"Cannot interpret feed_dict key as Tensor: {e}") from None
         out[t] = _feed_value(t, value)
     return out
+
+
+def _flatten_feed_dict(feed_dict: dict) -> dict:
+    """TF's ``nest.flatten_dict_items``: a nested key (tuple) feeds its leaves in order from
+    the leaves of its value; every flattened key must be unique."""
+    if not any(isinstance(key, tuple) for key in feed_dict):
+        return feed_dict
+    out: dict = {}
+    for key, value in feed_dict.items():
+        pairs: Any = [(key, value)]
+        if isinstance(key, tuple):
+            keys, values = _leaves(key), _leaves(value)
+            if len(keys) != len(values):
+                raise ValueError(
+                    f"Could not flatten dictionary. Key had {len(keys)} elements, but value had "
+                    f"{len(values)} elements. Key: {keys}, value: {values}.\nHint: a tuple key "
+                    "takes one value per tensor, e.g. {(a, b): (1.0, 2.0)}; lists inside the "
+                    "value are flattened too, so give array values as NumPy arrays.")
+            pairs = zip(keys, values)
+        for k, v in pairs:
+            if k in out:
+                raise ValueError(f"Cannot flatten dict because this key is not unique: {k}")
+            out[k] = v
+    return out
+
+
+def _leaves(x: Any) -> list:
+    """The leaves of nested lists, tuples and dicts (dict values by sorted key), as TF's nest."""
+    if isinstance(x, Mapping):
+        return [leaf for k in sorted(x) for leaf in _leaves(x[k])]
+    if isinstance(x, (list, tuple)):
+        return [leaf for item in x for leaf in _leaves(item)]
+    return [x]
 
 
 def _fits(dims: list | None, shape: tuple) -> bool:

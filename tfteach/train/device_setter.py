@@ -8,8 +8,9 @@ other job; every other op gets ``worker_device``. The op's own device fields alw
 the round-robin counter.
 
 State: the strategy's counter (``_RoundRobinStrategy._next_task``) or per-task loads
-(``GreedyLoadBalancingStrategy._ps_loads``). The cluster is duck-typed (``as_dict()`` or a
-plain dict), so this module never imports the cluster runtime.
+(``GreedyLoadBalancingStrategy._ps_loads``). The cluster is duck-typed (``as_dict()``, a
+plain dict, or a ``ClusterDef``'s ``job`` list), so this module never imports the cluster
+runtime.
 """
 from __future__ import annotations
 
@@ -117,7 +118,8 @@ def replica_device_setter(ps_tasks: int = 0, ps_device: str = "/job:ps",
                           ) -> Callable[[Any], str] | None:
     """A device function for ``tf.device``: variables on ps tasks, other ops on the worker.
 
-    With ``cluster`` (a ClusterSpec or a dict), ``ps_tasks`` is the size of the ps job.
+    With ``cluster`` (a ClusterSpec, a dict or a ClusterDef), ``ps_tasks`` is the size of
+    the ps job.
     Returns None when there are no ps tasks (then ``tf.device(None)`` changes nothing).
     """
     if cluster is not None:
@@ -143,10 +145,14 @@ def replica_device_setter(ps_tasks: int = 0, ps_device: str = "/job:ps",
 
 
 def _cluster_dict(cluster: Any) -> dict:
+    """``{job: tasks}`` from a ClusterSpec, a dict or a ClusterDef (``as_cluster_def()``)."""
     if hasattr(cluster, "as_dict"):
         return cluster.as_dict()
     if isinstance(cluster, dict):
         return cluster
-    raise TypeError(f"cluster must be a tf.train.ClusterSpec or a dict of job -> tasks, got "
-                    f"{type(cluster).__name__}.\nHint: pass tf.train.ClusterSpec({{'ps': [...], "
-                    "'worker': [...]}}) or the same dict.")
+    if type(cluster).__name__ == "ClusterDef":
+        return {job.name: dict(job.tasks) for job in cluster.job}
+    raise TypeError("`cluster` must be a dictionary mapping one or more job names to lists of "
+                    "network addresses, or a `ClusterDef` protocol buffer\nHint: pass "
+                    "tf.train.ClusterSpec({'ps': [...], 'worker': [...]}), the same dict, or "
+                    "its as_cluster_def().")

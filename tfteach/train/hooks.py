@@ -170,6 +170,7 @@ class CheckpointSaverHook(SessionRunHook):
         self._listeners = list(listeners or [])
 
     def begin(self) -> None:
+        os.makedirs(self._checkpoint_dir, exist_ok=True)   # as TF's summary writer does
         self._global_step_tensor = _require_global_step("CheckpointSaverHook")
         for listener in self._listeners:
             listener.begin()
@@ -224,9 +225,12 @@ class StepCounterHook(SessionRunHook):
                  output_dir: str | None = None, summary_writer: Any = None) -> None:
         self._timer = SecondOrStepTimer(every_steps=None if every_n_secs else every_n_steps,
                                         every_secs=every_n_secs)
+        self._output_dir = output_dir
         self.rates: list[float] = []
 
     def begin(self) -> None:
+        if self._output_dir:
+            os.makedirs(self._output_dir, exist_ok=True)   # as TF's summary writer does
         self._global_step_tensor = _require_global_step("StepCounterHook")
 
     def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:

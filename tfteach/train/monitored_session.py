@@ -21,6 +21,7 @@ tfteach's clusters start in seconds, so it polls every ``RECOVERY_WAIT_SECS``.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from typing import Any
 
@@ -557,30 +558,39 @@ def MonitoredTrainingSession(master: str = "", is_chief: bool = True,
 
     The chief (``is_chief=True``) restores the latest checkpoint of ``checkpoint_dir`` or
     initializes the variables, and saves checkpoints every ``save_checkpoint_secs`` (600 by
-    default) or ``save_checkpoint_steps``; the other workers wait until it is ready.
+    default) or ``save_checkpoint_steps``; the other workers wait until it is ready. As in
+    TF, the chief's hooks create ``checkpoint_dir`` (and ``summary_dir``) when missing.
     Summaries are not written (tfteach has no summary writer); those arguments are accepted.
     """
-    if save_checkpoint_steps is USE_DEFAULT and save_checkpoint_secs is USE_DEFAULT:
-        save_checkpoint_steps, save_checkpoint_secs = None, 600
-    elif save_checkpoint_secs is USE_DEFAULT:
-        save_checkpoint_secs = None
-    elif save_checkpoint_steps is USE_DEFAULT:
-        save_checkpoint_steps = None
     scaffold = scaffold or Scaffold()
     if not is_chief:
         creator = WorkerSessionCreator(scaffold=scaffold, master=master, config=config,
                                        max_wait_secs=max_wait_secs)
         return MonitoredSession(creator, hooks or [], stop_grace_period_secs)
-    all_hooks = list(chief_only_hooks or [])
     creator = ChiefSessionCreator(scaffold=scaffold, master=master, config=config,
                                   checkpoint_dir=checkpoint_dir)
-    if checkpoint_dir:
+    all_hooks = list(chief_only_hooks or [])
+    summary_dir = summary_dir or checkpoint_dir
+    if summary_dir:
         if log_step_count_steps and log_step_count_steps > 0:
-            all_hooks.append(StepCounterHook(every_n_steps=log_step_count_steps))
-        if (save_checkpoint_secs and save_checkpoint_secs > 0) or \
-                (save_checkpoint_steps and save_checkpoint_steps > 0):
-            all_hooks.append(CheckpointSaverHook(checkpoint_dir, save_steps=save_checkpoint_steps,
-                                                 save_secs=save_checkpoint_secs,
-                                                 scaffold=scaffold))
+            all_hooks.append(StepCounterHook(every_n_steps=log_step_count_steps,
+                                             output_dir=summary_dir))
+        if _any_positive(*_every(save_summaries_steps, save_summaries_secs, 100, None)):
+            os.makedirs(summary_dir, exist_ok=True)   # where TF's SummarySaverHook writes
+    steps, secs = _every(save_checkpoint_steps, save_checkpoint_secs, None, 600)
+    if checkpoint_dir and _any_positive(steps, secs):
+        all_hooks.append(CheckpointSaverHook(checkpoint_dir, save_steps=steps, save_secs=secs,
+                                             scaffold=scaffold))
     all_hooks.extend(hooks or [])
     return MonitoredSession(creator, all_hooks, stop_grace_period_secs)
+
+
+def _every(steps: Any, secs: Any, default_steps: Any, default_secs: Any) -> tuple[Any, Any]:
+    """TF's resolution of a (steps, secs) pair of arguments that may be USE_DEFAULT."""
+    if steps is USE_DEFAULT and secs is USE_DEFAULT:
+        return default_steps, default_secs
+    return (None if steps is USE_DEFAULT else steps), (None if secs is USE_DEFAULT else secs)
+
+
+def _any_positive(*values: Any) -> bool:
+    return any(v is not None and v > 0 for v in values)

@@ -10,9 +10,10 @@ restore ops to the graph, under ``save/``: one placeholder and one ``Assign`` pe
   ``tfteach.train.checkpoint_format`` (NumPy arrays plus a JSON index, written atomically),
   then records it in the directory's ``checkpoint`` state file and deletes the oldest
   checkpoints beyond ``max_to_keep``.
-- ``restore(sess, path)`` reads the checkpoint, checks every variable against it first
-  (missing: ``NotFoundError``; other shape or dtype: ``InvalidArgumentError``, both naming
-  the variable), and only then assigns them all in one run.
+- ``restore(sess, path)`` reads the checkpoint (none at ``path``: ``ValueError``, as TF),
+  checks every variable against it first (missing: ``NotFoundError``; other shape or
+  dtype: ``InvalidArgumentError``, both naming the variable), and only then assigns them
+  all in one run.
 
 State: ``_last_checkpoints`` ([(prefix, time saved)], oldest first) and the time of the
 last checkpoint kept by ``keep_checkpoint_every_n_hours``.
@@ -115,6 +116,11 @@ class Saver:
         """Set every variable to its value in checkpoint ``save_path`` (all or nothing)."""
         if save_path is None:
             raise ValueError("Can't load save_path when it is None.")
+        if not ckpt.checkpoint_exists(save_path):
+            raise ValueError(f"The passed save_path is not a valid checkpoint: {save_path}\n"
+                             "Hint: pass a checkpoint prefix as Saver.save returned it (e.g. "
+                             "'train/model.ckpt-100', without a suffix); "
+                             "tf.train.latest_checkpoint(directory) finds the newest one.")
         stored = ckpt.read_checkpoint(save_path)
         feeds = {self._placeholders[key]: _checked(key, var, stored, save_path)
                  for key, var in self._vars.items()}
