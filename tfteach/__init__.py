@@ -39,6 +39,12 @@ from tfteach.ops.math_ops import (abs, add, add_n, argmax, argmin, div, divide, 
                                   rsqrt, sign, sqrt, square, squared_difference, subtract,
                                   truediv, floor, where, clip_by_value)
 from tfteach.ops.gradients_impl import gradients
+from tfteach.framework.indexed_slices import IndexedSlices
+from tfteach.ops.accumulator_ops import SparseConditionalAccumulator
+from tfteach.ops.gather_ops import (dynamic_stitch, gather, parallel_dynamic_stitch, unique,
+                                    unsorted_segment_sum)
+from tfteach.ops.math_ops import floormod, mod
+from tfteach.ops.scatter_ops import scatter_add, scatter_sub, scatter_update
 from tfteach.ops.unconnected_gradients import UnconnectedGradients
 from tfteach.ops.nn_ops import sigmoid, tanh
 from tfteach.ops.random_ops import (random_normal, random_uniform, set_random_seed,

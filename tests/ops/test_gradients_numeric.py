@@ -125,6 +125,20 @@ CASES = [
     Case("Pad", lambda x: tf.pad(x, [[1, 0], [0, 2]]), [A]),
     Case("BroadcastTo", lambda x: tf.broadcast_to(x, [2, 3]), [COL]),
     Case("BroadcastTo", lambda x: tf.broadcast_to(x, [4, 2, 3]), [B], label="new-axes"),
+    # rows by index (tf.gather's gradient is an IndexedSlices, densified to compare)
+    Case("GatherV2", lambda x: tf.gather(x, [2, 0, 2]), [R.randn(4, 3)]),
+    Case("GatherV2", lambda x: tf.gather(x, [[1, 1], [0, 3]]), [R.randn(4, 3)],
+         shapes=[[None, 3]], label="2d-indices-dynamic"),
+    Case("GatherV2", lambda x: tf.gather(x, [2, 0, 2], axis=1), [X3], label="axis1"),
+    Case("UnsortedSegmentSum", lambda x: tf.unsorted_segment_sum(x, [2, 0, -1, 2], 3),
+         [R.randn(4, 2)]),
+    Case("DynamicStitch", lambda x, y: tf.dynamic_stitch([[0, 2], [1]], [x, y]),
+         [R.randn(2, 3), R.randn(1, 3)]),
+    Case("ParallelDynamicStitch",
+         lambda x, y: tf.parallel_dynamic_stitch([[3, 0], [1, 2]], [x, y]),
+         [R.randn(2, 3), R.randn(2, 3)]),
+    Case("FloorMod", tf.floormod, [np.array([[2.3, -1.7, 5.1], [0.4, 3.3, -2.2]]),
+                                   np.array([[0.7, 0.9, 1.3], [1.1, 0.6, 0.8]])]),
     # nn
     Case("Relu", tf.nn.relu, [AWAY]),
     Case("Relu6", tf.nn.relu6, [AWAY * 4]),
@@ -183,6 +197,8 @@ def test_gradient_matches_finite_differences(case: Case):
         cotangents = [np.asarray(rng.randn(*s)) for s in shapes]
         grad_ys = [tf.placeholder(o.dtype) for o in outs]
         grads = tf.gradients(outs, [phs[i] for i in wrt], grad_ys=grad_ys)
+        grads = [tf.convert_to_tensor(gr) if isinstance(gr, tf.IndexedSlices) else gr
+                 for gr in grads]
         cot_feeds = {g: c.astype(o.dtype.np) for g, c, o in zip(grad_ys, cotangents, outs)}
         symbolic = sess.run(grads, {**feeds, **cot_feeds})
         for i, sym in zip(wrt, symbolic):

@@ -5,8 +5,8 @@ kernel (written once against an array module ``xp``), the device types and dtype
 kernel supports, its gradient, and facts the runtime needs (stateful, cost, ref inputs,
 asynchronous). Op modules in ``tfteach.ops`` call ``register_op`` once per type.
 
-Op kinds are data: ``OpDef.stateful``, ``OpDef.cheap`` and ``OpDef.ref_inputs`` replace
-any matching on op-type strings elsewhere.
+Op kinds are data: ``OpDef.stateful``, ``OpDef.cheap``, ``OpDef.ref_inputs`` and
+``OpDef.sparse_grads`` replace any matching on op-type strings elsewhere.
 """
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ class OpDef:
     ref_output: bool = False
     is_async: bool = False
     host_kernel: bool = False
+    sparse_grads: bool = False      # its gradient function passes IndexedSlices through
     doc: str = ""
     extra: dict = field(default_factory=dict)
 
@@ -92,6 +93,13 @@ def not_differentiable(*op_types: str) -> None:
     """TF's ``ops.NotDifferentiable``: gradients stop at these ops (no LookupError)."""
     for op_type in op_types:
         get(op_type).grad = NOT_DIFFERENTIABLE
+
+
+def passes_indexed_slices(*op_types: str) -> None:
+    """These ops' gradient functions take an ``IndexedSlices`` and pass it on (TF's Identity);
+    every other gradient function gets a sparse gradient summed into a dense tensor first."""
+    for op_type in op_types:
+        get(op_type).sparse_grads = True
 
 
 def has_gradient(op_type: str) -> bool:

@@ -11,6 +11,7 @@ import numpy as np
 
 from tfteach.framework import dtypes
 from tfteach.framework.graph import Graph, Operation, Tensor, get_default_graph
+from tfteach.framework.indexed_slices import IndexedSlices
 from tfteach.framework.tensor_shape import TensorShape, broadcast_shapes
 
 _conversion_hooks: list = []
@@ -24,6 +25,8 @@ def register_tensor_conversion(cls: type, fn: Any) -> None:
 def graph_of(values: Sequence[Any]) -> Graph:
     """The graph that inputs live in (the default graph when none is a tensor)."""
     for v in values:
+        if isinstance(v, IndexedSlices):
+            return v.graph
         t = as_tensor_or_none(v)
         if t is not None:
             return t.graph
@@ -129,3 +132,25 @@ def axis_list(axis: Any, rank: int | None) -> list[int] | None:
         return list(range(rank))
     axes = np.atleast_1d(np.asarray(axis)).tolist()
     return sorted({a + rank if a < 0 else a for a in axes})
+
+
+def bad_index(indices: Any, limit: int, negatives_ok: bool = False) -> tuple | None:
+    """(position text, value) of the first index outside ``[0, limit)``, or None.
+
+    ``negatives_ok``: negative indices are allowed (UnsortedSegmentSum drops them)."""
+    idx = np.asarray(indices)
+    bad = idx >= limit if negatives_ok else (idx < 0) | (idx >= limit)
+    if not bad.any():
+        return None
+    pos = np.unravel_index(int(np.argmax(bad)), idx.shape)
+    return ",".join(str(int(p)) for p in pos), int(idx[pos])
+
+
+def index_add(xp: Any, target: Any, indices: Any, updates: Any) -> None:
+    """``target[indices] += updates`` in place; repeated indices add up (NumPy's ``add.at``)."""
+    add_at = getattr(xp.add, "at", None)
+    if add_at is not None:
+        add_at(target, indices, updates)
+    else:                               # older CuPy
+        import cupyx  # only reached with CuPy arrays
+        cupyx.scatter_add(target, indices, updates)

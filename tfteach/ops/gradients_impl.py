@@ -5,10 +5,16 @@ returns them. It follows TF 1.x:
 
 1. The ops *between* xs and ys: reachable forward from the xs (through data edges, not
    through ``stop_gradients``) and backward from the ys. Only they are differentiated.
-2. They are visited in reverse creation order (``op._id`` is a topological order), so every
-   consumer of a tensor has contributed its gradient before the tensor's producer is
-   visited. Several contributions to one tensor are summed with ``AddN``: per device first,
-   beside the first contribution on that device, then across devices (TF's multi-device sum).
+2. They are visited in TF's order: an op is ready once every op on the path that consumes
+   its outputs was visited, and ready ops are visited first come first served, starting
+   from the ys' ops; so every consumer of a tensor has contributed its gradient before the
+   tensor's producer is visited, in the order TF's contributions come. Several
+   contributions to one tensor are summed with ``AddN``: per device first, beside the first
+   contribution on that device, then across devices (TF's multi-device sum).
+   A gradient may be an ``IndexedSlices`` (``tf.gather``'s, for its params): several of them
+   are concatenated (values, and indices, in that order) into one; with a dense one among
+   them all are summed densely. An op gets its output gradients summed into dense tensors
+   unless its gradient function passes IndexedSlices on (``OpDef.sparse_grads``: Identity).
 3. Each op's registered gradient function ``grad(op, *output_grads)`` (TF's convention,
    kept next to the op's kernel in ``tfteach.ops.*``) returns one gradient per input.
    ``StopGradient`` and other non-differentiable ops return ``None``; an op on the path
@@ -25,12 +31,15 @@ State: none beyond the graph; all bookkeeping is local to one call.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from tfteach.framework import dtypes
 from tfteach.framework.graph import Graph, Operation, Tensor
-from tfteach.ops import array_ops, math_ops
+from tfteach.framework.indexed_slices import IndexedSlices
+from tfteach.ops import array_ops, gather_ops, math_ops
 from tfteach.ops.common import as_tensor_or_none, convert_to_tensor
 from tfteach.ops.control_ops import group
 from tfteach.ops.unconnected_gradients import UnconnectedGradients
@@ -51,7 +60,7 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
         run = _Backprop(g, xs, between, colocate_gradients_with_ops, gate_gradients)
         run.stop_ops = {t.op for t in stops}
         run.seed(ys, grad_ys)
-        for op in sorted(between, key=lambda o: o._id, reverse=True):
+        for op in _backprop_order(between, ys):
             run.visit(op)
         grads = [run.total(x) for x in xs]
     if unconnected is UnconnectedGradients.ZERO:
@@ -102,6 +111,27 @@ def _between_ops(g: Graph, ys: list[Tensor], xs: list[Tensor]) -> set:
         between.add(op)
         stack.extend(t.op for t in op.inputs)
     return between
+
+
+def _backprop_order(between: set, ys: list[Tensor]) -> list[Operation]:
+    """TF's visiting order over ``between``: an op is queued once all its consumers there
+    were visited; the queue starts with the ys' ops and is served first in, first out."""
+    pending: dict[Operation, int] = dict.fromkeys(between, 0)
+    for op in between:
+        for t in op.inputs:
+            if t.op in between:
+                pending[t.op] += 1
+    queue = collections.deque(dict.fromkeys(y.op for y in ys if pending.get(y.op) == 0))
+    order = []
+    while queue:
+        op = queue.popleft()
+        order.append(op)
+        for t in op.inputs:
+            if t.op in between:
+                pending[t.op] -= 1
+                if pending[t.op] == 0:
+                    queue.append(t.op)
+    return order
 
 
 class _Backprop:
@@ -159,7 +189,7 @@ class _Backprop:
                 self.summed[t] = None
             else:
                 with self._placed(t.op):
-                    self.summed[t] = _add_n_by_device(parts)
+                    self.summed[t] = _aggregate(parts)
         return self.summed[t]
 
     def visit(self, op: Operation) -> None:
@@ -176,6 +206,8 @@ class _Backprop:
                 f"Hint: tf.gradients cannot go through {op.type}; wrap the part that needs "
                 "no gradient in tf.stop_gradient, or leave it out of the loss.")
         with self.g.name_scope(op.name + "_grad"), self._placed(op):
+            if not op.op_def.sparse_grads:
+                out_grads = [_dense(gr) for gr in out_grads]
             out_grads = self._zeros_for_missing(op, out_grads)
             in_grads = list(grad_fn(op, *out_grads))
             if len(in_grads) != len(op.inputs):
@@ -200,6 +232,29 @@ class _Backprop:
                 for t, gr in zip(op.outputs, out_grads)]
 
 
+def _aggregate(parts: list) -> Tensor | IndexedSlices:
+    """One gradient from several: AddN of tensors (densified if some are IndexedSlices),
+    or one IndexedSlices concatenating several (int32 indices cast to int64 if mixed)."""
+    if len(parts) == 1:
+        return parts[0]
+    if all(isinstance(p, Tensor) for p in parts):
+        return _add_n_by_device(parts)
+    if any(isinstance(p, Tensor) for p in parts):
+        return math_ops.add_n([_dense(p) for p in parts])
+    indices = [p.indices for p in parts]
+    if len({i.dtype for i in indices}) > 1:
+        indices = [array_ops.cast(i, dtypes.int64) for i in indices]
+    return IndexedSlices(array_ops.concat([p.values for p in parts], 0),
+                         array_ops.concat(indices, 0), parts[0].dense_shape)
+
+
+def _dense(grad: Any) -> Any:
+    """An IndexedSlices summed into a dense tensor (what TF's ops do converting one)."""
+    if isinstance(grad, IndexedSlices):
+        return gather_ops.indexed_slices_to_tensor(grad)
+    return grad
+
+
 def _add_n_by_device(parts: list[Tensor]) -> Tensor:
     """TF's ``_MultiDeviceAddN``: each device's parts are summed beside the first of them
     (colocated with its op, ignoring outer colocation), then the partial sums are summed
@@ -217,8 +272,9 @@ def _add_n_by_device(parts: list[Tensor]) -> Tensor:
     return math_ops.add_n(sums)
 
 
-def gate(tensors: Sequence[Tensor], name: str = "tuple") -> list[Tensor]:
-    """TF's ``tf.tuple``: identities of ``tensors`` that all wait for every one of them."""
+def gate(tensors: Sequence[Any], name: str = "tuple") -> list:
+    """TF's ``tf.tuple``: identities of ``tensors`` that all wait for every one of them (of
+    an IndexedSlices, its values)."""
     g = tensors[0].graph
     with g.name_scope(name):
         barrier = group(*tensors)
@@ -226,5 +282,12 @@ def gate(tensors: Sequence[Tensor], name: str = "tuple") -> list[Tensor]:
         with g.control_dependencies([barrier]):
             for t in tensors:
                 with g.colocate_with(t.op):
-                    out.append(array_ops.identity(t, name="control_dependency"))
+                    out.append(_gated(t))
         return out
+
+
+def _gated(t: Any) -> Any:
+    if isinstance(t, IndexedSlices):
+        return IndexedSlices(array_ops.identity(t.values, name="control_dependency"),
+                             t.indices, t.dense_shape)
+    return array_ops.identity(t, name="control_dependency")

@@ -31,6 +31,7 @@ _BINARY: dict[str, Callable] = {
     "Mul": lambda ctx, x, y: x * y,
     "RealDiv": lambda ctx, x, y: x / y,
     "FloorDiv": lambda ctx, x, y: x // y,
+    "FloorMod": lambda ctx, x, y: x % y,
     "Maximum": lambda ctx, x, y: ctx.xp.maximum(x, y),
     "Minimum": lambda ctx, x, y: ctx.xp.minimum(x, y),
     "Pow": lambda ctx, x, y: x ** y,
@@ -110,6 +111,7 @@ _BINARY_GRADS: dict[str, Callable] = {
     "Minimum": lambda op, g: _maximum_grads(op, g, less_equal),
     "Pow": _pow_grads,
     "SquaredDifference": _squared_difference_grads,
+    "FloorMod": lambda op, g: (g, g * negative(floordiv(op.inputs[0], op.inputs[1]))),
 }
 
 
@@ -258,6 +260,10 @@ div = divide
 
 
 def floordiv(x, y, name=None): return _binary("FloorDiv", x, y, name or "floordiv")
+def floormod(x, y, name=None): return _binary("FloorMod", x, y, name)
+
+
+mod = floormod
 
 
 def clip_by_value(t: Any, clip_value_min: Any, clip_value_max: Any,

@@ -9,7 +9,8 @@ stateful ops where they were) and one plan per (fetches, feeds, targets).
 this layer never imports the cluster runtime; a target no factory takes is TF's NotFoundError.
 
 ``run`` takes nested lists/tuples/dicts of tensors, ops and names as fetches and returns the
-same structure of NumPy values; feed keys may be any tensor of the graph, or a tuple of them
+same structure of NumPy values (an ``IndexedSlices`` gives an ``IndexedSlicesValue`` of its
+three tensors); feed keys may be any tensor of the graph, or a tuple of them
 fed from a value of the same number of leaves (TF's ``nest.flatten_dict_items``).
 ``make_callable`` binds fetches (and a feed list) once and returns a function that runs them.
 With ``RunOptions(output_partition_graphs=True)`` the run metadata holds one graph per device.
@@ -29,6 +30,7 @@ from tfteach.errors import CancelledError, NotFoundError
 from tfteach.framework import graph as graph_mod
 from tfteach.framework.device_spec import DeviceSpec
 from tfteach.framework.graph import Graph, Operation, Tensor
+from tfteach.framework.indexed_slices import IndexedSlices, IndexedSlicesValue
 from tfteach.runtime import placer
 from tfteach.runtime.config import ConfigProto, RunMetadata, RunOptions
 from tfteach.runtime.executor import Executor, to_fetch_value
@@ -340,6 +342,10 @@ def _flatten_fetches(fetches: Any, graph: Graph) -> tuple[list, Callable[[list],
         if isinstance(f, dict):
             subs = {k: walk(v) for k, v in f.items()}
             return lambda vals: type(f)((k, s(vals)) for k, s in subs.items())
+        if isinstance(f, IndexedSlices):     # three tensors (dense_shape may be None)
+            subs = [walk(t) if t is not None else (lambda vals: None)
+                    for t in (f.values, f.indices, f.dense_shape)]
+            return lambda vals: IndexedSlicesValue(*(s(vals) for s in subs))
         i = len(flat)
         flat.append(_as_fetch(f, graph))
         return lambda vals: vals[i]

@@ -8,9 +8,14 @@ TF does), then, under the optimizer's name scope, one update op per variable
 variable lives (a parameter server in a cluster). With ``global_step`` the returned op is
 the step's ``AssignAdd``, which waits for every update.
 
+A gradient may be an ``IndexedSlices`` (e.g. of ``tf.gather``): it is applied with a sparse
+update of those rows only. By default its repeated indices are summed first (``Unique`` +
+``UnsortedSegmentSum``) and the subclass's ``_apply_sparse`` updates the unique rows;
+GradientDescent's ``ScatterSub`` adds repeated indices up by itself.
+
 State: ``_slots`` (slot name -> {variable: slot variable}) and ``_non_slot`` ((name, graph)
 -> variable, e.g. Adam's ``beta1_power``). Subclasses fill in ``_create_slots``,
-``_prepare`` (hyperparameters become tensors) and ``_apply_dense``.
+``_prepare`` (hyperparameters become tensors), ``_apply_dense`` and ``_apply_sparse``.
 """
 from __future__ import annotations
 
@@ -19,7 +24,8 @@ from typing import Any
 
 from tfteach.framework import dtypes
 from tfteach.framework.graph import Graph, Operation, Tensor, get_default_graph
-from tfteach.ops import array_ops, state_ops
+from tfteach.framework.indexed_slices import IndexedSlices
+from tfteach.ops import array_ops, gather_ops, state_ops
 from tfteach.ops.common import convert_to_tensor
 from tfteach.ops.control_ops import group
 from tfteach.ops.gradients_impl import gradients
@@ -118,10 +124,13 @@ class Optimizer:
             ref.append(train_op)
         return train_op
 
-    def _update(self, grad: Tensor, var: Variable) -> Operation:
+    def _update(self, grad: Tensor | IndexedSlices, var: Variable) -> Operation:
         g = var.graph
         with g.name_scope("update_" + var.op.name), g.colocate_with(var.op):
-            update = self._apply_dense(grad, var)
+            if isinstance(grad, IndexedSlices):
+                update = self._apply_sparse_duplicate_indices(grad, var)
+            else:
+                update = self._apply_dense(grad, var)
         return update.op if isinstance(update, Tensor) else update
 
     def _finish_step(self, g: Graph, updates: list, global_step: Any, scope: str) -> Operation:
@@ -183,6 +192,18 @@ class Optimizer:
     def _apply_dense(self, grad: Tensor, var: Variable) -> Any:
         raise NotImplementedError
 
+    def _apply_sparse_duplicate_indices(self, grad: IndexedSlices, var: Variable) -> Any:
+        """Sum the rows of repeated indices, then ``_apply_sparse`` (TF's default)."""
+        unique, positions = gather_ops.unique(grad.indices)
+        count = array_ops.reshape(array_ops.slice_(array_ops.shape(unique), [0], [1]), [])
+        summed = gather_ops.unsorted_segment_sum(grad.values, positions, count)
+        return self._apply_sparse(IndexedSlices(summed, unique, grad.dense_shape), var)
+
+    def _apply_sparse(self, grad: IndexedSlices, var: Variable) -> Any:
+        """Update the rows ``grad.indices`` (unique) of ``var`` by ``grad.values``."""
+        raise NotImplementedError(f"{type(self).__name__} has no sparse update; pass "
+                                  "tf.convert_to_tensor(grad) to apply it densely.")
+
     def _finish(self, update_ops: list, name_scope: str) -> Operation:
         return group(*update_ops, name=name_scope)
 
@@ -228,7 +249,7 @@ def _converted(grads_and_vars: Iterable) -> list:
         raise ValueError("No variables provided.")
     out = []
     for gr, v in pairs:
-        if gr is not None:
+        if gr is not None and not isinstance(gr, IndexedSlices):
             try:
                 gr = convert_to_tensor(gr)
             except (TypeError, ValueError):

@@ -14,15 +14,22 @@ Each one names its hyperparameter tensors and slots as TF does (``w/Momentum``,
 - RMSProp: ``ms = rho ms + (1 - rho) g^2; mom = momentum mom + lr g / sqrt(ms + eps);
   var -= mom`` (ms starts at 1; ``centered`` also tracks the mean gradient ``mg`` and
   divides by ``sqrt(ms - mg^2 + eps)``)
+
+An ``IndexedSlices`` gradient updates only its rows, with TF's ops: GradientDescent
+``ScatterSub`` of ``lr * values``; Momentum, Adagrad and RMSProp ``SparseApply*`` after
+summing repeated indices; Adam decays all of ``m`` and ``v`` (``Assign``), adds the rows'
+part with ``ScatterAdd``, and updates the whole variable from them (``AssignSub``).
 """
 from __future__ import annotations
 
 from typing import Any
 
 from tfteach.framework.graph import Tensor
+from tfteach.framework.indexed_slices import IndexedSlices
 from tfteach.initializers import Constant, Ones
-from tfteach.ops import math_ops
+from tfteach.ops import math_ops, state_ops
 from tfteach.ops.control_ops import group
+from tfteach.ops.scatter_ops import apply_sparse_update, scatter_add, scatter_sub
 from tfteach.ops.state_ops import Variable, apply_update
 from tfteach.train.optimizer import Optimizer
 
@@ -41,6 +48,11 @@ class GradientDescentOptimizer(Optimizer):
     def _apply_dense(self, grad: Tensor, var: Variable) -> Tensor:
         return apply_update("ApplyGradientDescent", [var], [self._cast(self._lr_t, var), grad],
                             use_locking=self._use_locking)
+
+    def _apply_sparse_duplicate_indices(self, grad: IndexedSlices, var: Variable) -> Tensor:
+        """``var[indices] -= lr * values``: ScatterSub adds repeated indices up itself."""
+        delta = grad.values * self._cast(self._lr_t, var)
+        return scatter_sub(var, grad.indices, delta, use_locking=self._use_locking)
 
 
 class MomentumOptimizer(Optimizer):
@@ -67,6 +79,13 @@ class MomentumOptimizer(Optimizer):
                              self._cast(self._momentum_t, var)],
                             use_locking=self._use_locking, use_nesterov=self._use_nesterov)
 
+    def _apply_sparse(self, grad: IndexedSlices, var: Variable) -> Tensor:
+        return apply_sparse_update("SparseApplyMomentum", [var, self.get_slot(var, "momentum")],
+                                   [self._cast(self._lr_t, var), grad.values,
+                                    self._cast(self._momentum_t, var)], grad.indices,
+                                   use_locking=self._use_locking,
+                                   use_nesterov=self._use_nesterov)
+
 
 class AdagradOptimizer(Optimizer):
     """Per-coordinate steps shrinking with the summed squared gradients (``accumulator``)."""
@@ -92,6 +111,11 @@ class AdagradOptimizer(Optimizer):
     def _apply_dense(self, grad: Tensor, var: Variable) -> Tensor:
         return apply_update("ApplyAdagrad", [var, self.get_slot(var, "accumulator")],
                             [self._cast(self._lr_t, var), grad], use_locking=self._use_locking)
+
+    def _apply_sparse(self, grad: IndexedSlices, var: Variable) -> Tensor:
+        return apply_sparse_update("SparseApplyAdagrad", [var, self.get_slot(var, "accumulator")],
+                                   [self._cast(self._lr_t, var), grad.values], grad.indices,
+                                   use_locking=self._use_locking)
 
 
 class AdamOptimizer(Optimizer):
@@ -127,6 +151,26 @@ class AdamOptimizer(Optimizer):
                             [c(b1p, var), c(b2p, var), c(self._lr_t, var), c(self._beta1_t, var),
                              c(self._beta2_t, var), c(self._epsilon_t, var), grad],
                             use_locking=self._use_locking, use_nesterov=False)
+
+    def _apply_sparse(self, grad: IndexedSlices, var: Variable) -> Any:
+        """TF's _apply_sparse_shared: decay m and v, add the rows' part, update all of var."""
+        c, lock = self._cast, self._use_locking
+        b1p, b2p = (c(b, var) for b in self._beta_powers())
+        beta1, beta2 = c(self._beta1_t, var), c(self._beta2_t, var)
+        lr = c(self._lr_t, var) * math_ops.sqrt(1 - b2p) / (1 - b1p)
+        m_t = self._decay_and_add(self.get_slot(var, "m"), beta1, grad.indices,
+                                  grad.values * (1 - beta1))
+        v_t = self._decay_and_add(self.get_slot(var, "v"), beta2, grad.indices,
+                                  (grad.values * grad.values) * (1 - beta2))
+        step = lr * m_t / (math_ops.sqrt(v_t) + c(self._epsilon_t, var))
+        return group(state_ops.assign_sub(var, step, use_locking=lock), m_t, v_t)
+
+    def _decay_and_add(self, slot: Variable, decay: Tensor, indices: Tensor,
+                       rows: Tensor) -> Tensor:
+        g = slot.graph
+        decayed = state_ops.assign(slot, slot * decay, use_locking=self._use_locking)
+        with g.control_dependencies([decayed]):
+            return scatter_add(slot, indices, rows, use_locking=self._use_locking)
 
     def _finish(self, update_ops: list, name_scope: str) -> Any:
         """After every update, advance beta1^t and beta2^t (on the first variable's device)."""
@@ -165,12 +209,20 @@ class RMSPropOptimizer(Optimizer):
         self._epsilon_t = self._hyper(self._epsilon, "epsilon")
 
     def _apply_dense(self, grad: Tensor, var: Variable) -> Tensor:
+        op_type, refs, hyper = self._inputs(grad, var)
+        return apply_update("Apply" + op_type, refs, hyper, use_locking=self._use_locking)
+
+    def _apply_sparse(self, grad: IndexedSlices, var: Variable) -> Tensor:
+        op_type, refs, hyper = self._inputs(grad.values, var)
+        return apply_sparse_update("SparseApply" + op_type, refs, hyper, grad.indices,
+                                   use_locking=self._use_locking)
+
+    def _inputs(self, grad: Tensor, var: Variable) -> tuple[str, list, list]:
+        """(op type without Apply/SparseApply, the refs, the other inputs in TF's order)."""
         c = self._cast
         hyper = [c(self._lr_t, var), c(self._decay_t, var), c(self._momentum_t, var),
                  c(self._epsilon_t, var), grad]
         rms, mom = self.get_slot(var, "rms"), self.get_slot(var, "momentum")
         if self._centered:
-            return apply_update("ApplyCenteredRMSProp", [var, self.get_slot(var, "mg"), rms, mom],
-                                hyper, use_locking=self._use_locking)
-        return apply_update("ApplyRMSProp", [var, rms, mom], hyper,
-                            use_locking=self._use_locking)
+            return "CenteredRMSProp", [var, self.get_slot(var, "mg"), rms, mom], hyper
+        return "RMSProp", [var, rms, mom], hyper

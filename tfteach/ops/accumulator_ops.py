@@ -1,0 +1,268 @@
+"""``SparseConditionalAccumulator``: TF's accumulator of ``IndexedSlices`` gradients.
+
+It works like ``ConditionalAccumulator`` (``tfteach.ops.data_flow_ops``: a shared resource
+keyed by ``shared_name``, stale gradients dropped, ``take`` waits without holding a device
+thread, and the same set_global_step / num_accumulated / cancel ops), but holds a sparse sum:
+``indices`` (int64), ``values`` (one row per index) and a count per row. A gradient is added
+as TF's kernel does: a merge walk over the held and the new indices in their order; where
+the two current indices are equal the rows are summed and the row's count goes up, otherwise
+the smaller index is copied (so sorted indices merge into a sorted, duplicate-free union;
+unsorted or repeated indices can stay repeated, and an optimizer's sparse update adds them
+up). ``take`` with ``reduction_type='MEAN'`` divides each row by *its own* count (the number
+of gradients that had that row), not by the number of gradients; its ``shape`` output is the
+accumulator's first dimension (-1 if unknown, as with ``shape=()`` in SyncReplicasOptimizer)
+followed by the values' other dimensions.
+
+State: the held ``indices``, ``sum`` (values) and ``counts`` of the resource (besides the
+dense accumulator's ``count``, ``global_step``, ``takers``); changed only under its lock.
+"""
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+import numpy as np
+
+from tfteach import errors
+from tfteach.framework import dtypes as _dtypes
+from tfteach.framework.graph import Operation, Tensor, get_default_graph
+from tfteach.framework.indexed_slices import IndexedSlices
+from tfteach.framework.registry import not_differentiable, register_op
+from tfteach.framework.tensor_shape import TensorShape, as_shape, unknown_shape
+from tfteach.ops.array_ops import cast
+from tfteach.ops.common import convert_to_tensor, graph_of
+from tfteach.ops.data_flow_ops import (_HANDLE, _HANDLE_OP, _USES_HANDLE, AccumulatorResource,
+                                       ConditionalAccumulator, _Attempt, _host, _new_pending,
+                                       _resolve_all, _start_waiting, shared_resource)
+
+TakeGradient = collections.namedtuple("SparseAccumulatorTakeGradient",
+                                      ["indices", "values", "shape"])
+
+
+def _mismatch(detail: str, op: Any) -> errors.InvalidArgumentError:
+    return errors.InvalidArgumentError(
+        f"Shape mismatch: {detail}", op=op,
+        hint="apply IndexedSlices gradients of the accumulator's variable: rows of the "
+             "variable's shape, indices within its first dimension.")
+
+
+class SparseAccumulatorResource(AccumulatorResource):
+    """The sparse sum behind a SparseConditionalAccumulator (see the module docstring)."""
+
+    def __init__(self, name: str, dtype: Any, shape: TensorShape, reduction_type: str) -> None:
+        super().__init__(name, dtype, shape)
+        self.mean = reduction_type == "MEAN"
+        self.indices: np.ndarray | None = None
+        self.counts: np.ndarray | None = None
+
+    def apply(self, local_step: int, grad: Any, op: Any) -> bool:
+        """Add ``grad`` = (indices, values, dense shape or None) unless it is stale."""
+        indices, values, shape = grad
+        with self.lock:
+            self._validate(indices, values, shape, op)
+            fresh = local_step >= self.global_step
+            if fresh:
+                self._add(indices, values)
+                self.count += 1
+                self.accepted += 1
+            else:
+                self.dropped += 1
+            done = self._progress()
+        _resolve_all(done)
+        return fresh
+
+    def _validate(self, indices: np.ndarray, values: np.ndarray, shape: Any, op: Any) -> None:
+        """TF's checks, in TF's order and words."""
+        if values.ndim == 0 or len(values) != len(indices):
+            raise errors.InvalidArgumentError(
+                f"Expected {len(indices)} non-empty input values, got "
+                f"{len(values) if values.ndim else 0}", op=op,
+                hint="give one row of values per index.")
+        mine = self.shape.dims
+        if shape is not None and mine is not None:
+            if len(mine) > len(shape):
+                raise _mismatch(f"expected shape rank at least {len(mine)}, got {len(shape)}", op)
+            for i, d in enumerate(mine):
+                if d is not None and d != shape[i]:
+                    raise _mismatch(f"expected shape dim {i} to be {d}, got {shape[i]}", op)
+        if mine and mine[0] is not None:
+            over = np.flatnonzero(indices >= mine[0])
+            if over.size:
+                raise _mismatch(f"index of slice {over[0]} exceeded limits of shape; index is "
+                                f"{indices[over[0]]} exceeded {mine[0]}", op)
+        self._validate_values(values, op)
+
+    def _validate_values(self, values: np.ndarray, op: Any) -> None:
+        if self.count > 0:
+            held = self.sum.shape
+            if len(held) != values.ndim:
+                raise _mismatch(f"expected values rank {len(held)}, got {values.ndim}", op)
+            expected = list(enumerate(held))[1:]
+        else:
+            mine = self.shape.dims or ()
+            if len(mine) > values.ndim:
+                raise _mismatch(f"expected values rank at least {len(mine)}, got "
+                                f"{values.ndim}", op)
+            expected = [(i, d) for i, d in enumerate(mine) if i > 0 and d is not None]
+        for i, d in expected:
+            if values.shape[i] != d:
+                raise _mismatch(f"expected values dim {i} to be {d}, got {values.shape[i]}", op)
+
+    def _add(self, indices: np.ndarray, values: np.ndarray) -> None:
+        if self.count == 0:
+            self.indices, self.sum = indices.copy(), values.copy()
+            self.counts = np.ones(len(indices), dtype=np.int64)
+            return
+        plan = np.array(_merge_plan(self.indices.tolist(), indices.tolist()),
+                        dtype=np.int64).reshape(-1, 2)
+        from_held, from_new = plan[:, 0], plan[:, 1]
+        held, new = from_held >= 0, from_new >= 0
+        rows = np.zeros((len(plan),) + values.shape[1:], dtype=values.dtype)
+        rows[held] += self.sum[from_held[held]]
+        rows[new] += values[from_new[new]]
+        merged = np.empty(len(plan), dtype=np.int64)
+        merged[held] = self.indices[from_held[held]]
+        merged[~held] = indices[from_new[~held]]
+        counts = np.zeros(len(plan), dtype=np.int64)
+        counts[held] = self.counts[from_held[held]]
+        self.indices, self.counts, self.sum = merged, counts + new, rows
+
+    def _progress(self) -> list:
+        if not self.takers or self.count < self.takers[0].need:
+            return []
+        attempt = self.takers.popleft()
+        self.global_step += 1
+        values = self.sum
+        if self.mean:
+            values = values / self.counts.reshape((-1,) + (1,) * (values.ndim - 1))
+        first = self.shape.dims[0] if self.shape.dims else None
+        shape = np.array([-1 if first is None else first] + list(self.sum.shape[1:]),
+                         dtype=np.int64)
+        out = (self.indices.astype(np.int64), values.astype(self.dtype.np), shape)
+        self.sum, self.indices, self.counts, self.count = None, None, None, 0
+        attempt.finished = True
+        return [(attempt, out, None)]
+
+
+def _merge_plan(held: list, new: list) -> list[tuple[int, int]]:
+    """TF's merge walk: (position in held or -1, position in new or -1) per output row."""
+    plan, i, j = [], 0, 0
+    while i < len(held) and j < len(new):
+        if held[i] < new[j]:
+            plan.append((i, -1))
+            i += 1
+        elif held[i] == new[j]:
+            plan.append((i, j))
+            i, j = i + 1, j + 1
+        else:
+            plan.append((-1, j))
+            j += 1
+    plan += [(k, -1) for k in range(i, len(held))] + [(-1, k) for k in range(j, len(new))]
+    return plan
+
+
+# ---- kernels ---------------------------------------------------------------------------------
+def _sparse_accumulator_kernel(ctx: Any) -> SparseAccumulatorResource:
+    a = ctx.attrs
+    name = a["shared_name"] or ctx.op.name
+    found = shared_resource(ctx.resources, "accumulator", name,
+                            lambda: SparseAccumulatorResource(name, a["dtype"], a["shape"],
+                                                              a["reduction_type"]),
+                            a["container"])
+    if not isinstance(found, SparseAccumulatorResource):
+        raise errors.InvalidArgumentError(
+            f"Accumulator '{name}' exists and is not a SparseConditionalAccumulator", op=ctx.op,
+            hint="give the sparse accumulator a shared_name of its own.")
+    return found
+
+
+def _sparse_apply_kernel(ctx: Any, accum: SparseAccumulatorResource, local_step: Any,
+                         indices: Any, values: Any, shape: Any) -> np.ndarray:
+    known = _host(ctx, shape).tolist() if ctx.attrs["has_known_shape"] else None
+    grad = (_host(ctx, indices).reshape(-1), _host(ctx, values), known)
+    return np.array(accum.apply(int(ctx.device.to_host(local_step)), grad, ctx.op))
+
+
+def _sparse_take_kernel(ctx: Any, accum: SparseAccumulatorResource, num_required: Any) -> Any:
+    need = int(ctx.device.to_host(num_required))
+    if need < 1:
+        raise errors.InvalidArgumentError(
+            f"Argument num_required must be positive, but was {need}", op=ctx.op,
+            hint="take_grad(n) waits for n gradients; n must be at least 1.")
+    attempt = _Attempt(_new_pending(), need, ctx.op.name)
+    return _start_waiting(ctx, accum, attempt, accum.takers)
+
+
+def _take_shape(op: Operation) -> list:
+    dims = op.inputs[0].op.attrs["shape"].dims
+    values = TensorShape([None] + list(dims[1:])) if dims else unknown_shape()
+    return [(_dtypes.int64, TensorShape([None])), (op.attrs["dtype"], values),
+            (_dtypes.int64, TensorShape([None]))]
+
+
+register_op("SparseConditionalAccumulator", lambda op: _HANDLE, _sparse_accumulator_kernel,
+            **_HANDLE_OP)
+register_op("SparseAccumulatorApplyGradient", lambda op: [(_dtypes.bool_, TensorShape([]))],
+            _sparse_apply_kernel, **_USES_HANDLE)
+register_op("SparseAccumulatorTakeGradient", _take_shape, _sparse_take_kernel, is_async=True,
+            **_USES_HANDLE)
+not_differentiable("SparseConditionalAccumulator", "SparseAccumulatorApplyGradient",
+                   "SparseAccumulatorTakeGradient")
+
+
+# ---- Python API ------------------------------------------------------------------------------
+class SparseConditionalAccumulator(ConditionalAccumulator):
+    """``tf.SparseConditionalAccumulator(dtype, shape=None, shared_name=None)``.
+
+    ``apply_indexed_slices_grad(grad, local_step)`` adds an IndexedSlices gradient unless it is
+    stale; ``take_indexed_slices_grad(n)`` waits for ``n`` gradients and returns their
+    average as an IndexedSlices (see the module docstring for how rows are averaged).
+    (tfteach addition: the apply op's one output says whether the gradient was accepted.)
+    """
+
+    def __init__(self, dtype: Any, shape: Any = None, shared_name: str | None = None,
+                 name: str = "sparse_conditional_accumulator",
+                 reduction_type: str = "MEAN") -> None:
+        if reduction_type not in ("MEAN", "SUM"):
+            raise ValueError(f"reduction_type must be 'MEAN' or 'SUM', got {reduction_type!r}")
+        self._dtype = _dtypes.as_dtype(dtype)
+        self._shape = as_shape(shape) if shape is not None else unknown_shape()
+        self._accumulator_ref = get_default_graph().create_op("SparseConditionalAccumulator", [], {
+            "dtype": self._dtype, "shape": self._shape, "container": "",
+            "shared_name": shared_name or "", "reduction_type": reduction_type},
+            name=name).outputs[0]
+        self._name = self._accumulator_ref.op.name
+
+    def apply_indexed_slices_grad(self, grad: IndexedSlices, local_step: Any = 0,
+                                  name: str | None = None) -> Operation:
+        return self.apply_grad(grad.indices, grad.values, grad.dense_shape, local_step, name)
+
+    def apply_grad(self, grad_indices: Any, grad_values: Any, grad_shape: Any = None,
+                   local_step: Any = 0, name: str | None = None) -> Operation:
+        """Add the sparse gradient (indices, values, dense shape) unless it is stale."""
+        g = graph_of([grad_values, grad_indices, self._accumulator_ref])
+        with g.as_default():
+            step = self._int64(local_step, "local_step")
+            indices = cast(convert_to_tensor(grad_indices, name="grad_indices"), _dtypes.int64)
+            values = convert_to_tensor(grad_values, dtype=self._dtype, name="grad_values")
+            shape = self._int64([] if grad_shape is None else grad_shape, "grad_shape")
+        return self._op("SparseAccumulatorApplyGradient", [step, indices, values, shape],
+                        {"dtype": self._dtype, "has_known_shape": grad_shape is not None},
+                        name or "SparseAccumulatorApplyGradient")
+
+    def take_grad(self, num_required: Any, name: str | None = None) -> TakeGradient:
+        """Wait for ``num_required`` gradients; (indices, values, shape) of their average."""
+        g = self._accumulator_ref.graph
+        with g.as_default():
+            n = convert_to_tensor(num_required, dtype=_dtypes.int32, name="num_required")
+        op = self._op("SparseAccumulatorTakeGradient", [n], {"dtype": self._dtype},
+                      name or "SparseAccumulatorTakeGradient")
+        return TakeGradient(*op.outputs)
+
+    def take_indexed_slices_grad(self, num_required: Any,
+                                 name: str | None = None) -> IndexedSlices:
+        taken = self.take_grad(num_required, name)
+        return IndexedSlices(taken.values, taken.indices, taken.shape)
+
+    def num_accumulated(self, name: str | None = None) -> Tensor:
+        return super().num_accumulated(name or f"{self._name}_NumAccumulated")
