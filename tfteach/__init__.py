@@ -47,10 +47,10 @@ from tfteach.ops.math_ops import floormod, mod
 from tfteach.ops.scatter_ops import scatter_add, scatter_sub, scatter_update
 from tfteach.ops.unconnected_gradients import UnconnectedGradients
 from tfteach.ops.nn_ops import sigmoid, tanh
-from tfteach.ops.random_ops import (random_normal, random_uniform, set_random_seed,
-                                    truncated_normal)
+from tfteach.ops.random_ops import (random_normal, random_shuffle, random_uniform,
+                                    set_random_seed, truncated_normal)
 from tfteach.ops.state_ops import (Variable, all_variables, assign, assign_add, assign_sub,
-                                   global_variables, global_variables_initializer,
+                                   count_up_to, global_variables, global_variables_initializer,
                                    initialize_all_variables, is_variable_initialized,
                                    local_variables, local_variables_initializer,
                                    trainable_variables, variables_initializer)
@@ -75,6 +75,12 @@ def device(device_name_or_function):
 def name_scope(name, default_name=None, values=None):
     """``with tf.name_scope('tower_0'):`` — prefix the names of the ops created inside."""
     return get_default_graph().name_scope(name if name is not None else default_name)
+
+
+def container(container_name):
+    """``with tf.container('name'):`` put the variables and queues created inside into that
+    resource container (``tf.Session.reset(target, ['name'])`` clears it on a cluster)."""
+    return get_default_graph().container(container_name)
 
 
 def colocate_with(op, ignore_existing=False):

@@ -1,13 +1,18 @@
 """``GraphEngine``: the engine every tfteach server runs, worker and master in one.
 
-Worker role (TF's WorkerService): the task's devices (its own config and environment), one
-resource container that outlives sessions, a rendezvous for ``_Send``, ``pull`` for
-``_Recv`` tensors (RecvTensorInline calls in flight; a pool for local waits and streams), and
-registered partitions (graph + plans) run by the core executor.
+Worker role (TF's WorkerService): the task's devices (its own config and environment), the
+task's resource containers that outlive sessions (``CleanupAll`` clears the named ones, or
+the default one), a rendezvous for ``_Send``, ``pull`` for ``_Recv`` tensors
+(RecvTensorInline calls in flight; a pool for local waits and streams), and registered
+partitions run by the core executor. A partition registered for a session with
+``isolate_session_state`` uses that session's own containers, released with its last
+partition. Steps of one partition run concurrently, as in TF: each running step takes a
+slot (its own ``StepResources`` and plans), so a step blocked in a queue never holds up
+another.
 
-Master role (TF's MasterService): sessions over the whole cluster. CreateSession waits for
-the tasks (``device_filters`` decide which), collects their devices, and keeps the client's
-graph. RunStep places the whole graph on all those devices (ops with no device go to this
+Master role (TF's MasterService): sessions over the whole cluster. CreateSession merges the
+server's config into the session's (TF's ``MergeFrom``), waits for the tasks
+(``device_filters`` decide which), collects their devices, and keeps the client's graph. RunStep places the whole graph on all those devices (ops with no device go to this
 task), partitions the needed ops by task (``partition``), registers each part with its
 worker (cached per fetch/feed/target set and graph version), runs them under one step id
 (in phases, stage by stage, when untraced: see ``master``), and returns the fetches with
@@ -16,6 +21,7 @@ closed session aborts the step everywhere, so no task is left waiting.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import secrets
@@ -23,7 +29,7 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -58,16 +64,42 @@ class _RemoteDevice(Device):
                          int(attrs.get("memory_limit", 0)))
 
 
-class _Partition:
-    """A registered graph partition on this worker."""
+class _Slot:
+    """What one running step of a partition owns: its kernels' view of the containers
+    (step id, outbox) and the plans bound to that view."""
 
-    def __init__(self, engine: "GraphEngine", graph: Graph, targets: list[str]) -> None:
+    def __init__(self, engine: "GraphEngine", mgr: ResourceMgr) -> None:
+        self.resources = transport_ops.StepResources(engine, mgr)
+        self.plans: dict[tuple, Any] = {}
+
+
+class _Partition:
+    """A registered graph partition on this worker; ``session``: the isolated session it
+    belongs to ("" when it uses the task's containers)."""
+
+    def __init__(self, engine: "GraphEngine", graph: Graph, targets: list[str],
+                 mgr: ResourceMgr, session: str) -> None:
+        self.engine = engine
         self.graph = graph
         self.targets = [graph.get_operation_by_name(n) for n in targets]
         self.devices = {op.name: engine.device(op.device, op) for op in graph.get_operations()}
-        self.resources = transport_ops.StepResources(engine)
-        self.plans: dict[tuple, Any] = {}
-        self.lock = threading.Lock()
+        self.mgr = mgr
+        self.session = session
+        self._idle: list[_Slot] = []
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def slot(self) -> Iterator[_Slot]:
+        """An idle slot for one step (a new one when every slot is running a step)."""
+        with self._lock:
+            slot = self._idle.pop() if self._idle else None
+        if slot is None:
+            slot = _Slot(self.engine, self.mgr)
+        try:
+            yield slot
+        finally:
+            with self._lock:
+                self._idle.append(slot)
 
 
 class GraphEngine:
@@ -82,7 +114,9 @@ class GraphEngine:
         self.devices = discovery.local_devices(task.job_name, task.task_index,
                                                cfg.device_count, cfg.gpu_options)
         self._by_name = {d.name: d for d in self.devices}
+        self.config = cfg
         self.resources = ResourceMgr()
+        self._isolated: dict[str, ResourceMgr] = {}    # isolated session -> its containers
         self.rendezvous = Rendezvous()
         self.executor = Executor()
         self.pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="tfteach-rpc")
@@ -119,7 +153,10 @@ class GraphEngine:
         except (ValueError, KeyError, TypeError) as e:
             raise errors.InvalidArgumentError(f"RegisterGraph on {self.task.task_name}: malformed "
                                               f"graph: {e}") from None
-        part = _Partition(self, graph, list(spec.get("targets", [])))
+        session = session_handle if spec.get("isolate") else ""
+        with self._lock:
+            mgr = self._isolated.setdefault(session, ResourceMgr()) if session else self.resources
+        part = _Partition(self, graph, list(spec.get("targets", [])), mgr, session)
         handle = secrets.token_hex(8)
         with self._lock:
             self._parts[handle] = part
@@ -129,16 +166,16 @@ class GraphEngine:
                   fetch_names: Sequence[str], options: bytes) -> RunResult:
         part = self._part(graph_handle)
         opts = parse_options(options)
-        with part.lock:
-            fetches = [part.graph.get_tensor_by_name(n) for n in fetch_names]
-            fed = {part.graph.get_tensor_by_name(k): np.asarray(v) for k, v in feeds.items()}
-            plan = self._plan(part, fetches, fed)
-            part.resources.step_id = step_id
-            part.resources.timeout_s = float(opts.get("timeout_s", 60.0))
-            part.resources.outbox = sent = {}
+        fetches = [part.graph.get_tensor_by_name(n) for n in fetch_names]
+        fed = {part.graph.get_tensor_by_name(k): np.asarray(v) for k, v in feeds.items()}
+        with part.slot() as slot:
+            plan = self._plan(part, slot, fetches, fed)
+            slot.resources.step_id = step_id
+            slot.resources.timeout_s = float(opts.get("timeout_s", 60.0))
+            slot.resources.outbox = sent = {}
             values = {plan.feed_slots[t]: part.devices[t.op.name].from_host(v)
                       for t, v in fed.items()}
-            raw, stats = self.executor.run(plan, values, part.resources,
+            raw, stats = self.executor.run(plan, values, slot.resources,
                                            trace=bool(opts.get("trace")))
         self._steps += bool(opts.get("first", True))     # a step's later phases: the same step
         out = {t.name: to_fetch_value(v, part.devices[t.op.name], t.is_ref, t.op)
@@ -146,13 +183,13 @@ class GraphEngine:
         meta = json.dumps({"step_stats": _with_transfers(stats, part.graph).to_dict()}) if stats else ""
         return RunResult({k: np.asarray(v) for k, v in out.items()}, meta.encode(), sent)
 
-    def _plan(self, part: _Partition, fetches: list, fed: dict) -> Any:
+    def _plan(self, part: _Partition, slot: _Slot, fetches: list, fed: dict) -> Any:
         key = (tuple(t.name for t in fetches), tuple(sorted(t.name for t in fed)))
-        plan = part.plans.get(key)
+        plan = slot.plans.get(key)
         if plan is None:
             plan = build_plan(part.graph.get_operations(), part.devices, fetches,
-                              part.targets, list(fed), part.resources)
-            part.plans[key] = plan
+                              part.targets, list(fed), slot.resources)
+            slot.plans[key] = plan
         return plan
 
     def _part(self, handle: str) -> _Partition:
@@ -199,12 +236,20 @@ class GraphEngine:
         self.rendezvous.cleanup_step(step_id)
 
     def deregister_graph(self, graph_handle: str) -> None:
+        """Drop a partition; the last one of an isolated session releases its containers."""
         with self._lock:
-            self._parts.pop(graph_handle, None)
+            part = self._parts.pop(graph_handle, None)
+            session = part.session if part is not None else ""
+            last = session and not any(p.session == session for p in self._parts.values())
+            mgr = self._isolated.pop(session, None) if last else None
+        if mgr is not None:
+            mgr.clear()
 
     def cleanup_all(self, containers: Sequence[str]) -> None:
+        """TF's CleanupAll: clear the named containers of this task (the default container
+        when none is named)."""
         self.rendezvous.abort_all()
-        self.resources.clear()
+        self.resources.clear(list(containers) or [""])
 
     def put_tensor(self, step_id: int, key: str, value: Any, is_dead: bool = False) -> None:
         self.rendezvous.send(step_id, key, value, is_dead)
@@ -217,9 +262,10 @@ class GraphEngine:
         from .master import MasterSession
         cfg = ConfigProto.from_dict(json.loads(config or b"{}"))
         graph = graph_from_json(graph_def)
-        sess = MasterSession(self, graph, cfg)
-        sess.connect()
         handle = secrets.token_hex(8)
+        sess = MasterSession(self, graph, merge_config(cfg, self.config),
+                             f"{self.task.task_name}/{handle}", cfg.log_device_placement)
+        sess.connect()
         with self._lock:
             self._sessions[handle] = sess
         return handle
@@ -231,7 +277,8 @@ class GraphEngine:
             raise errors.FailedPreconditionError(
                 f"Graph version {current_graph_version} does not match the session's "
                 f"{sess.graph.version}", hint="create a new session.")
-        graph_from_json(graph_def, sess.graph)
+        with sess.lock:
+            graph_from_json(graph_def, sess.graph)
         return sess.graph.version
 
     def run_step(self, session_handle: str, feeds: Mapping[str, Any], fetches: Sequence[str],
@@ -286,6 +333,25 @@ def parse_options(options: bytes) -> Mapping[str, Any]:
     """RunStep or RunGraph options (JSON; the same bytes step after step), parsed once.
     The mapping is shared: read it, never change it."""
     return MappingProxyType(json.loads(options or b"{}"))
+
+
+def merge_config(session: ConfigProto, server: ConfigProto) -> ConfigProto:
+    """TF's ``MergeFrom`` of the server's default session config into a session's: the
+    server's fields that differ from their default win (lists are appended)."""
+    return ConfigProto.from_dict(_merged(session.to_dict(), server.to_dict(),
+                                         ConfigProto().to_dict()))
+
+
+def _merged(into: dict, source: dict, default: dict) -> dict:
+    out = dict(into)
+    for key, value in source.items():
+        if isinstance(value, dict):
+            out[key] = _merged(out.get(key) or {}, value, default.get(key) or {})
+        elif isinstance(value, list):
+            out[key] = list(out.get(key) or []) + [v for v in value if v not in out.get(key, [])]
+        elif value != default.get(key):
+            out[key] = value
+    return out
 
 
 def _config(value: Any) -> ConfigProto:

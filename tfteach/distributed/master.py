@@ -8,8 +8,12 @@ current ``placement`` and the graph version it was made for, ``pinned`` stateful
 ``hosts``: each task's shm host key (tensors to a task on this host go through shm).
 
 A step: place (if the graph grew) -> partition (cached) -> RunGraph on every part under one
-step id -> fetches + merged step stats + the placement log (printed by the client, so it
-appears in the notebook). An untraced step runs in phases (``partition.split_phases``):
+step id -> fetches + merged step stats + the placement log. The log goes back to the client
+(which prints it, so it appears in the notebook) when the client's config asked for it;
+when only the server's config did, this task prints it on its stderr, as TF's master does.
+Steps of one session run concurrently (the lock guards placement and registration only). A
+session with ``isolate_session_state`` registers its parts under its ``handle``: the tasks
+keep its variables and queues apart from every other session's. An untraced step runs in phases (``partition.split_phases``):
 stage by stage on the calling thread, this task's phase k and then the other tasks' phases
 k, every tensor between this task and another travelling in RunGraph requests and answers.
 A traced step, or one that cannot be cut into phases, runs every part at once, tensors
@@ -21,6 +25,7 @@ from __future__ import annotations
 import functools
 import json
 import secrets
+import sys
 import threading
 from concurrent.futures import Future
 from typing import Any, Mapping, Sequence
@@ -56,10 +61,13 @@ def cluster_targets(task: TaskInfo, device_filters: list[str]) -> list[tuple[str
 class MasterSession:
     """See the module docstring."""
 
-    def __init__(self, engine: Any, graph: Any, config: ConfigProto) -> None:
+    def __init__(self, engine: Any, graph: Any, config: ConfigProto, handle: str = "",
+                 log_to_client: bool = True) -> None:
         self.engine = engine
         self.graph = graph
         self.config = config
+        self.handle = handle
+        self.log_to_client = log_to_client
         self.targets: dict[str, str] = {}
         self.devices: list = []
         self.placement: placer.Placement | None = None
@@ -99,7 +107,7 @@ class MasterSession:
             fed = {self.graph.get_tensor_by_name(k): np.asarray(v) for k, v in feeds.items()}
             target_ops = [self.graph.get_operation_by_name(n) for n in targets]
             parts = self._register(fetch_t, fed, target_ops, not options.get("trace"))
-            log, self.log = self.log, []
+            log = self._client_log()
         step_id = secrets.randbits(62) or 1
         with self.lock:
             self.running[step_id] = parts
@@ -120,6 +128,15 @@ class MasterSession:
         if stats is not None:
             meta["step_stats"] = stats.to_dict()
         return RunResult(tensors, json.dumps(meta).encode())
+
+    def _client_log(self) -> list[str]:
+        """The placement log lines gathered since the last step, for the client if it asked;
+        otherwise (only the server's config asked) printed here, on this task's stderr."""
+        log, self.log = self.log, []
+        if log and not self.log_to_client:
+            print("\n".join(log), file=sys.stderr, flush=True)
+            return []
+        return log
 
     def _place(self) -> None:
         if self.placed_version == self.graph.version:
@@ -150,11 +167,13 @@ class MasterSession:
         parts = partitioner.run(ops, set(fed), fetches, master=master)
         split = split_phases(parts, master, partitioner.tensors) if phased else None
         registered = []
+        isolate = self.config.isolate_session_state
         for part in split or parts.values():
             task = part.task
             worker = self._worker(task)
-            config = json.dumps({"targets": part.targets()}).encode()
-            handle = worker.register_graph(json.dumps(part.graph_def()).encode(), config, "")
+            config = json.dumps({"targets": part.targets(), "isolate": isolate}).encode()
+            handle = worker.register_graph(json.dumps(part.graph_def()).encode(), config,
+                                           self.handle if isolate else "")
             registered.append((task, worker, handle, part))
         self.registered[key] = registered
         return registered

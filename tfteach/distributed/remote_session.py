@@ -2,9 +2,11 @@
 
 The client keeps the graph; the master gets it on the first run (CreateSession) and the new
 ops whenever it grew (ExtendSession). Each ``run`` is one RunStep with feeds, fetches and
-targets by name. What the master reports for the learner (the ``Device mapping`` header and
-the placement log when ``log_device_placement`` is on) is printed here, on the client's
-stdout, so it shows in the notebook. While CreateSession waits for tasks that do not answer,
+targets by name; concurrent ``run`` calls from several threads run concurrently, as in TF.
+What the master reports for the learner (the ``Device mapping`` header and the placement log
+when this session's ``log_device_placement`` is on) is printed here, on the client's stdout,
+so it shows in the notebook (TF logs it on the master task's stderr, where tfteach prints it
+when only the server's config asks). While CreateSession waits for tasks that do not answer,
 the client prints TF's waiting line every 10 s with a hint; after
 ``operation_timeout_in_ms`` the master gives up with UnavailableError.
 
@@ -93,13 +95,13 @@ class RemoteSession(BaseSession):
 
     def _run_flat(self, tensors: list, targets: list, feeds: dict, options: RunOptions,
                   run_metadata: RunMetadata | None) -> list:
-        with self._lock:
+        with self._lock:    # steps run concurrently, as in TF; only the graph's upload waits
             self._ensure_session()
-            trace = options.trace_level >= RunOptions.FULL_TRACE and run_metadata is not None
-            opts = _options(trace, options.timeout_in_ms, run_metadata is not None)
-            fetches = list(dict.fromkeys(t.name for t in tensors if t is not None))
-            out, meta = self._master.run_step(self._handle, {t.name: v for t, v in feeds.items()},
-                                              fetches, [op.name for op in targets], opts)
+        trace = options.trace_level >= RunOptions.FULL_TRACE and run_metadata is not None
+        opts = _options(trace, options.timeout_in_ms, run_metadata is not None)
+        fetches = list(dict.fromkeys(t.name for t in tensors if t is not None))
+        out, meta = self._master.run_step(self._handle, {t.name: v for t, v in feeds.items()},
+                                          fetches, [op.name for op in targets], opts)
         info = json.loads(meta or b"{}")
         if info.get("log"):
             print("\n".join(info["log"]), file=sys.stdout)

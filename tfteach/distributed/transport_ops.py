@@ -10,8 +10,8 @@ goes back in the RunGraph answer and the master puts it in its own rendezvous, w
 ``_Recv`` marked ``via_master`` waits (see ``partition``). ``_Recv`` is a waiting kernel: it
 returns a ``Pending`` that the call's answer (or a pool thread waiting on this task's
 rendezvous) resolves, so it never blocks a device thread.
-Kernels reach their task's engine through ``ctx.resources`` (a ``StepResources``: the task's
-container plus the current step id and outbox).
+Kernels reach their task's engine through ``ctx.resources`` (a ``StepResources``: the
+partition's containers plus the current step id and outbox).
 """
 from __future__ import annotations
 
@@ -43,22 +43,28 @@ register_op("_Recv", lambda op: [(op.attrs["dtype"], op.attrs["shape"])], _recv_
 
 
 class StepResources:
-    """What kernels of a registered partition see: the task's container, the step id and
-    the step's outbox (``{rendezvous key: value}`` of its ``to_master`` sends)."""
+    """What kernels of a registered partition see during one step: the partition's resource
+    containers (``mgr``: the task's, or its session's when isolated), the step id and the
+    step's outbox (``{rendezvous key: value}`` of its ``to_master`` sends). Each step running
+    a partition at the same time has its own (``graph_engine``'s slots)."""
 
-    def __init__(self, engine: Any) -> None:
+    def __init__(self, engine: Any, mgr: Any) -> None:
         self.engine = engine
+        self.mgr = mgr
         self.step_id = 0
         self.timeout_s = 60.0
         self.outbox: dict[str, Any] = {}
 
     def variable(self, *args: Any) -> Any:
-        return self.engine.resources.variable(*args)
+        return self.mgr.variable(*args)
 
     def rng(self, *args: Any) -> Any:
-        return self.engine.resources.rng(*args)
+        return self.mgr.rng(*args)
+
+    def table(self, container: str = "") -> Any:
+        return self.mgr.table(container)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
-        return getattr(self.engine.resources, name)
+        return getattr(self.mgr, name)

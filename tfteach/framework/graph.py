@@ -1,7 +1,8 @@
 """What a program is: ``Graph``, ``Operation`` and ``Tensor``.
 
 A ``Graph`` owns its operations in creation order (``op._id`` is the index) and the stacks
-that shape new ops: the name scope, device functions, colocation and control dependencies.
+that shape new ops: the name scope, device functions, colocation, control dependencies and
+the resource container (``container``: stateful ops with an empty ``container`` attr get it).
 Ops are created only through ``Graph.create_op``, which validates inputs, makes the name
 unique (TF's ``unique_name`` rules), runs the op's shape function, and applies the device
 stack innermost-first exactly as TF 1.x does.
@@ -256,6 +257,7 @@ class Graph:
         self._control_stack: list[_ControlFrame] = []
         self._collections: dict[str, list] = {}
         self._finalized = False
+        self._container = ""
         self.seed: int | None = None
         self._lock = threading.RLock()
 
@@ -280,8 +282,11 @@ class Graph:
         with self._lock:
             for t in inputs:
                 self._check_input(t, op_type, name)
+            attrs = dict(attrs or {})
+            if self._container and attrs.get("container") == "":
+                attrs["container"] = self._container
             op = Operation(self, op_type, self._op_name(name or op_type), list(inputs),
-                           dict(attrs or {}), op_def)
+                           attrs, op_def)
             outs = op_def.shape_fn(op)
             op.outputs = tuple(Tensor(op, i, dt, as_shape(sh), is_ref=(op_def.ref_output and i == 0))
                                for i, (dt, sh) in enumerate(outs))
@@ -397,6 +402,17 @@ class Graph:
                              f"{_SCOPE_CHARS}.")
 
     # ---- device, colocation, control dependencies -------------------------------------
+    @contextlib.contextmanager
+    def container(self, container_name: str) -> Iterator[str]:
+        """``with g.container('name'):`` stateful ops created inside (variables, queues,
+        accumulators) keep their state in that resource container of their device, which
+        ``tf.Session.reset(target, ['name'])`` clears on a cluster."""
+        old, self._container = self._container, container_name
+        try:
+            yield container_name
+        finally:
+            self._container = old
+
     @contextlib.contextmanager
     def device(self, device_name_or_function: Any) -> Iterator[None]:
         """Push a device spec, a device function, or None (which hides outer scopes)."""

@@ -45,14 +45,16 @@ _TABLE_LOCK = threading.Lock()
 
 
 # ---- the shared-resource accessor ------------------------------------------------------------
-def shared_resource(resources: Any, kind: str, name: str, factory: Callable[[], Any]) -> Any:
-    """The ``kind`` resource called ``name`` in a container, made by ``factory`` on first use.
+def shared_resource(resources: Any, kind: str, name: str, factory: Callable[[], Any],
+                    container: str = "") -> Any:
+    """The ``kind`` resource called ``name`` in ``container`` (the op's ``container`` attr;
+    ``""``: the default), made by ``factory`` on first use.
 
     ``resources`` is what kernels see as ``ctx.resources`` (a session's ``ResourceMgr`` or a
     cluster task's step view of it). Entries share the container's table with variables
     under keys ``kind:name`` (op names never contain ':'); each must have ``release()``.
     """
-    table = resources.variables
+    table = resources.table(container)
     key = f"{kind}:{name}"
     with _TABLE_LOCK:
         found = table.get(key)
@@ -421,7 +423,7 @@ def _queue_kernel(ctx: Any) -> FIFOQueueResource:
     queue = shared_resource(ctx.resources, "queue", a["shared_name"] or ctx.op.name,
                             lambda: FIFOQueueResource(a["shared_name"] or ctx.op.name,
                                                       a["capacity"], a["component_types"],
-                                                      a["shapes"]))
+                                                      a["shapes"]), a["container"])
     queue.check_compatible(a["component_types"], ctx.op)
     return queue
 
@@ -476,7 +478,8 @@ def _accumulator_kernel(ctx: Any) -> AccumulatorResource:
     a = ctx.attrs
     name = a["shared_name"] or ctx.op.name
     return shared_resource(ctx.resources, "accumulator", name,
-                           lambda: AccumulatorResource(name, a["dtype"], a["shape"]))
+                           lambda: AccumulatorResource(name, a["dtype"], a["shape"]),
+                           a["container"])
 
 
 def _apply_grad_kernel(ctx: Any, accum: AccumulatorResource, local_step: Any,

@@ -1,4 +1,4 @@
-"""Seeded random ops: RandomStandardNormal, RandomUniform, TruncatedNormal.
+"""Seeded random ops: RandomStandardNormal, RandomUniform, TruncatedNormal, RandomShuffle.
 
 Seeds follow TF's rules (``get_seed``): with a graph seed and no op seed the op seed is the
 graph's op count; with neither, each session draws fresh entropy. Each op keeps its own
@@ -66,6 +66,27 @@ register_op("RandomUniform", _shape_from_input, _sampler(lambda rng, dims: rng.r
             gpu_types=GPU_FLOAT, dtype_attr="dtype", stateful=True)
 register_op("TruncatedNormal", _shape_from_input, _sampler(_truncated), gpu_types=GPU_FLOAT,
             dtype_attr="dtype", stateful=True)
+
+
+
+def _shuffle_kernel(ctx, value):
+    rng = ctx.resources.rng(ctx.op.name, ctx.attrs["seed"], ctx.attrs["seed2"])
+    value = ctx.device.to_host(value)
+    if value.ndim == 0:
+        return ctx.device.from_host(value)
+    return ctx.device.from_host(value[rng.permutation(value.shape[0])])
+
+
+register_op("RandomShuffle", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)],
+            _shuffle_kernel, gpu_types=frozenset(), stateful=True)
+
+
+def random_shuffle(value: Any, seed: int | None = None, name: str | None = None) -> Tensor:
+    """``tf.random_shuffle``: ``value`` with its first dimension in a random order."""
+    s1, s2 = get_seed(seed)
+    v = convert_to_tensor(value, name="value")
+    return v.graph.create_op("RandomShuffle", [v], {"T": v.dtype, "seed": s1, "seed2": s2},
+                             name=name or "RandomShuffle").outputs[0]
 
 
 def _random(op_type: str, shape: Any, dtype: Any, seed: int | None, scope: str) -> Tensor:

@@ -29,7 +29,7 @@ from tfteach.ops.control_ops import group, no_op
 def _variable_kernel(ctx):
     attrs = ctx.attrs
     return ctx.resources.variable(attrs["shared_name"] or ctx.op.name, ctx.device,
-                                  attrs["dtype"], attrs["shape"])
+                                  attrs["dtype"], attrs["shape"], attrs.get("container", ""))
 
 
 def _assign_kernel(ctx, ref, value):
@@ -59,6 +59,21 @@ def _assign_sub_kernel(ctx, ref, value):
     return ref
 
 
+def _count_up_to_kernel(ctx, ref):
+    """TF's CountUpTo: the variable's value before adding one; at ``limit`` OutOfRange."""
+    limit = ctx.attrs["limit"]
+    with ref.lock:
+        before = ref.read(ctx.op)
+        if before >= limit:
+            from tfteach.errors import OutOfRangeError
+            raise OutOfRangeError(f"Reached limit of {limit}", op=ctx.op,
+                                  hint="the counter (e.g. num_epochs of an input producer) "
+                                       "is used up; initialize its local variable again "
+                                       "(tf.local_variables_initializer()) to start over.")
+        ref.assign(before + 1, ctx.op)
+    return before
+
+
 def _ref_shape(op):
     ref = op.inputs[0]
     return [(ref.dtype, ref.shape)]
@@ -72,6 +87,8 @@ register_op("AssignAdd", _ref_shape, _assign_add_kernel, gpu_types=GPU_FLOAT, st
             ref_inputs=(0,), ref_output=True)
 register_op("AssignSub", _ref_shape, _assign_sub_kernel, gpu_types=GPU_FLOAT, stateful=True,
             ref_inputs=(0,), ref_output=True)
+register_op("CountUpTo", _ref_shape, _count_up_to_kernel, gpu_types=frozenset(),
+            stateful=True, ref_inputs=(0,))
 register_op("IsVariableInitialized", lambda op: [(dtypes.bool_, as_shape([]))],
             lambda ctx, ref: ref.value is not None, gpu_types=GPU_FLOAT, dtype_attr="dtype",
             ref_inputs=(0,), host_kernel=True)
@@ -110,6 +127,14 @@ def assign_add(ref: Any, value: Any, use_locking: bool = False, name: str | None
 
 def assign_sub(ref: Any, value: Any, use_locking: bool = False, name: str | None = None) -> Tensor:
     return _update("AssignSub", ref, value, name)
+
+
+def count_up_to(ref: Any, limit: int, name: str | None = None) -> Tensor:
+    """``tf.count_up_to``: add one to an integer variable until ``limit``; the value before
+    (at ``limit``, running it raises OutOfRangeError)."""
+    r = _ref_of(ref)
+    return r.graph.create_op("CountUpTo", [r], {"T": r.dtype, "limit": int(limit)},
+                             name=name or "CountUpTo").outputs[0]
 
 
 def is_variable_initialized(variable: Any, name: str | None = None) -> Tensor:
@@ -183,6 +208,9 @@ class Variable:
 
     def assign_add(self, delta, use_locking=False, name=None):
         return assign_add(self._variable, delta, name=name)
+
+    def count_up_to(self, limit, name=None):
+        return count_up_to(self._variable, limit, name=name)
 
     def assign_sub(self, delta, use_locking=False, name=None):
         return assign_sub(self._variable, delta, name=name)

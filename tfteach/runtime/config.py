@@ -65,6 +65,7 @@ class ConfigProto(_Message):
     inter_op_parallelism_threads: int = 0
     intra_op_parallelism_threads: int = 0
     graph_options: GraphOptions = field(default_factory=GraphOptions)
+    isolate_session_state: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.gpu_options, dict):

@@ -1,14 +1,17 @@
-"""A resource container: the state that outlives a step (variables, random generators).
+"""Resource containers: the state that outlives a step (variables, queues, random generators).
 
 A local Session owns one ``ResourceMgr``; in a cluster each task owns one that outlives
-sessions (TF's containers). Variables are ``VarRef`` objects: the ``VariableV2`` kernel
+sessions (and a session with ``isolate_session_state`` its own). A ``ResourceMgr`` holds
+named containers, as TF's: a stateful op's ``container`` attr (set by ``tf.container``;
+``""`` is the default container) picks its table, and ``clear(containers)`` empties some of
+them (``tf.Session.reset``). Variables are ``VarRef`` objects: the ``VariableV2`` kernel
 returns one, ref-taking kernels update it, and reading an uninitialized one raises TF's
 ``FailedPreconditionError``. A variable's bytes count against its device's memory budget.
 """
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -63,21 +66,37 @@ class VarRef:
 
 
 class ResourceMgr:
-    """Variables and per-op random generators of one session (or one cluster task)."""
+    """The containers of one session (or one cluster task): ``{container: {name: resource}}``
+    (variables, queues, accumulators; each has ``release()``), plus per-op random generators."""
 
     def __init__(self) -> None:
-        self.variables: dict[str, VarRef] = {}
+        self.containers: dict[str, dict[str, Any]] = {"": {}}
         self._rngs: dict[str, np.random.Generator] = {}
         self._lock = threading.Lock()
         self.last_step = 0
 
-    def variable(self, name: str, device: Any, dtype: Any, shape: Any) -> VarRef:
-        ref = self.variables.get(name)
+    @property
+    def variables(self) -> dict[str, Any]:
+        """The default container's table."""
+        return self.table("")
+
+    def table(self, container: str = "") -> dict[str, Any]:
+        """The table of ``container`` (made on first use)."""
+        found = self.containers.get(container)
+        if found is None:
+            with self._lock:
+                found = self.containers.setdefault(container, {})
+        return found
+
+    def variable(self, name: str, device: Any, dtype: Any, shape: Any,
+                 container: str = "") -> VarRef:
+        table = self.table(container)
+        ref = table.get(name)
         if ref is None:
             with self._lock:
-                ref = self.variables.get(name)
+                ref = table.get(name)
                 if ref is None:
-                    ref = self.variables[name] = VarRef(name, device, dtype, shape)
+                    ref = table[name] = VarRef(name, device, dtype, shape)
         return ref
 
     def rng(self, name: str, seed: int, seed2: int) -> np.random.Generator:
@@ -88,9 +107,16 @@ class ResourceMgr:
                 gen = self._rngs.setdefault(name, np.random.default_rng(entropy))
         return gen
 
-    def clear(self) -> None:
+    def clear(self, containers: Sequence[str] | None = None) -> None:
+        """Release the resources of ``containers`` (every container, and the random
+        generators, when ``None``); later uses start them anew (uninitialized)."""
         with self._lock:
-            for ref in self.variables.values():
-                ref.release()
-            self.variables.clear()
-            self._rngs.clear()
+            names = list(self.containers) if containers is None else \
+                [c for c in containers if c in self.containers]
+            dropped = [self.containers.pop(c) for c in names]
+            self.containers.setdefault("", {})
+            if containers is None:
+                self._rngs.clear()
+        for table in dropped:
+            for resource in table.values():
+                resource.release()

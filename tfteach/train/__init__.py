@@ -33,6 +33,8 @@ from tfteach.train.monitored_session import (ChiefSessionCreator, MonitoredSessi
                                              MonitoredTrainingSession, Scaffold, SessionManager,
                                              SingularMonitoredSession, WorkerSessionCreator)
 from tfteach.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
+from tfteach.train.input import (input_producer, limit_epochs, range_input_producer,
+                                 string_input_producer)
 from tfteach.train.supervisor import Supervisor
 from tfteach.train.sync_replicas_optimizer import SyncReplicasOptimizer
 
@@ -43,7 +45,8 @@ __all__ += ["CheckpointSaverHook", "ChiefSessionCreator", "Coordinator",
             "SessionRunContext", "SessionRunHook", "SessionRunValues",
             "SingularMonitoredSession", "StepCounterHook", "StopAtStepHook", "Supervisor",
             "SyncReplicasOptimizer", "WorkerSessionCreator", "add_queue_runner",
-            "byte_size_load_fn", "replica_device_setter", "start_queue_runners"]
+            "byte_size_load_fn", "input_producer", "limit_epochs", "range_input_producer",
+            "replica_device_setter", "start_queue_runners", "string_input_producer"]
 
 
 def __getattr__(name):

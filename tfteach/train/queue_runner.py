@@ -8,11 +8,8 @@ stops, to wake threads blocked in the queue). Any other error stops the coordina
 
 State: ``_runs_per_session`` (threads still running per session) and
 ``exceptions_raised``. Invariant: a thread ends on coordinator stop, on the queue closed
-(OutOfRangeError/CancelledError), or by reporting its error to the coordinator.
-
-tfteach note: a ``grpc://`` session runs one step at a time, so each runner thread of a
-cluster session gets its own sibling session (same target, graph and config); otherwise a
-thread blocked in a queue would hold up the training loop's steps.
+(OutOfRangeError/CancelledError), or by reporting its error to the coordinator. Runner
+threads use the session they were given (local or ``grpc://``: both run concurrent steps).
 """
 from __future__ import annotations
 
@@ -80,12 +77,11 @@ class QueueRunner:
         return threads
 
     def _run(self, sess: Any, enqueue_op: Any, coord: Any) -> None:
-        own = _thread_session(sess)
         try:
             while not (coord is not None and coord.should_stop()):
-                own.run(enqueue_op)
+                sess.run(enqueue_op)
         except self._queue_closed_exception_types:
-            self._last_thread_closes(sess, own)
+            self._last_thread_closes(sess)
         except Exception as e:
             if coord is None:
                 _log.error("Exception in QueueRunner: %s", e)
@@ -96,14 +92,12 @@ class QueueRunner:
         finally:
             with self._lock:
                 self._runs_per_session[id(sess)] = max(0, self._runs_per_session.get(id(sess), 1) - 1)
-            if own is not sess:
-                own.close()
 
-    def _last_thread_closes(self, sess: Any, own: Any) -> None:
+    def _last_thread_closes(self, sess: Any) -> None:
         with self._lock:
             last = self._runs_per_session.get(id(sess), 1) <= 1
         if last:
-            _quietly(own.run, self._close_op)
+            _quietly(sess.run, self._close_op)
 
     def _close_on_stop(self, sess: Any, coord: Any, runners: list) -> None:
         """After a stop, run the cancel op until the runner threads are gone (a thread may
@@ -114,15 +108,6 @@ class QueueRunner:
             if not any(t.is_alive() for t in runners):
                 return
             time.sleep(CANCEL_PERIOD_S)
-
-
-def _thread_session(sess: Any) -> Any:
-    """The session a runner thread uses: a sibling for grpc:// sessions (see module doc)."""
-    target = getattr(sess, "sess_str", "") or ""
-    if not target.startswith("grpc://"):
-        return sess
-    from tfteach.runtime.session import Session
-    return Session(target, graph=sess.graph, config=sess.config)
 
 
 def _quietly(fn: Any, *args: Any) -> None:
