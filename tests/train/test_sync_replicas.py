@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import tfteach as tf
+from tfteach.ops.accumulator_ops import SparseConditionalAccumulator
 from tfteach.ops.data_flow_ops import ConditionalAccumulator, FIFOQueue
 
 pytestmark = pytest.mark.timeout(60)
@@ -194,6 +195,48 @@ def test_cancelling_waiting_takes_keeps_the_gradients():
     assert sess.run(acc.num_accumulated()) == 1
 
 
+# ---- the sparse accumulator ------------------------------------------------------------------
+def _sparse_accumulator(shape=()):
+    acc = SparseConditionalAccumulator(tf.float32, shape=shape, shared_name="emb/grad_accum")
+    idx = tf.placeholder(tf.int64, [None])
+    rows = tf.placeholder(tf.float32, [None, 2])
+    step = tf.placeholder(tf.int64, [])
+    return acc, (idx, rows, step), acc.apply_grad(idx, rows, local_step=step)
+
+
+def test_sparse_take_averages_each_row_over_the_gradients_that_had_it():
+    acc, (idx, rows, step), apply = _sparse_accumulator()
+    take = acc.take_indexed_slices_grad(2)
+    sess = tf.Session()
+    t, box = _in_thread(lambda: sess.run(take))
+    assert sess.run(apply.outputs[0], {idx: [1, 2], rows: [[1, 1], [2, 2]], step: 0})
+    time.sleep(0.1)
+    assert t.is_alive()                # one of two gradients: still waiting
+    sess.run(apply, {idx: [2, 3], rows: [[4, 4], [6, 6]], step: 0})
+    t.join(10)
+    got = box["value"]
+    assert got.indices.tolist() == [1, 2, 3]
+    assert got.values.tolist() == [[1, 1], [3, 3], [6, 6]]      # row 2: (2 + 4) / 2
+    assert got.dense_shape.tolist() == [-1, 2]                  # shape=(): first dim unknown
+    assert sess.run(acc.num_accumulated()) == 0
+
+
+def test_a_stale_sparse_gradient_is_dropped():
+    acc, (idx, rows, step), apply = _sparse_accumulator()
+    sess = tf.Session()
+    sess.run(acc.set_global_step(3))
+    assert not sess.run(apply.outputs[0], {idx: [0], rows: [[1, 1]], step: 2})
+    assert sess.run(acc.num_accumulated()) == 0
+
+
+def test_a_sparse_gradient_of_the_wrong_width_is_invalid_argument():
+    acc = _sparse_accumulator(shape=[4, 2])[0]
+    wide = acc.apply_grad(tf.constant([1]), tf.constant([[1.0, 1.0, 1.0]]), local_step=0)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="Shape mismatch: expected values dim 1 to be 2, got 3"):
+        tf.Session().run(wide)
+
+
 def test_dynamic_partition_and_report_uninitialized_variables():
     parts = tf.dynamic_partition(tf.constant([10, 20, 30, 40]), tf.constant([1, 0, 1, 1]), 2)
     sess = tf.Session()
@@ -280,3 +323,28 @@ def test_sync_training_in_one_process_averages_two_gradients():
             time.sleep(0.05)
         assert sess.run(gs) == 1
         np.testing.assert_allclose(sess.run(w), [-1.0, -2.0, -3.0])
+
+
+def test_sync_training_of_an_embedding_averages_each_row_it_got():
+    """An embedding's gradient goes through a SparseConditionalAccumulator: each row is the
+    average of the gradients that had that row, applied to those rows only."""
+    emb = tf.Variable(tf.zeros([4, 2]), name="emb")
+    gs = tf.train.get_or_create_global_step()
+    ids, weight = tf.placeholder(tf.int32, [2]), tf.placeholder(tf.float32, [2, 1])
+    loss = tf.reduce_sum(tf.nn.embedding_lookup(emb, ids) * weight)
+    opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(1.0), 2)
+    train = opt.minimize(loss, global_step=gs)
+    accums = [op for op in tf.get_default_graph().get_operations()
+              if op.type.endswith("ConditionalAccumulator")]
+    assert [(op.type, op.get_attr("shared_name")) for op in accums] == [
+        ("SparseConditionalAccumulator", "emb:0/grad_accum")]
+    hook = opt.make_session_run_hook(is_chief=True)
+    with tf.train.MonitoredTrainingSession(hooks=[hook], stop_grace_period_secs=5) as sess:
+        sess.run(train, {ids: [1, 3], weight: [[1], [1]]})
+        sess.run(train, {ids: [3, 0], weight: [[3], [5]]})
+        for _ in range(100):
+            if sess.run(gs) == 1:
+                break
+            time.sleep(0.05)
+        assert sess.run(gs) == 1
+        np.testing.assert_allclose(sess.run(emb), [[-5, -5], [-1, -1], [0, 0], [-2, -2]])

@@ -3,7 +3,9 @@
 Every worker runs the same graph (between-graph replication). Its train op:
 1. computes gradients and hands each one to the variable's ``ConditionalAccumulator``
    (on the variable's ps, ``shared_name=<var>/grad_accum``) tagged with the worker's
-   ``sync_rep_local_step`` (a local variable on the worker);
+   ``sync_rep_local_step`` (a local variable on the worker); an ``IndexedSlices`` gradient
+   (an embedding's) goes to a ``SparseConditionalAccumulator`` instead (``shape=()``, as
+   TF), whose average is an IndexedSlices again, applied sparsely;
 2. the accumulator silently drops a gradient whose local step is older than its own step
    (a *stale* gradient, computed from parameters that have since changed);
 3. then waits for a token from ``sync_token_q`` (on the global step's device) and copies
@@ -27,7 +29,9 @@ from typing import Any
 
 from tfteach.framework import dtypes
 from tfteach.framework.graph import GraphKeys, Operation, get_default_graph
+from tfteach.framework.indexed_slices import IndexedSlices
 from tfteach.ops import array_ops, state_ops
+from tfteach.ops.accumulator_ops import SparseConditionalAccumulator
 from tfteach.ops.control_ops import group, no_op
 from tfteach.ops.data_flow_ops import ConditionalAccumulator, FIFOQueue
 from tfteach.ops.state_ops import Variable
@@ -113,14 +117,24 @@ class SyncReplicasOptimizer(Optimizer):
                 if grad is None:
                     aggregated.append((None, var))
                     continue
-                accum = ConditionalAccumulator(grad.dtype, shape=var.get_shape(),
-                                               shared_name=var.name + "/grad_accum")
-                apply = accum.apply_grad(grad, local_step=self._local_step)
+                accum, apply, taken = self._accumulator(grad, var)
                 train_ops.append(apply)
                 self.gradients_accepted.append(apply.outputs[0])
-                aggregated.append((accum.take_grad(self._replicas_to_aggregate), var))
+                aggregated.append((taken, var))
                 self._accumulator_list.append((accum, var.device))
         return train_ops, aggregated
+
+    def _accumulator(self, grad: Any, var: Variable) -> tuple:
+        """(accumulator, its apply op, the average it takes) for ``var``'s gradient."""
+        if isinstance(grad, IndexedSlices):
+            accum = SparseConditionalAccumulator(grad.dtype, shape=(),
+                                                 shared_name=var.name + "/grad_accum")
+            apply = accum.apply_indexed_slices_grad(grad, local_step=self._local_step)
+            return accum, apply, accum.take_indexed_slices_grad(self._replicas_to_aggregate)
+        accum = ConditionalAccumulator(grad.dtype, shape=var.get_shape(),
+                                       shared_name=var.name + "/grad_accum")
+        apply = accum.apply_grad(grad, local_step=self._local_step)
+        return accum, apply, accum.take_grad(self._replicas_to_aggregate)
 
     def _token_barrier(self, g: Any, train_ops: list, update_op: Any,
                        global_step: Any) -> tuple[Any, Any]:
