@@ -72,7 +72,8 @@ def test_session_run_returns_an_indexed_slices_value_inside_structures():
 
 
 def test_gather_with_an_index_out_of_range_is_invalid_argument():
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"indices\[1\] = 7 is not in \[0, 4\)"):
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"indices\[1\] = 7 is not in \[0, 4\)"):
         _run(tf.gather(tf.constant(TABLE), [1, 7]), init=False)
 
 
