@@ -2,8 +2,9 @@
 TensorFlow's in-process servers (``tf.train.Server.create_local_server()``), compared.
 
 Containers and ``Session.reset``, ``isolate_session_state``, input producers and their queue
-runners, a second server on a busy port, concurrent steps of one session, and where a
-server's ``log_device_placement`` logs. Runs only where TensorFlow is installed.
+runners, a second server on a busy port, concurrent steps of one session, where a server's
+``log_device_placement`` logs, and the partition graphs of a step over two tasks. Runs only
+where TensorFlow is installed.
 """
 from __future__ import annotations
 
@@ -160,6 +161,63 @@ def test_a_step_runs_while_another_step_of_the_session_waits_in_a_dequeue_as_tf(
 
     ours, theirs = both(program)
     assert ours == theirs == [7.0]
+
+
+def _ps_and_worker(tf):
+    """A ps and a worker task as in-process servers on free loopback ports."""
+    import socket
+
+    ports = []
+    for _ in range(2):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            ports.append(sock.getsockname()[1])
+    spec = tf.train.ClusterSpec({"ps": [f"localhost:{ports[0]}"],
+                                 "worker": [f"localhost:{ports[1]}"]})
+    return [tf.train.Server(spec, job_name=job, task_index=0) for job in ("ps", "worker")]
+
+
+TRANSPORT = {"_Send", "_Recv", "_Arg", "_Retval"}
+
+
+def _crossing(node) -> bool:
+    """A _Send or _Recv between tasks (TF also sends fetches and receives feeds with
+    client-terminated ones, where tfteach's graphs have _Retval and _Arg, as locally)."""
+    if node.op not in ("_Send", "_Recv"):
+        return False
+    flag = node.attr.get("client_terminated", False)
+    return not (flag.b if hasattr(flag, "b") else flag)
+
+
+def test_partition_graphs_of_a_step_over_two_tasks_as_tf():
+    def program(tf):
+        servers = _ps_and_worker(tf)
+        with tf.device("/job:ps/task:0"):
+            v = tf.Variable(2.0, name="v")
+        with tf.device("/job:worker/task:0"):
+            x = tf.placeholder(tf.float32, name="x")
+            y = tf.multiply(v, x, name="y")
+        config = tf.ConfigProto()
+        if tf is tf1:
+            config.graph_options.rewrite_options.disable_meta_optimizer = True
+        seen = []
+        with tf.Session(servers[1].target, config=config) as sess:
+            for fetch, feeds in ((v.initializer, None), (y, {x: 3.0})):
+                md = tf.RunMetadata()
+                sess.run(fetch, feeds, options=tf.RunOptions(output_partition_graphs=True),
+                         run_metadata=md)
+                seen.append(sorted((sorted({n.device for n in g.node}),
+                                    sorted(n.name for n in g.node if n.op not in TRANSPORT),
+                                    sorted({n.op for n in g.node if _crossing(n)}))
+                                   for g in md.partition_graphs))
+        if tf is tfteach:
+            for server in servers:
+                server.stop()
+        return seen
+
+    ours, theirs = [program(mod) for mod in (tfteach, tf1)]
+    assert ours == theirs
+    assert len(ours[1]) == 2
 
 
 SERVER = """

@@ -1,6 +1,7 @@
 """State on a server, as TF 1.x keeps it: resource containers and ``Session.reset``,
-``isolate_session_state``, the server's default session config (its placement log), and
-concurrent steps of one grpc:// session. Real in-process servers on loopback."""
+``isolate_session_state``, the server's default session config (its placement log),
+concurrent steps of one grpc:// session, and the partition graphs a step reports. Real
+in-process servers on loopback."""
 import subprocess
 import sys
 import threading
@@ -229,3 +230,49 @@ def test_concurrent_steps_through_one_session_meet_in_a_queue_on_another_task(en
     sess.run(enqueue, options=tf.RunOptions(timeout_in_ms=WAIT_S * 1000))
     thread.join(WAIT_S * 2)
     assert got == [14.0]
+
+
+# ---- partition graphs ------------------------------------------------------------------------
+def _ps_variable_times_fed_x():
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(2.0, name="v")
+    with tf.device("/job:worker/task:0"):
+        x = tf.placeholder(tf.float32, name="x")
+        y = tf.multiply(v, x, name="y")
+    return v, x, y
+
+
+def _graphs_of_step(sess, fetch, feeds=None):
+    md = tf.RunMetadata()
+    sess.run(fetch, feeds, options=tf.RunOptions(output_partition_graphs=True), run_metadata=md)
+    return md.partition_graphs
+
+
+def test_output_partition_graphs_gives_one_graph_per_device_of_each_task(engine_cluster):
+    v, x, y = _ps_variable_times_fed_x()
+    with tf.Session(engine_cluster["worker", 0].target) as sess:
+        sess.run(v.initializer)
+        graphs = _graphs_of_step(sess, y, {x: 3.0})
+    ops = [{n.name: n.op for n in g.node} for g in graphs]
+    assert [{n.device for n in g.node} for g in graphs] == [
+        {"/job:ps/replica:0/task:0/device:CPU:0"}, {"/job:worker/replica:0/task:0/device:CPU:0"}]
+    assert {"v": "VariableV2", "v/read": "Identity"}.items() <= ops[0].items()
+    assert "_Send" in ops[0].values() and "_Recv" in ops[1].values()
+    assert ops[1]["y"] == "Mul" and {"_Arg", "_Retval"} <= set(ops[1].values())
+
+
+def test_partition_graphs_of_a_step_on_one_task_hold_only_that_task(engine_cluster):
+    v, _, _ = _ps_variable_times_fed_x()
+    with tf.Session(engine_cluster["worker", 0].target) as sess:
+        graphs = _graphs_of_step(sess, v.initializer)
+    assert [sorted(n.name for n in g.node) for g in graphs] == [["v", "v/Assign",
+                                                                 "v/initial_value"]]
+
+
+def test_partition_graphs_are_left_empty_unless_asked(engine_cluster):
+    v, x, y = _ps_variable_times_fed_x()
+    md = tf.RunMetadata()
+    with tf.Session(engine_cluster["worker", 0].target) as sess:
+        sess.run(v.initializer)
+        sess.run(y, {x: 3.0}, run_metadata=md)
+    assert md.partition_graphs == []

@@ -41,6 +41,7 @@ from tfteach.framework.graph import Graph
 from tfteach.framework.graph_io import graph_from_json
 from tfteach.runtime.config import ConfigProto, StepStats, TransferStats
 from tfteach.runtime.executor import Executor, to_fetch_value
+from tfteach.runtime.partition_graphs import partition_graphs
 from tfteach.runtime.plan import build_plan
 from tfteach.runtime.resources import ResourceMgr
 
@@ -180,8 +181,13 @@ class GraphEngine:
         self._steps += bool(opts.get("first", True))     # a step's later phases: the same step
         out = {t.name: to_fetch_value(v, part.devices[t.op.name], t.is_ref, t.op)
                for t, v in zip(fetches, raw)}
-        meta = json.dumps({"step_stats": _with_transfers(stats, part.graph).to_dict()}) if stats else ""
-        return RunResult({k: np.asarray(v) for k, v in out.items()}, meta.encode(), sent)
+        meta: dict = {}
+        if stats:
+            meta["step_stats"] = _with_transfers(stats, part.graph).to_dict()
+        if opts.get("partition_graphs"):
+            meta["partition_graphs"] = [g.to_dict() for g in partition_graphs(plan)]
+        return RunResult({k: np.asarray(v) for k, v in out.items()},
+                         json.dumps(meta).encode() if meta else b"", sent)
 
     def _plan(self, part: _Partition, slot: _Slot, fetches: list, fed: dict) -> Any:
         key = (tuple(t.name for t in fetches), tuple(sorted(t.name for t in fed)))

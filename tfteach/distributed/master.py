@@ -8,7 +8,8 @@ current ``placement`` and the graph version it was made for, ``pinned`` stateful
 ``hosts``: each task's shm host key (tensors to a task on this host go through shm).
 
 A step: place (if the graph grew) -> partition (cached) -> RunGraph on every part under one
-step id -> fetches + merged step stats + the placement log. The log goes back to the client
+step id -> fetches + merged step stats (and, for ``output_partition_graphs``, every task's
+graph per device, the format of a local session's) + the placement log. The log goes back to the client
 (which prints it, so it appears in the notebook) when the client's config asked for it;
 when only the server's config did, this task prints it on its stderr, as TF's master does.
 Steps of one session run concurrently (the lock guards placement and registration only). A
@@ -16,8 +17,8 @@ session with ``isolate_session_state`` registers its parts under its ``handle``:
 keep its variables and queues apart from every other session's. An untraced step runs in phases (``partition.split_phases``):
 stage by stage on the calling thread, this task's phase k and then the other tasks' phases
 k, every tensor between this task and another travelling in RunGraph requests and answers.
-A traced step, or one that cannot be cut into phases, runs every part at once, tensors
-crossing through RecvTensor pulls, as TF does. Any failure aborts the step on every task it
+A traced step, one that asks for its partition graphs, or one that cannot be cut into
+phases, runs every part at once, tensors crossing through RecvTensor pulls, as TF does. Any failure aborts the step on every task it
 reached.
 """
 from __future__ import annotations
@@ -106,7 +107,8 @@ class MasterSession:
             fetch_t = [self.graph.get_tensor_by_name(n) for n in fetches]
             fed = {self.graph.get_tensor_by_name(k): np.asarray(v) for k, v in feeds.items()}
             target_ops = [self.graph.get_operation_by_name(n) for n in targets]
-            parts = self._register(fetch_t, fed, target_ops, not options.get("trace"))
+            parts = self._register(fetch_t, fed, target_ops, not (
+                options.get("trace") or options.get("partition_graphs")))
             log = self._client_log()
         step_id = secrets.randbits(62) or 1
         with self.lock:
@@ -115,7 +117,7 @@ class MasterSession:
         if cancellation is not None:    # the client cancelled RunStep (Ctrl-C)
             cancellation.on_cancel(lambda: self._abort(parts, step_id))
         try:
-            tensors, stats = self._run_parts(parts, step_id, fed, options)
+            tensors, gathered = self._run_parts(parts, step_id, fed, options)
         finally:
             with self.lock:
                 self.running.pop(step_id, None)
@@ -125,8 +127,7 @@ class MasterSession:
         meta: dict = {"log": log} if log else {}
         if options.get("metadata", True):     # the client passed a RunMetadata
             meta["placement"] = {n: d.name for n, d in self.placement.devices.items()}
-        if stats is not None:
-            meta["step_stats"] = stats.to_dict()
+        gathered.fill(meta)
         return RunResult(tensors, json.dumps(meta).encode())
 
     def _client_log(self) -> list[str]:
@@ -193,7 +194,8 @@ class MasterSession:
         one other task hands nothing to another thread."""
         timeout_s = (options.get("timeout_in_ms") or self.config.operation_timeout_in_ms
                      or 60000) / 1000
-        opts = {first: _graph_options(bool(options.get("trace")), timeout_s, first)
+        opts = {first: _graph_options(bool(options.get("trace")), timeout_s, first,
+                                      bool(options.get("partition_graphs")))
                 for first in (True, False)}
         calls = []
         for _, worker, handle, part in parts:
@@ -203,7 +205,7 @@ class MasterSession:
         run = self._run_staged if any(part.phased for _, _, _, part in parts) \
             else self._run_concurrently
         futures = run(calls, _Aborter(self, parts, step_id), timeout_s)
-        return self._collect(parts, step_id, futures, bool(options.get("trace")))
+        return self._collect(parts, step_id, futures, _Gathered(options))
 
     def _run_concurrently(self, calls: list, aborter: "_Aborter", timeout_s: float) -> list:
         futures, local = [], []
@@ -290,21 +292,21 @@ class MasterSession:
             self.engine.put_tensor(step_id, key, value)
         return result.tensors, result.metadata
 
-    def _collect(self, parts: list, step_id: int, futures: list, trace: bool) -> tuple:
+    def _collect(self, parts: list, step_id: int, futures: list,
+                 gathered: "_Gathered") -> tuple:
         tensors: dict = {}
-        stats = StepStats() if trace else None
         failures = []
         for fut in futures:
             try:
                 out, meta = fut.result()
                 tensors.update(out)
-                _merge_stats(stats, meta)
+                gathered.add(meta)
             except Exception as e:  # noqa: BLE001 (the step fails with the root cause)
                 failures.append(e)
         if failures:   # on success every Send was received: nothing is left to clean up
             self._cleanup(parts, step_id)
             raise _root_cause(failures)
-        return tensors, stats
+        return tensors, gathered
 
     def _abort(self, parts: list, step_id: int) -> None:
         for worker in _workers(parts):
@@ -388,17 +390,39 @@ def _run_here(fn: Any, *args: Any) -> Future:
 
 
 @functools.lru_cache(maxsize=64)
-def _graph_options(trace: bool, timeout_s: float, first: bool) -> bytes:
-    """RunGraph's options (``first``: the step's first phase on that task)."""
-    return json.dumps({"trace": trace, "timeout_s": timeout_s, "first": first}).encode()
+def _graph_options(trace: bool, timeout_s: float, first: bool, graphs: bool) -> bytes:
+    """RunGraph's options (``first``: the step's first phase on that task; ``graphs``: answer
+    the partition graphs)."""
+    return json.dumps({"trace": trace, "timeout_s": timeout_s, "first": first,
+                       "partition_graphs": graphs}).encode()
 
 
-def _merge_stats(stats: StepStats | None, meta: bytes) -> None:
-    if stats is None or not meta:
-        return
-    part = StepStats.from_dict(json.loads(meta)["step_stats"])
-    stats.dev_stats.extend(part.dev_stats)
-    stats.transfers.extend(part.transfers)
+class _Gathered:
+    """What the parts' RunGraph metadata add up to: the step stats of a traced step and, when
+    asked (``output_partition_graphs``), every task's graphs, one per device."""
+
+    def __init__(self, options: Mapping[str, Any]) -> None:
+        self.stats = StepStats() if options.get("trace") else None
+        self.graphs: list | None = [] if options.get("partition_graphs") else None
+
+    def add(self, meta: bytes) -> None:
+        if not meta:
+            return
+        info = json.loads(meta)
+        if self.stats is not None and "step_stats" in info:
+            part = StepStats.from_dict(info["step_stats"])
+            self.stats.dev_stats.extend(part.dev_stats)
+            self.stats.transfers.extend(part.transfers)
+        if self.graphs is not None:
+            self.graphs.extend(info.get("partition_graphs", []))
+
+    def fill(self, meta: dict) -> None:
+        """Add what was gathered to RunStep's metadata ``meta``."""
+        if self.stats is not None:
+            meta["step_stats"] = self.stats.to_dict()
+        if self.graphs is not None:
+            meta["partition_graphs"] = sorted(
+                self.graphs, key=lambda g: g["node"][0]["device"] if g["node"] else "")
 
 
 def _root_cause(failures: list[Exception]) -> Exception:

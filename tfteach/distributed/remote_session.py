@@ -25,7 +25,7 @@ import numpy as np
 
 from tfteach import errors
 from tfteach.framework.graph_io import graph_to_json
-from tfteach.runtime.config import ConfigProto, RunMetadata, RunOptions, StepStats
+from tfteach.runtime.config import ConfigProto, GraphDef, RunMetadata, RunOptions, StepStats
 from tfteach.runtime.session import BaseSession
 
 from . import security
@@ -98,7 +98,8 @@ class RemoteSession(BaseSession):
         with self._lock:    # steps run concurrently, as in TF; only the graph's upload waits
             self._ensure_session()
         trace = options.trace_level >= RunOptions.FULL_TRACE and run_metadata is not None
-        opts = _options(trace, options.timeout_in_ms, run_metadata is not None)
+        opts = _options(trace, options.timeout_in_ms, run_metadata is not None,
+                        bool(options.output_partition_graphs) and run_metadata is not None)
         fetches = list(dict.fromkeys(t.name for t in tensors if t is not None))
         out, meta = self._master.run_step(self._handle, {t.name: v for t, v in feeds.items()},
                                           fetches, [op.name for op in targets], opts)
@@ -109,6 +110,9 @@ class RemoteSession(BaseSession):
             run_metadata.placement = info.get("placement", {})
             if "step_stats" in info:
                 run_metadata.step_stats = StepStats.from_dict(info["step_stats"])
+            if "partition_graphs" in info:
+                run_metadata.partition_graphs = [GraphDef.from_dict(g)
+                                                 for g in info["partition_graphs"]]
         return [None if t is None else _value(out[t.name]) for t in tensors]
 
     def list_devices(self) -> list:
@@ -133,10 +137,11 @@ class RemoteSession(BaseSession):
 
 
 @functools.lru_cache(maxsize=64)
-def _options(trace: bool, timeout_in_ms: int, metadata: bool) -> bytes:
-    """RunStep's options; ``metadata``: the answer must hold the placement."""
+def _options(trace: bool, timeout_in_ms: int, metadata: bool, graphs: bool) -> bytes:
+    """RunStep's options; ``metadata``: the answer must hold the placement; ``graphs``: and
+    the partition graphs (``RunOptions.output_partition_graphs``)."""
     return json.dumps({"trace": trace, "timeout_in_ms": timeout_in_ms,
-                       "metadata": metadata}).encode()
+                       "metadata": metadata, "partition_graphs": graphs}).encode()
 
 
 class _Attrs:
