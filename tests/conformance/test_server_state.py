@@ -117,13 +117,15 @@ def test_input_producers_give_the_same_values_then_out_of_range_as_tf():
                                        shuffle=False, capacity=4).dequeue()
         words = tf.train.string_input_producer(["a", "b"], num_epochs=1, shuffle=False).dequeue()
         numbers = tf.train.range_input_producer(3, num_epochs=1, shuffle=False).dequeue()
+        pairs = tf.train.slice_input_producer([tf.constant([1, 2]), tf.constant([10.0, 20.0])],
+                                              num_epochs=1, shuffle=False)
         local = [v.op.name for v in tf.local_variables()]
         with tf.Session(server.target) as sess:
             sess.run(tf.local_variables_initializer())
             coord = tf.train.Coordinator()
             threads = tf.train.start_queue_runners(sess, coord)
             seen = [[outcome(tf, sess, t) for _ in range(n + 1)]
-                    for t, n in ((rows, 6), (words, 2), (numbers, 3))]
+                    for t, n in ((rows, 6), (words, 2), (numbers, 3), (pairs, 2))]
             coord.request_stop()
             coord.join(threads)
         return local, seen

@@ -78,6 +78,13 @@ def test_string_input_producer_gives_the_strings():
     assert values == [b"a", b"b", b"c"]
 
 
+def test_slice_input_producer_gives_the_same_row_of_each_tensor():
+    pair = tf.train.slice_input_producer([tf.constant([1, 2, 3]), tf.constant([10., 20., 30.])],
+                                         num_epochs=1, shuffle=False)
+    values, _ = _run_producers(pair)
+    assert values == [[1, 10.0], [2, 20.0], [3, 30.0]]
+
+
 def test_string_input_producer_needs_strings():
     with pytest.raises(ValueError, match="requires a non-null input tensor"):
         tf.train.string_input_producer([])

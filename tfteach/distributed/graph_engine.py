@@ -12,12 +12,13 @@ another.
 
 Master role (TF's MasterService): sessions over the whole cluster. CreateSession merges the
 server's config into the session's (TF's ``MergeFrom``), waits for the tasks
-(``device_filters`` decide which), collects their devices, and keeps the client's graph. RunStep places the whole graph on all those devices (ops with no device go to this
-task), partitions the needed ops by task (``partition``), registers each part with its
-worker (cached per fetch/feed/target set and graph version), runs them under one step id
-(in phases, stage by stage, when untraced: see ``master``), and returns the fetches with
-merged step stats and placement log. A failed part, a cancelled RunStep (Ctrl-C) or a
-closed session aborts the step everywhere, so no task is left waiting.
+(``device_filters`` decide which), collects their devices, and keeps the client's graph.
+RunStep places the whole graph on all those devices (ops with no device go to this task),
+partitions the needed ops by task (``partition``), registers each part with its worker
+(cached per fetch/feed/target set and graph version), runs them under one step id (in
+phases, stage by stage, when untraced: see ``master``), and returns the fetches with merged
+step stats and placement log. A failed part, a cancelled RunStep (Ctrl-C) or a closed
+session aborts the step everywhere, so no task is left waiting.
 """
 from __future__ import annotations
 

@@ -9,17 +9,19 @@ current ``placement`` and the graph version it was made for, ``pinned`` stateful
 
 A step: place (if the graph grew) -> partition (cached) -> RunGraph on every part under one
 step id -> fetches + merged step stats (and, for ``output_partition_graphs``, every task's
-graph per device, the format of a local session's) + the placement log. The log goes back to the client
-(which prints it, so it appears in the notebook) when the client's config asked for it;
-when only the server's config did, this task prints it on its stderr, as TF's master does.
-Steps of one session run concurrently (the lock guards placement and registration only). A
-session with ``isolate_session_state`` registers its parts under its ``handle``: the tasks
-keep its variables and queues apart from every other session's. An untraced step runs in phases (``partition.split_phases``):
-stage by stage on the calling thread, this task's phase k and then the other tasks' phases
-k, every tensor between this task and another travelling in RunGraph requests and answers.
-A traced step, one that asks for its partition graphs, or one that cannot be cut into
-phases, runs every part at once, tensors crossing through RecvTensor pulls, as TF does. Any failure aborts the step on every task it
-reached.
+graph per device, in a local session's format) + the placement log. The log goes back to
+the client (which prints it, so it appears in the notebook) when the client's config asked
+for it; when only the server's config did, this task prints it on its stderr, as TF's
+master does. Steps of one session run concurrently (the lock guards placement and
+registration only). A session with ``isolate_session_state`` registers its parts under its
+``handle``: the tasks keep its variables and queues apart from every other session's.
+
+An untraced step runs in phases (``partition.split_phases``): stage by stage on the calling
+thread, this task's phase k and then the other tasks' phases k, every tensor between this
+task and another travelling in RunGraph requests and answers. A traced step, one that asks
+for its partition graphs, or one that cannot be cut into phases, runs every part at once,
+tensors crossing through RecvTensor pulls, as TF does. Any failure aborts the step on every
+task it reached.
 """
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """Queue-based input pipelines: ``tf.train.input_producer`` and its relatives (TF 1.x).
 
+``string_input_producer`` (file names), ``range_input_producer`` (indices) and
+``slice_input_producer`` (a row of each tensor of a list) are input producers too.
+
 An input producer is a ``FIFOQueue`` filled by a ``QueueRunner`` (added to the graph's
 ``QUEUE_RUNNERS`` collection, started by ``tf.train.start_queue_runners``) that enqueues the
 whole input tensor, shuffled or not, again and again. ``num_epochs`` stops it: the tensor
@@ -20,6 +23,7 @@ from tfteach.framework.tensor_shape import TensorShape, as_shape
 from tfteach.ops import array_ops
 from tfteach.ops.common import convert_to_tensor
 from tfteach.ops.data_flow_ops import FIFOQueue
+from tfteach.ops.gather_ops import gather
 from tfteach.ops.random_ops import random_shuffle
 from tfteach.ops.state_ops import Variable
 from tfteach.train.queue_runner import QueueRunner, add_queue_runner
@@ -84,6 +88,23 @@ def range_input_producer(limit: int, num_epochs: int | None = None, shuffle: boo
     with g.name_scope(name or "input_producer") as scope:
         return input_producer(array_ops.range_(limit), [], num_epochs, shuffle, seed,
                               capacity, shared_name, None, scope)
+
+
+def slice_input_producer(tensor_list: list, num_epochs: int | None = None,
+                         shuffle: bool = True, seed: int | None = None, capacity: int = 32,
+                         shared_name: str | None = None, name: str | None = None) -> list:
+    """One row of every tensor of ``tensor_list`` at a time (the same row of each): a
+    ``range_input_producer`` of row indices, and a ``gather`` per tensor."""
+    g = get_default_graph()
+    with g.name_scope(name or "input_producer"):
+        tensors = [convert_to_tensor(t) for t in tensor_list]
+        if not tensors:
+            raise ValueError("Expected at least one tensor in slice_input_producer().")
+        rows = array_ops.reshape(array_ops.slice_(array_ops.shape(tensors[0]), [0], [1]), [])
+        queue = range_input_producer(rows, num_epochs=num_epochs, shuffle=shuffle, seed=seed,
+                                     capacity=capacity, shared_name=shared_name)
+        index = queue.dequeue()
+        return [gather(t, index) for t in tensors]
 
 
 def _element_shape(tensor: Tensor, element_shape: Any) -> TensorShape:

@@ -91,7 +91,8 @@ class QueueRunner:
             coord.request_stop(e)
         finally:
             with self._lock:
-                self._runs_per_session[id(sess)] = max(0, self._runs_per_session.get(id(sess), 1) - 1)
+                left = self._runs_per_session.get(id(sess), 1) - 1
+                self._runs_per_session[id(sess)] = max(0, left)
 
     def _last_thread_closes(self, sess: Any) -> None:
         with self._lock:
