@@ -138,6 +138,7 @@ def test_closing_an_isolated_session_releases_its_state(server):
     w = tf.Variable(0.0, name="w")
     isolated = tf.Session(server.target, config=ISOLATED)
     isolated.run(w.assign(5.0))
+    isolated.run(w + 1.0)       # the graph grew: the session placed and registered again
     assert server.engine._isolated
     isolated.close()
     assert not server.engine._isolated

@@ -3,7 +3,8 @@
 State: the client's ``graph`` (extended by ExtendSession), ``config``, the tasks it talks to
 (``targets``: task name -> address, chosen by ``device_filters``), their ``devices``, the
 current ``placement`` and the graph version it was made for, ``pinned`` stateful placements,
-``registered``: per (fetches, feeds, targets, phased) the worker graph handles of each part,
+``registered``: per (fetches, feeds, targets, phased) the worker graph handles of each part
+(``retired``: those of earlier placements, deregistered when the session closes),
 ``reply_bytes``: per graph handle, the shared memory its answers need (``shm``), and
 ``hosts``: each task's shm host key (tensors to a task on this host go through shm).
 
@@ -77,6 +78,7 @@ class MasterSession:
         self.placed_version = -1
         self.pinned: dict[str, str] = {}
         self.registered: dict[tuple, list] = {}
+        self.retired: list[list] = []          # parts registered for an earlier placement
         self.lock = threading.Lock()
         self.log: list[str] = []
         self.running: dict[int, list] = {}     # step id -> its registered parts
@@ -152,6 +154,7 @@ class MasterSession:
             if op.op_def.stateful:
                 self.pinned.setdefault(op.name, self.placement.devices[op.name].name)
         self.placed_version = self.graph.version
+        self.retired.extend(self.registered.values())   # a running step may still use them
         self.registered.clear()
         if self.config.log_device_placement:
             self.log.extend(self.placement.log_lines())
@@ -330,10 +333,11 @@ class MasterSession:
 
     def close(self) -> None:
         self.cancel_running()
-        for registered in self.registered.values():
+        for registered in [*self.registered.values(), *self.retired]:
             for _, worker, handle, _ in registered:
                 _quietly(worker.deregister_graph, handle)
         self.registered.clear()
+        self.retired.clear()
 
 
 class _LocalWorker:
