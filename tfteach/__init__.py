@@ -29,8 +29,7 @@ from tfteach.ops.array_ops import slice_ as slice
 from tfteach.ops.common import convert_to_tensor
 from tfteach.ops.control_ops import group, no_op
 from tfteach.ops.control_ops import tuple_ as tuple
-from tfteach.ops.data_flow_ops import (ConditionalAccumulator, FIFOQueue, QueueBase,
-                                       dynamic_partition)
+from tfteach.ops.data_flow_ops import FIFOQueue, QueueBase, dynamic_partition
 from tfteach.ops.math_ops import (abs, add, add_n, argmax, argmin, div, divide, equal, exp,
                                   floordiv, greater, greater_equal, less, less_equal, log,
                                   log1p, logical_and, logical_not, logical_or, matmul, maximum,
@@ -40,7 +39,7 @@ from tfteach.ops.math_ops import (abs, add, add_n, argmax, argmin, div, divide, 
                                   truediv, floor, where, clip_by_value)
 from tfteach.ops.gradients_impl import gradients
 from tfteach.framework.indexed_slices import IndexedSlices
-from tfteach.ops.accumulator_ops import SparseConditionalAccumulator
+from tfteach.ops.accumulator_ops import ConditionalAccumulator, SparseConditionalAccumulator
 from tfteach.ops.gather_ops import (dynamic_stitch, gather, parallel_dynamic_stitch, unique,
                                     unsorted_segment_sum)
 from tfteach.ops.math_ops import floormod, mod

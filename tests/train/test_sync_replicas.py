@@ -237,6 +237,16 @@ def test_a_sparse_gradient_of_the_wrong_width_is_invalid_argument():
         tf.Session().run(wide)
 
 
+def test_a_dense_and_a_sparse_accumulator_cannot_share_a_name():
+    dense = ConditionalAccumulator(tf.float32, shape=[2], shared_name="grads")
+    sparse = SparseConditionalAccumulator(tf.float32, shared_name="grads")
+    sess = tf.Session()
+    sess.run(dense.num_accumulated())
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Accumulator 'grads' is a "
+                       "ConditionalAccumulator, not a SparseConditionalAccumulator"):
+        sess.run(sparse.num_accumulated())
+
+
 def test_dynamic_partition_and_report_uninitialized_variables():
     parts = tf.dynamic_partition(tf.constant([10, 20, 30, 40]), tf.constant([1, 0, 1, 1]), 2)
     sess = tf.Session()

@@ -1,20 +1,25 @@
-"""``SparseConditionalAccumulator``: TF's accumulator of ``IndexedSlices`` gradients.
+"""Gradient accumulators: ``ConditionalAccumulator`` and ``SparseConditionalAccumulator``.
 
-It works like ``ConditionalAccumulator`` (``tfteach.ops.data_flow_ops``: a shared resource
-keyed by ``shared_name``, stale gradients dropped, ``take`` waits without holding a device
-thread, and the same set_global_step / num_accumulated / cancel ops), but holds a sparse sum:
-``indices`` (int64), ``values`` (one row per index) and a count per row. A gradient is added
-as TF's kernel does: a merge walk over the held and the new indices in their order; where
-the two current indices are equal the rows are summed and the row's count goes up, otherwise
-the smaller index is copied (so sorted indices merge into a sorted, duplicate-free union;
-unsorted or repeated indices can stay repeated, and an optimizer's sparse update adds them
-up). ``take`` with ``reduction_type='MEAN'`` divides each row by *its own* count (the number
-of gradients that had that row), not by the number of gradients; its ``shape`` output is the
-accumulator's first dimension (-1 if unknown, as with ``shape=()`` in SyncReplicasOptimizer)
-followed by the values' other dimensions.
+Shared resources like the queues of ``tfteach.ops.data_flow_ops`` (keyed by ``shared_name``
+in the handle op's task and container, waiting ``take`` kernels that never hold a device
+thread, released with their container). ``apply`` adds a gradient tagged with the local step
+it was computed at, unless that step is older than the accumulator's ``global_step`` (a
+stale gradient: dropped). ``take(n)`` waits for ``n`` accepted gradients, returns their
+average, resets and advances ``global_step``; ``set_global_step`` sets it (the chief's init).
 
-State: the held ``indices``, ``sum`` (values) and ``counts`` of the resource (besides the
-dense accumulator's ``count``, ``global_step``, ``takers``); changed only under its lock.
+The sparse one holds ``IndexedSlices``: ``indices`` (int64), ``values`` (one row per index)
+and a count per row. A gradient is added as TF's kernel does: a merge walk over the held and
+the new indices in their order; where the two current indices are equal the rows are summed
+and the row's count goes up, otherwise the smaller index is copied (so sorted indices merge
+into a sorted, duplicate-free union; unsorted or repeated indices can stay repeated, and an
+optimizer's sparse update adds them up). ``take`` with ``reduction_type='MEAN'`` divides each
+row by *its own* count (the number of gradients that had that row), not by the number of
+gradients; its ``shape`` output is the accumulator's first dimension (-1 if unknown, as with
+``shape=()`` in SyncReplicasOptimizer) followed by the values' other dimensions.
+
+State: ``sum``, ``count``, ``global_step``, ``takers``, the totals ``accepted`` and
+``dropped`` (and for the sparse one the held ``indices`` and ``counts``); changed only under
+the resource's lock, Pendings resolved after it is released.
 """
 from __future__ import annotations
 
@@ -31,12 +36,90 @@ from tfteach.framework.registry import not_differentiable, register_op
 from tfteach.framework.tensor_shape import TensorShape, as_shape, unknown_shape
 from tfteach.ops.array_ops import cast
 from tfteach.ops.common import convert_to_tensor, graph_of
-from tfteach.ops.data_flow_ops import (_HANDLE, _HANDLE_OP, _USES_HANDLE, AccumulatorResource,
-                                       ConditionalAccumulator, _Attempt, _host, _new_pending,
-                                       _resolve_all, _start_waiting, shared_resource)
+from tfteach.ops.data_flow_ops import (_HANDLE, _HANDLE_OP, _NO_OUTPUT, _USES_HANDLE, _Attempt,
+                                       _handle_attrs, _host, _new_pending, _resolve_all,
+                                       _start_waiting, _Waitable, shared_resource)
 
 TakeGradient = collections.namedtuple("SparseAccumulatorTakeGradient",
                                       ["indices", "values", "shape"])
+
+
+# ---- the resources ---------------------------------------------------------------------------
+class AccumulatorResource(_Waitable):
+    """TF's ConditionalAccumulator: averages fresh gradients, drops stale ones."""
+
+    op_type = "ConditionalAccumulator"
+
+    def __init__(self, name: str, dtype: Any, shape: TensorShape) -> None:
+        super().__init__(name)
+        self.dtype = dtype
+        self.shape = shape
+        self.sum: Any = None
+        self.count = 0
+        self.global_step = 0
+        self.takers: collections.deque = collections.deque()
+        self.accepted = 0
+        self.dropped = 0
+
+    def _lists(self) -> list:
+        return [self.takers]
+
+    def apply(self, local_step: int, grad: Any, op: Any) -> bool:
+        """Add ``grad`` if ``local_step`` is not older than the accumulator's step."""
+        with self.lock:
+            self._validate(grad, op)
+            fresh = local_step >= self.global_step
+            if fresh:
+                self._add(grad)
+                self.count += 1
+                self.accepted += 1
+            else:
+                self.dropped += 1
+            done = self._progress()
+        _resolve_all(done)
+        return fresh
+
+    def _validate(self, grad: Any, op: Any) -> None:
+        if not self.shape.is_compatible_with(TensorShape(list(np.shape(grad)))):
+            raise errors.InvalidArgumentError(
+                f"Shape mismatch: expected shape {self.shape.bracket()} but got "
+                f"{list(np.shape(grad))} for accumulator '{self.name}'", op=op,
+                hint="apply gradients of the variable's shape to its accumulator.")
+
+    def _add(self, grad: Any) -> None:
+        self.sum = np.array(grad, copy=True) if self.count == 0 else self.sum + grad
+
+    def set_global_step(self, step: int) -> None:
+        with self.lock:
+            self.global_step = int(step)
+
+    def cancel_takers(self) -> None:
+        """End every waiting take_grad with CancelledError (its gradients stay)."""
+        with self.lock:
+            done = [(a, None, errors.CancelledError("TakeGrad operation was cancelled"))
+                    for a in self.takers]
+            for attempt in self.takers:
+                attempt.finished = True
+            self.takers.clear()
+        _resolve_all(done)
+
+    def num_accumulated(self) -> int:
+        with self.lock:
+            return self.count
+
+    def _progress(self) -> list:
+        if not self.takers or self.count < self.takers[0].need:
+            return []
+        attempt = self.takers.popleft()
+        self.global_step += 1
+        value = self._taken()
+        self.sum, self.count = None, 0
+        attempt.finished = True
+        return [(attempt, value, None)]
+
+    def _taken(self) -> Any:
+        """What a take returns (the average), before the state is reset (lock held)."""
+        return (self.sum / self.count).astype(self.dtype.np)
 
 
 def _mismatch(detail: str, op: Any) -> errors.InvalidArgumentError:
@@ -49,30 +132,18 @@ def _mismatch(detail: str, op: Any) -> errors.InvalidArgumentError:
 class SparseAccumulatorResource(AccumulatorResource):
     """The sparse sum behind a SparseConditionalAccumulator (see the module docstring)."""
 
+    op_type = "SparseConditionalAccumulator"
+
     def __init__(self, name: str, dtype: Any, shape: TensorShape, reduction_type: str) -> None:
         super().__init__(name, dtype, shape)
         self.mean = reduction_type == "MEAN"
         self.indices: np.ndarray | None = None
         self.counts: np.ndarray | None = None
 
-    def apply(self, local_step: int, grad: Any, op: Any) -> bool:
-        """Add ``grad`` = (indices, values, dense shape or None) unless it is stale."""
+    def _validate(self, grad: Any, op: Any) -> None:
+        """TF's checks of ``grad`` = (indices, values, dense shape or None), in TF's order
+        and words."""
         indices, values, shape = grad
-        with self.lock:
-            self._validate(indices, values, shape, op)
-            fresh = local_step >= self.global_step
-            if fresh:
-                self._add(indices, values)
-                self.count += 1
-                self.accepted += 1
-            else:
-                self.dropped += 1
-            done = self._progress()
-        _resolve_all(done)
-        return fresh
-
-    def _validate(self, indices: np.ndarray, values: np.ndarray, shape: Any, op: Any) -> None:
-        """TF's checks, in TF's order and words."""
         if values.ndim == 0 or len(values) != len(indices):
             raise errors.InvalidArgumentError(
                 f"Expected {len(indices)} non-empty input values, got "
@@ -108,7 +179,8 @@ class SparseAccumulatorResource(AccumulatorResource):
             if values.shape[i] != d:
                 raise _mismatch(f"expected values dim {i} to be {d}, got {values.shape[i]}", op)
 
-    def _add(self, indices: np.ndarray, values: np.ndarray) -> None:
+    def _add(self, grad: Any) -> None:
+        indices, values, _ = grad
         if self.count == 0:
             self.indices, self.sum = indices.copy(), values.copy()
             self.counts = np.ones(len(indices), dtype=np.int64)
@@ -127,21 +199,15 @@ class SparseAccumulatorResource(AccumulatorResource):
         counts[held] = self.counts[from_held[held]]
         self.indices, self.counts, self.sum = merged, counts + new, rows
 
-    def _progress(self) -> list:
-        if not self.takers or self.count < self.takers[0].need:
-            return []
-        attempt = self.takers.popleft()
-        self.global_step += 1
+    def _taken(self) -> tuple:
         values = self.sum
         if self.mean:
             values = values / self.counts.reshape((-1,) + (1,) * (values.ndim - 1))
         first = self.shape.dims[0] if self.shape.dims else None
         shape = np.array([-1 if first is None else first] + list(self.sum.shape[1:]),
                          dtype=np.int64)
-        out = (self.indices.astype(np.int64), values.astype(self.dtype.np), shape)
-        self.sum, self.indices, self.counts, self.count = None, None, None, 0
-        attempt.finished = True
-        return [(attempt, out, None)]
+        indices, self.indices, self.counts = self.indices.astype(np.int64), None, None
+        return indices, values.astype(self.dtype.np), shape
 
 
 def _merge_plan(held: list, new: list) -> list[tuple[int, int]]:
@@ -162,18 +228,33 @@ def _merge_plan(held: list, new: list) -> list[tuple[int, int]]:
 
 
 # ---- kernels ---------------------------------------------------------------------------------
-def _sparse_accumulator_kernel(ctx: Any) -> SparseAccumulatorResource:
+def _accumulator(ctx: Any, cls: type, *args: Any) -> Any:
+    """The ``cls`` resource of this handle op (made with ``name, *args`` on first use)."""
     a = ctx.attrs
     name = a["shared_name"] or ctx.op.name
-    found = shared_resource(ctx.resources, "accumulator", name,
-                            lambda: SparseAccumulatorResource(name, a["dtype"], a["shape"],
-                                                              a["reduction_type"]),
+    found = shared_resource(ctx.resources, "accumulator", name, lambda: cls(name, *args),
                             a["container"])
-    if not isinstance(found, SparseAccumulatorResource):
+    if type(found) is not cls:
         raise errors.InvalidArgumentError(
-            f"Accumulator '{name}' exists and is not a SparseConditionalAccumulator", op=ctx.op,
-            hint="give the sparse accumulator a shared_name of its own.")
+            f"Accumulator '{name}' is a {found.op_type}, not a {cls.op_type}", op=ctx.op,
+            hint="give each accumulator a shared_name of its own.")
     return found
+
+
+def _accumulator_kernel(ctx: Any) -> AccumulatorResource:
+    return _accumulator(ctx, AccumulatorResource, ctx.attrs["dtype"], ctx.attrs["shape"])
+
+
+def _sparse_accumulator_kernel(ctx: Any) -> SparseAccumulatorResource:
+    a = ctx.attrs
+    return _accumulator(ctx, SparseAccumulatorResource, a["dtype"], a["shape"],
+                        a["reduction_type"])
+
+
+def _apply_grad_kernel(ctx: Any, accum: AccumulatorResource, local_step: Any,
+                       grad: Any) -> np.ndarray:
+    fresh = accum.apply(int(ctx.device.to_host(local_step)), _host(ctx, grad), ctx.op)
+    return np.array(fresh)
 
 
 def _sparse_apply_kernel(ctx: Any, accum: SparseAccumulatorResource, local_step: Any,
@@ -183,7 +264,7 @@ def _sparse_apply_kernel(ctx: Any, accum: SparseAccumulatorResource, local_step:
     return np.array(accum.apply(int(ctx.device.to_host(local_step)), grad, ctx.op))
 
 
-def _sparse_take_kernel(ctx: Any, accum: SparseAccumulatorResource, num_required: Any) -> Any:
+def _take_grad_kernel(ctx: Any, accum: AccumulatorResource, num_required: Any) -> Any:
     need = int(ctx.device.to_host(num_required))
     if need < 1:
         raise errors.InvalidArgumentError(
@@ -193,24 +274,117 @@ def _sparse_take_kernel(ctx: Any, accum: SparseAccumulatorResource, num_required
     return _start_waiting(ctx, accum, attempt, accum.takers)
 
 
-def _take_shape(op: Operation) -> list:
-    dims = op.inputs[0].op.attrs["shape"].dims
+def _set_global_step_kernel(ctx: Any, accum: AccumulatorResource, step: Any) -> None:
+    accum.set_global_step(int(ctx.device.to_host(step)))
+
+
+def _cancel_takes_kernel(ctx: Any, accum: AccumulatorResource) -> None:
+    accum.cancel_takers()
+
+
+def _num_accumulated_kernel(ctx: Any, accum: AccumulatorResource) -> np.ndarray:
+    return np.array(accum.num_accumulated(), dtype=np.int32)
+
+
+def _sparse_take_shape(op: Operation) -> list:
+    dims = _handle_attrs(op)["shape"].dims
     values = TensorShape([None] + list(dims[1:])) if dims else unknown_shape()
     return [(_dtypes.int64, TensorShape([None])), (op.attrs["dtype"], values),
             (_dtypes.int64, TensorShape([None]))]
 
 
+_SCALAR = TensorShape([])
+register_op("ConditionalAccumulator", lambda op: _HANDLE, _accumulator_kernel, **_HANDLE_OP)
 register_op("SparseConditionalAccumulator", lambda op: _HANDLE, _sparse_accumulator_kernel,
             **_HANDLE_OP)
-register_op("SparseAccumulatorApplyGradient", lambda op: [(_dtypes.bool_, TensorShape([]))],
+register_op("AccumulatorApplyGradient", lambda op: [(_dtypes.bool_, _SCALAR)],
+            _apply_grad_kernel, **_USES_HANDLE)
+register_op("SparseAccumulatorApplyGradient", lambda op: [(_dtypes.bool_, _SCALAR)],
             _sparse_apply_kernel, **_USES_HANDLE)
-register_op("SparseAccumulatorTakeGradient", _take_shape, _sparse_take_kernel, is_async=True,
-            **_USES_HANDLE)
-not_differentiable("SparseConditionalAccumulator", "SparseAccumulatorApplyGradient",
-                   "SparseAccumulatorTakeGradient")
+register_op("AccumulatorTakeGradient",
+            lambda op: [(op.attrs["dtype"], _handle_attrs(op)["shape"])], _take_grad_kernel,
+            is_async=True, **_USES_HANDLE)
+register_op("SparseAccumulatorTakeGradient", _sparse_take_shape, _take_grad_kernel,
+            is_async=True, **_USES_HANDLE)
+register_op("AccumulatorSetGlobalStep", _NO_OUTPUT, _set_global_step_kernel, **_USES_HANDLE)
+register_op("_AccumulatorCancelTakes", _NO_OUTPUT, _cancel_takes_kernel, **_USES_HANDLE)
+register_op("AccumulatorNumAccumulated", lambda op: [(_dtypes.int32, _SCALAR)],
+            _num_accumulated_kernel, **_USES_HANDLE)
+not_differentiable("ConditionalAccumulator", "SparseConditionalAccumulator",
+                   "AccumulatorApplyGradient", "SparseAccumulatorApplyGradient",
+                   "AccumulatorTakeGradient", "SparseAccumulatorTakeGradient",
+                   "AccumulatorSetGlobalStep", "AccumulatorNumAccumulated",
+                   "_AccumulatorCancelTakes")
 
 
 # ---- Python API ------------------------------------------------------------------------------
+class ConditionalAccumulator:
+    """``tf.ConditionalAccumulator(dtype, shape=None, shared_name=None)``.
+
+    ``apply_grad(grad, local_step)`` adds a gradient unless ``local_step`` is older than the
+    accumulator's global step (then it is dropped as stale); ``take_grad(n)`` waits for ``n``
+    gradients, returns their average, resets, and advances the accumulator's step.
+    (tfteach addition: the apply op's one output says whether the gradient was accepted.)
+    """
+
+    def __init__(self, dtype: Any, shape: Any = None, shared_name: str | None = None,
+                 name: str = "conditional_accumulator", reduction_type: str = "MEAN") -> None:
+        if reduction_type != "MEAN":
+            raise ValueError(f"reduction_type {reduction_type!r} is not supported; "
+                             "tfteach averages (reduction_type='MEAN').")
+        self._dtype = _dtypes.as_dtype(dtype)
+        self._shape = as_shape(shape) if shape is not None else unknown_shape()
+        self._accumulator_ref = get_default_graph().create_op("ConditionalAccumulator", [], {
+            "dtype": self._dtype, "shape": self._shape, "container": "",
+            "shared_name": shared_name or "", "reduction_type": reduction_type},
+            name=name).outputs[0]
+        self._name = self._accumulator_ref.op.name
+
+    accumulator_ref = property(lambda self: self._accumulator_ref)
+    name = property(lambda self: self._name)
+    dtype = property(lambda self: self._dtype)
+
+    def _op(self, op_type: str, inputs: list, attrs: dict, name: str) -> Operation:
+        g = self._accumulator_ref.graph
+        return g.create_op(op_type, [self._accumulator_ref] + inputs, attrs, name=name)
+
+    def _int64(self, value: Any, name: str) -> Tensor:
+        g = self._accumulator_ref.graph
+        with g.as_default():
+            return cast(convert_to_tensor(value, name=name), _dtypes.int64)
+
+    def apply_grad(self, grad: Any, local_step: Any = 0, name: str | None = None) -> Operation:
+        g = graph_of([grad, self._accumulator_ref])
+        with g.as_default():
+            grad = convert_to_tensor(grad, dtype=self._dtype, name="grad")
+        if not self._shape.is_compatible_with(grad.shape):
+            raise ValueError(f"Shapes {grad.shape} and {self._shape} are incompatible.\n"
+                             "Hint: apply gradients of the accumulator's shape.")
+        step = self._int64(local_step, "local_step")
+        return self._op("AccumulatorApplyGradient", [step, grad], {"dtype": self._dtype},
+                        name or "AccumulatorApplyGradient")
+
+    def take_grad(self, num_required: Any, name: str | None = None) -> Tensor:
+        g = self._accumulator_ref.graph
+        with g.as_default():
+            n = convert_to_tensor(num_required, dtype=_dtypes.int32, name="num_required")
+        return self._op("AccumulatorTakeGradient", [n], {"dtype": self._dtype},
+                        name or "AccumulatorTakeGradient").outputs[0]
+
+    def set_global_step(self, new_global_step: Any, name: str | None = None) -> Operation:
+        step = self._int64(new_global_step, "new_global_step")
+        return self._op("AccumulatorSetGlobalStep", [step], {}, name or "AccumulatorSetGlobalStep")
+
+    def num_accumulated(self, name: str | None = None) -> Tensor:
+        return self._op("AccumulatorNumAccumulated", [], {},
+                        name or f"{self._name}_NumAccumulated").outputs[0]
+
+    def cancel_waiting_takes(self, name: str | None = None) -> Operation:
+        """tfteach addition: end waiting take_grads with CancelledError (what TF does to a
+        session's pending steps when the session closes); the gradients stay."""
+        return self._op("_AccumulatorCancelTakes", [], {}, name or "CancelTakes")
+
+
 class SparseConditionalAccumulator(ConditionalAccumulator):
     """``tf.SparseConditionalAccumulator(dtype, shape=None, shared_name=None)``.
 
@@ -263,6 +437,3 @@ class SparseConditionalAccumulator(ConditionalAccumulator):
                                  name: str | None = None) -> IndexedSlices:
         taken = self.take_grad(num_required, name)
         return IndexedSlices(taken.values, taken.indices, taken.shape)
-
-    def num_accumulated(self, name: str | None = None) -> Tensor:
-        return super().num_accumulated(name or f"{self._name}_NumAccumulated")

@@ -1,4 +1,7 @@
-"""Queues and accumulators: ``FIFOQueue``, ``ConditionalAccumulator``, ``dynamic_partition``.
+"""Queues and the waiting machinery of shared resources: ``FIFOQueue``, ``dynamic_partition``.
+
+The gradient accumulators (``ConditionalAccumulator``, ``SparseConditionalAccumulator``) are
+built on the same machinery in ``tfteach.ops.accumulator_ops`` (importable from here too).
 
 Resources. A queue or an accumulator lives in the resource container of the task that runs
 its handle op (``FIFOQueueV2`` / ``ConditionalAccumulator``), keyed by ``shared_name`` (else
@@ -17,10 +20,9 @@ via ``Pending.on_cancel``; the cluster step was aborted; the container was reset
 before it takes anything, so no element (no sync token) is lost to a dead step.
 
 State of a queue: ``items`` (deque of component tuples), ``enqueuers``/``dequeuers``
-(deques of attempts, served strictly first-come first-served), ``closed``. State of an
-accumulator: ``sum``, ``count``, ``global_step``, ``takers``, and the totals ``accepted``
-and ``dropped``. Invariants: state changes only under the resource's lock, and Pendings
-are resolved only after it is released (their callbacks run executor code).
+(deques of attempts, served strictly first-come first-served), ``closed``. Invariants:
+state changes only under the resource's lock, and Pendings are resolved only after it is
+released (their callbacks run executor code).
 """
 from __future__ import annotations
 
@@ -37,7 +39,6 @@ from tfteach.framework import dtypes as _dtypes
 from tfteach.framework.graph import Operation, Tensor, get_default_graph
 from tfteach.framework.registry import ALL_TYPES, not_differentiable, register_op
 from tfteach.framework.tensor_shape import TensorShape, as_shape, unknown_shape
-from tfteach.ops.array_ops import cast
 from tfteach.ops.common import const_value, convert_to_tensor, graph_of
 
 CPU_ONLY: frozenset = frozenset()
@@ -351,72 +352,6 @@ class FIFOQueueResource(_Waitable):
                  "'end of data'; catch tf.errors.OutOfRangeError to stop.")
 
 
-# ---- the accumulator ---------------------------------------------------------------------------
-class AccumulatorResource(_Waitable):
-    """TF's ConditionalAccumulator: averages fresh gradients, drops stale ones."""
-
-    def __init__(self, name: str, dtype: Any, shape: TensorShape) -> None:
-        super().__init__(name)
-        self.dtype = dtype
-        self.shape = shape
-        self.sum: Any = None
-        self.count = 0
-        self.global_step = 0
-        self.takers: collections.deque = collections.deque()
-        self.accepted = 0
-        self.dropped = 0
-
-    def _lists(self) -> list:
-        return [self.takers]
-
-    def apply(self, local_step: int, grad: Any, op: Any) -> bool:
-        """Add ``grad`` if ``local_step`` is not older than the accumulator's step."""
-        if not self.shape.is_compatible_with(TensorShape(list(np.shape(grad)))):
-            raise errors.InvalidArgumentError(
-                f"Shape mismatch: expected shape {self.shape.bracket()} but got "
-                f"{list(np.shape(grad))} for accumulator '{self.name}'", op=op,
-                hint="apply gradients of the variable's shape to its accumulator.")
-        with self.lock:
-            fresh = local_step >= self.global_step
-            if fresh:
-                self.sum = np.array(grad, copy=True) if self.count == 0 else self.sum + grad
-                self.count += 1
-                self.accepted += 1
-            else:
-                self.dropped += 1
-            done = self._progress()
-        _resolve_all(done)
-        return fresh
-
-    def set_global_step(self, step: int) -> None:
-        with self.lock:
-            self.global_step = int(step)
-
-    def cancel_takers(self) -> None:
-        """End every waiting take_grad with CancelledError (its gradients stay)."""
-        with self.lock:
-            done = [(a, None, errors.CancelledError("TakeGrad operation was cancelled"))
-                    for a in self.takers]
-            for attempt in self.takers:
-                attempt.finished = True
-            self.takers.clear()
-        _resolve_all(done)
-
-    def num_accumulated(self) -> int:
-        with self.lock:
-            return self.count
-
-    def _progress(self) -> list:
-        if not self.takers or self.count < self.takers[0].need:
-            return []
-        attempt = self.takers.popleft()
-        self.global_step += 1
-        average = (self.sum / self.count).astype(self.dtype.np)
-        self.sum, self.count = None, 0
-        attempt.finished = True
-        return [(attempt, average, None)]
-
-
 # ---- kernels ---------------------------------------------------------------------------------
 def _queue_kernel(ctx: Any) -> FIFOQueueResource:
     a = ctx.attrs
@@ -474,42 +409,6 @@ def _size_kernel(ctx: Any, queue: FIFOQueueResource) -> np.ndarray:
     return np.array(queue.size(), dtype=np.int32)
 
 
-def _accumulator_kernel(ctx: Any) -> AccumulatorResource:
-    a = ctx.attrs
-    name = a["shared_name"] or ctx.op.name
-    return shared_resource(ctx.resources, "accumulator", name,
-                           lambda: AccumulatorResource(name, a["dtype"], a["shape"]),
-                           a["container"])
-
-
-def _apply_grad_kernel(ctx: Any, accum: AccumulatorResource, local_step: Any,
-                       grad: Any) -> np.ndarray:
-    fresh = accum.apply(int(ctx.device.to_host(local_step)), _host(ctx, grad), ctx.op)
-    return np.array(fresh)
-
-
-def _take_grad_kernel(ctx: Any, accum: AccumulatorResource, num_required: Any) -> Any:
-    need = int(ctx.device.to_host(num_required))
-    if need < 1:
-        raise errors.InvalidArgumentError(
-            f"Argument num_required must be positive, but was {need}", op=ctx.op,
-            hint="take_grad(n) waits for n gradients; n must be at least 1.")
-    attempt = _Attempt(_new_pending(), need, ctx.op.name)
-    return _start_waiting(ctx, accum, attempt, accum.takers)
-
-
-def _set_global_step_kernel(ctx: Any, accum: AccumulatorResource, step: Any) -> None:
-    accum.set_global_step(int(ctx.device.to_host(step)))
-
-
-def _cancel_takes_kernel(ctx: Any, accum: AccumulatorResource) -> None:
-    accum.cancel_takers()
-
-
-def _num_accumulated_kernel(ctx: Any, accum: AccumulatorResource) -> np.ndarray:
-    return np.array(accum.num_accumulated(), dtype=np.int32)
-
-
 def _dynamic_partition_kernel(ctx: Any, data: Any, partitions: Any) -> tuple:
     xp = ctx.xp
     parts = xp.asarray(partitions)
@@ -564,22 +463,9 @@ register_op("QueueDequeueManyV2", _dequeue_many_shape, _dequeue_many_kernel, is_
 register_op("QueueCloseV2", _NO_OUTPUT, _close_kernel, **_USES_HANDLE)
 register_op("QueueSizeV2", lambda op: [(_dtypes.int32, TensorShape([]))], _size_kernel,
             **_USES_HANDLE)
-register_op("ConditionalAccumulator", lambda op: _HANDLE, _accumulator_kernel, **_HANDLE_OP)
-register_op("AccumulatorApplyGradient", lambda op: [(_dtypes.bool_, TensorShape([]))],
-            _apply_grad_kernel, **_USES_HANDLE)
-register_op("AccumulatorTakeGradient",
-            lambda op: [(op.attrs["dtype"], _handle_attrs(op)["shape"])], _take_grad_kernel,
-            is_async=True, **_USES_HANDLE)
-register_op("AccumulatorSetGlobalStep", _NO_OUTPUT, _set_global_step_kernel, **_USES_HANDLE)
-register_op("_AccumulatorCancelTakes", _NO_OUTPUT, _cancel_takes_kernel, **_USES_HANDLE)
-register_op("AccumulatorNumAccumulated", lambda op: [(_dtypes.int32, TensorShape([]))],
-            _num_accumulated_kernel, **_USES_HANDLE)
 register_op("DynamicPartition", _partition_shape, _dynamic_partition_kernel, gpu_types=ALL_TYPES)
 not_differentiable("FIFOQueueV2", "QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2",
-                   "QueueDequeueManyV2", "QueueCloseV2", "QueueSizeV2",
-                   "ConditionalAccumulator", "AccumulatorApplyGradient",
-                   "AccumulatorTakeGradient", "AccumulatorSetGlobalStep",
-                   "AccumulatorNumAccumulated", "_AccumulatorCancelTakes", "DynamicPartition")
+                   "QueueDequeueManyV2", "QueueCloseV2", "QueueSizeV2", "DynamicPartition")
 
 
 # ---- Python API ------------------------------------------------------------------------------
@@ -701,73 +587,6 @@ def _as_list_of_shapes(shapes: Any) -> list:
     return items
 
 
-class ConditionalAccumulator:
-    """``tf.ConditionalAccumulator(dtype, shape=None, shared_name=None)``.
-
-    ``apply_grad(grad, local_step)`` adds a gradient unless ``local_step`` is older than the
-    accumulator's global step (then it is dropped as stale); ``take_grad(n)`` waits for ``n``
-    gradients, returns their average, resets, and advances the accumulator's step.
-    (tfteach addition: the apply op's one output says whether the gradient was accepted.)
-    """
-
-    def __init__(self, dtype: Any, shape: Any = None, shared_name: str | None = None,
-                 name: str = "conditional_accumulator", reduction_type: str = "MEAN") -> None:
-        if reduction_type != "MEAN":
-            raise ValueError(f"reduction_type {reduction_type!r} is not supported; "
-                             "tfteach averages (reduction_type='MEAN').")
-        self._dtype = _dtypes.as_dtype(dtype)
-        self._shape = as_shape(shape) if shape is not None else unknown_shape()
-        self._accumulator_ref = get_default_graph().create_op("ConditionalAccumulator", [], {
-            "dtype": self._dtype, "shape": self._shape, "container": "",
-            "shared_name": shared_name or "", "reduction_type": reduction_type},
-            name=name).outputs[0]
-        self._name = self._accumulator_ref.op.name
-
-    accumulator_ref = property(lambda self: self._accumulator_ref)
-    name = property(lambda self: self._name)
-    dtype = property(lambda self: self._dtype)
-
-    def _op(self, op_type: str, inputs: list, attrs: dict, name: str) -> Operation:
-        g = self._accumulator_ref.graph
-        return g.create_op(op_type, [self._accumulator_ref] + inputs, attrs, name=name)
-
-    def _int64(self, value: Any, name: str) -> Tensor:
-        g = self._accumulator_ref.graph
-        with g.as_default():
-            return cast(convert_to_tensor(value, name=name), _dtypes.int64)
-
-    def apply_grad(self, grad: Any, local_step: Any = 0, name: str | None = None) -> Operation:
-        g = graph_of([grad, self._accumulator_ref])
-        with g.as_default():
-            grad = convert_to_tensor(grad, dtype=self._dtype, name="grad")
-        if not self._shape.is_compatible_with(grad.shape):
-            raise ValueError(f"Shapes {grad.shape} and {self._shape} are incompatible.\n"
-                             "Hint: apply gradients of the accumulator's shape.")
-        step = self._int64(local_step, "local_step")
-        return self._op("AccumulatorApplyGradient", [step, grad], {"dtype": self._dtype},
-                        name or "AccumulatorApplyGradient")
-
-    def take_grad(self, num_required: Any, name: str | None = None) -> Tensor:
-        g = self._accumulator_ref.graph
-        with g.as_default():
-            n = convert_to_tensor(num_required, dtype=_dtypes.int32, name="num_required")
-        return self._op("AccumulatorTakeGradient", [n], {"dtype": self._dtype},
-                        name or "AccumulatorTakeGradient").outputs[0]
-
-    def set_global_step(self, new_global_step: Any, name: str | None = None) -> Operation:
-        step = self._int64(new_global_step, "new_global_step")
-        return self._op("AccumulatorSetGlobalStep", [step], {}, name or "AccumulatorSetGlobalStep")
-
-    def num_accumulated(self, name: str | None = None) -> Tensor:
-        return self._op("AccumulatorNumAccumulated", [], {},
-                        name or "AccumulatorNumAccumulated").outputs[0]
-
-    def cancel_waiting_takes(self, name: str | None = None) -> Operation:
-        """tfteach addition: end waiting take_grads with CancelledError (what TF does to a
-        session's pending steps when the session closes); the gradients stay."""
-        return self._op("_AccumulatorCancelTakes", [], {}, name or "CancelTakes")
-
-
 def dynamic_partition(data: Any, partitions: Any, num_partitions: int,
                       name: str | None = None) -> list[Tensor]:
     """``tf.dynamic_partition``: ``outputs[i]`` holds the rows of ``data`` whose partition is i."""
@@ -779,3 +598,10 @@ def dynamic_partition(data: Any, partitions: Any, num_partitions: int,
                                                           "num_partitions": int(num_partitions)},
                             name=name or "DynamicPartition").outputs)
 
+
+def __getattr__(name: str) -> Any:
+    """The accumulators live in ``tfteach.ops.accumulator_ops``; old imports still work."""
+    if name in ("ConditionalAccumulator", "SparseConditionalAccumulator", "AccumulatorResource"):
+        from tfteach.ops import accumulator_ops
+        return getattr(accumulator_ops, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -31,9 +31,9 @@ from tfteach.framework import dtypes
 from tfteach.framework.graph import GraphKeys, Operation, get_default_graph
 from tfteach.framework.indexed_slices import IndexedSlices
 from tfteach.ops import array_ops, state_ops
-from tfteach.ops.accumulator_ops import SparseConditionalAccumulator
+from tfteach.ops.accumulator_ops import ConditionalAccumulator, SparseConditionalAccumulator
 from tfteach.ops.control_ops import group, no_op
-from tfteach.ops.data_flow_ops import ConditionalAccumulator, FIFOQueue
+from tfteach.ops.data_flow_ops import FIFOQueue
 from tfteach.ops.state_ops import Variable
 from tfteach.train.hooks import SessionRunHook
 from tfteach.train.optimizer import Optimizer
