@@ -240,7 +240,7 @@ def _stitch_kernel(ctx, *args):
     size = max((int(i.max()) + 1 for i in indices if i.size), default=0)
     out = xp.zeros((size,) + tail, dtype=data[0].dtype)
     for idx, d in zip(indices, data):
-        out[idx] = xp.reshape(d, (idx.size,) + tail)
+        out[xp.asarray(idx)] = xp.reshape(d, (idx.size,) + tail)
     return out
 
 
