@@ -68,9 +68,13 @@ def test_a_training_step_cuts_the_ps_part_into_read_and_apply_phases():
     assert [p.phase for p in ps_phases] == [0, 1] and [p.phase for p in masters] == [1]
     assert not any(n["name"].startswith(("_ctl/", "_recv/_ctl/", "_send/_ctl/"))
                    for p in split for n in p.nodes)
+    # (as in TF, the wait is on the increment's value, built inside the control block)
+    nodes = {n["name"]: n for n in ps_phases[1].nodes}
     bump = next(n for n in ps_phases[1].nodes if n["op"] == "AssignAdd")
+    waits = set(bump["input"]) | {i for name in bump["input"]
+                                  for i in nodes[name.lstrip("^").split(":")[0]]["input"]}
     assert {"^GradientDescent/update_W/ApplyGradientDescent",
-            "^GradientDescent/update_b/ApplyGradientDescent"} <= set(bump["input"])
+            "^GradientDescent/update_b/ApplyGradientDescent"} <= waits
     read, apply = ps_phases[0], ps_phases[1]
     # phase 0 reads the variables and answers them to the master; it needs nothing
     assert read.inputs == {}
