@@ -34,8 +34,17 @@ def execute(notebook: Path, timeout: int = 600) -> None:
     client.execute(env=lesson_env())
     for cell in nb.cells:
         if cell.cell_type == "code":
-            cell.outputs = [o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})]
+            cell.outputs = [o for o in cell.outputs if _static(o)]
     nbformat.write(nb, notebook)
+
+
+def _static(output) -> bool:
+    """Drop the live widget view from ``output``; keep it if a static form remains."""
+    data = output.get("data")
+    if data is None or WIDGET_VIEW not in data:
+        return True
+    del data[WIDGET_VIEW]
+    return bool(data)
 
 
 def main(argv: list[str] | None = None) -> int:
