@@ -106,7 +106,8 @@ class Process:
             self.popen.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-            raise AssertionError(f"still running after {timeout} s:\n{self.transcript()}")
+            raise AssertionError(f"still running after {timeout} s:\n{self.transcript()}") \
+                from None
         for reader in self._readers:
             reader.join(5)
         return self.popen.returncode

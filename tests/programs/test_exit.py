@@ -11,31 +11,31 @@ import time
 
 import pytest
 
-from harness import ROOT, program
+from harness import ROOT
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 EXIT_S = 2.0
 VALUES = ["131072.0", "1"]
 
 
-def test_ending_with_everything_open_exits_at_once(tmp_path):
-    proc = program("left_open.py", "end", cwd=tmp_path)
+def test_ending_with_everything_open_exits_at_once(start):
+    proc = start("left_open.py", "end")
     assert proc.wait(60) == 0, proc.transcript()
     assert proc.stdout.splitlines() == VALUES
     assert proc.exit_delay() < EXIT_S
     assert proc.leftovers() == []
 
 
-def test_an_uncaught_exception_exits_with_status_1(tmp_path):
-    proc = program("left_open.py", "raise", cwd=tmp_path)
+def test_an_uncaught_exception_exits_with_status_1(start):
+    proc = start("left_open.py", "raise")
     assert proc.wait(60) == 1, proc.transcript()
     assert "RuntimeError: the learner's bug" in proc.stderr
     assert proc.exit_delay() < EXIT_S
     assert proc.leftovers() == []
 
 
-def test_sigterm_ends_the_program_and_what_it_started(tmp_path):
-    proc = program("left_open.py", "wait", cwd=tmp_path)
+def test_sigterm_ends_the_program_and_what_it_started(start):
+    proc = start("left_open.py", "wait")
     proc.wait_for("^waiting$")
     sent = time.monotonic()
     proc.signal(signal.SIGTERM)

@@ -19,7 +19,7 @@ import signal
 
 import pytest
 
-from harness import has_tensorflow, program, stop, write_cluster
+from harness import has_tensorflow, stop, write_cluster
 from tfteach.distributed.processes import free_ports
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -62,49 +62,50 @@ def hosts(n: int) -> list[str]:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_hello_world_on_a_local_server_prints_and_exits(backend, tmp_path):
-    proc = finished(program("hello_local_server.py", backend=backend, cwd=tmp_path))
+def test_hello_world_on_a_local_server_prints_and_exits(backend, start):
+    proc = finished(start("hello_local_server.py", backend=backend))
     assert proc.stdout.splitlines() == ["b'Hello, distributed TensorFlow!'"]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_two_local_tasks_compute_across_processes(backend, tmp_path):
+def test_two_local_tasks_compute_across_processes(backend, start, tmp_path):
     port0, port1 = free_ports(2)
     cluster = write_cluster(tmp_path / "cluster.json",
                             {"local": [f"localhost:{port0}", f"localhost:{port1}"]})
-    task1 = served(program("join_server.py", cluster, "local", 1, backend=backend,
-                           cwd=tmp_path))
+    task1 = served(start("join_server.py", cluster, "local", 1, backend=backend))
     try:
-        main = finished(program("local_two_tasks.py", port0, port1, backend=backend,
-                                cwd=tmp_path))
+        main = finished(start("local_two_tasks.py", port0, port1, backend=backend))
         assert main.stdout.splitlines() == ["238"]
     finally:
         ended_by_sigterm(task1)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_config_json_servers_started_from_the_command_line(backend, tmp_path):
+def test_config_json_servers_started_from_the_command_line(backend, start, tmp_path):
     write_cluster(tmp_path / "config.json", {"worker": hosts(2)})
-    servers = [served(program("config_server.py", task, backend=backend, cwd=tmp_path),
+    servers = [served(start("config_server.py", task, backend=backend),
                       f"Starting server #{task}") for task in (0, 1)]
     try:
-        client = finished(program("config_client.py", backend=backend, cwd=tmp_path))
+        client = finished(start("config_client.py", backend=backend))
         assert client.stdout.splitlines() == ["238"]
     finally:
         ended_by_sigterm(*servers)
 
 
-def run_trainers(backend, tmp_path, workers: int, *flags: str) -> list:
+def run_trainers(start, backend, workers: int, *flags: str) -> list:
     """One ps and ``workers`` workers of trainer.py; the workers' last lines."""
     ps_host, *worker_hosts = hosts(1 + workers)
     common = [f"--ps_hosts={ps_host}", f"--worker_hosts={','.join(worker_hosts)}",
               *flags]
-    ps = program("trainer.py", *common, "--job_name=ps", backend=backend, cwd=tmp_path)
+    ps = start("trainer.py", *common, "--job_name=ps", backend=backend)
+    procs = []
     try:
-        procs = [program("trainer.py", *common, "--job_name=worker", f"--task_index={i}",
-                         backend=backend, cwd=tmp_path) for i in range(workers)]
+        procs = [start("trainer.py", *common, "--job_name=worker", f"--task_index={i}",
+                         backend=backend) for i in range(workers)]
         return [finished(proc, timeout=180).stdout.splitlines()[-1] for proc in procs]
     finally:
+        for proc in procs:
+            proc.kill()             # only one that failed is still running
         ended_by_sigterm(ps)
 
 
@@ -122,34 +123,32 @@ def assert_trained(lines: list, workers: int) -> list[int]:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_between_graph_training_with_monitored_sessions(backend, tmp_path):
-    steps = assert_trained(run_trainers(backend, tmp_path, 2, "--steps=150"), 2)
+def test_between_graph_training_with_monitored_sessions(backend, start):
+    steps = assert_trained(run_trainers(start, backend, 2, "--steps=150"), 2)
     assert steps[0] > 0                 # the chief trained; a late worker may find it done
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_between_graph_training_with_a_supervisor(backend, tmp_path):
-    lines = run_trainers(backend, tmp_path, 2, "--steps=150", "--supervisor",
+def test_between_graph_training_with_a_supervisor(backend, start, tmp_path):
+    lines = run_trainers(start, backend, 2, "--steps=150", "--supervisor",
                          f"--logdir={tmp_path / 'logs'}")
     assert assert_trained(lines, 2)[0] > 0
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_sync_replicas_with_a_backup_worker(backend, tmp_path):
-    lines = run_trainers(backend, tmp_path, 3, "--steps=60", "--replicas_to_aggregate=2")
+def test_sync_replicas_with_a_backup_worker(backend, start):
+    lines = run_trainers(start, backend, 3, "--steps=60", "--replicas_to_aggregate=2")
     assert sum(assert_trained(lines, 3)) >= 2 * 60      # two gradients per global step
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_in_graph_towers_over_two_workers(backend, tmp_path):
+def test_in_graph_towers_over_two_workers(backend, start, tmp_path):
     ps, *workers = hosts(3)
     cluster = write_cluster(tmp_path / "cluster.json", {"ps": [ps], "worker": workers})
-    tasks = [served(program("join_server.py", cluster, job, task, backend=backend,
-                            cwd=tmp_path)) for job, task in (("ps", 0), ("worker", 0),
-                                                              ("worker", 1))]
+    tasks = [served(start("join_server.py", cluster, job, task, backend=backend))
+             for job, task in (("ps", 0), ("worker", 0), ("worker", 1))]
     try:
-        client = finished(program("in_graph_towers.py", cluster, backend=backend,
-                                  cwd=tmp_path))
+        client = finished(start("in_graph_towers.py", cluster, backend=backend))
         w, b = (float(v) for v in re.fullmatch(r"w=([-\d.]+) b=([-\d.]+)",
                                                client.stdout).groups())
         assert abs(w - 2.0) < 0.05 and abs(b - 1.0) < 0.05
@@ -157,9 +156,9 @@ def test_in_graph_towers_over_two_workers(backend, tmp_path):
         ended_by_sigterm(*tasks)
 
 
-def test_a_worker_whose_ps_never_starts_gives_up_with_a_hint(tmp_path):
+def test_a_worker_whose_ps_never_starts_gives_up_with_a_hint(start):
     ps_port, worker_port = free_ports(2)
-    proc = program("unreachable_ps.py", ps_port, worker_port, 11000, cwd=tmp_path)
+    proc = start("unreachable_ps.py", ps_port, worker_port, 11000)
     proc.wait(60)
     assert proc.popen.returncode == 1
     assert "CreateSession still waiting for response from worker: /job:ps/replica:0/task:0" \
@@ -171,11 +170,10 @@ def test_a_worker_whose_ps_never_starts_gives_up_with_a_hint(tmp_path):
 
 @pytest.mark.conformance
 @pytest.mark.skipif(not has_tensorflow(), reason="TensorFlow is not installed")
-def test_tensorflow_waits_forever_for_a_ps_that_never_starts(tmp_path):
+def test_tensorflow_waits_forever_for_a_ps_that_never_starts(start):
     """The difference the tfteach test above states: TF keeps waiting past the timeout."""
     ps_port, worker_port = free_ports(2)
-    proc = program("unreachable_ps.py", ps_port, worker_port, 3000, backend="tensorflow",
-                   cwd=tmp_path)
+    proc = start("unreachable_ps.py", ps_port, worker_port, 3000, backend="tensorflow")
     try:
         proc.wait_for("CreateSession still waiting for response from worker: "
                       "/job:ps/replica:0/task:0", timeout=60)
