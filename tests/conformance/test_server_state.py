@@ -18,10 +18,7 @@ import pytest
 
 pytestmark = [pytest.mark.conformance, pytest.mark.cluster, pytest.mark.timeout(180)]
 
-tf_real = pytest.importorskip("tensorflow", reason="TensorFlow is not installed "
-                              "(pip install -e '.[conformance]')")
-tf1 = tf_real.compat.v1
-tf1.disable_v2_behavior()
+from tf_oracle import tf1  # noqa: E402 - skips without TensorFlow
 
 import tfteach  # noqa: E402
 

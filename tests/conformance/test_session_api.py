@@ -16,10 +16,7 @@ import pytest
 
 pytestmark = pytest.mark.conformance
 
-tf_real = pytest.importorskip("tensorflow", reason="TensorFlow is not installed "
-                              "(pip install -e '.[conformance]')")
-tf1 = tf_real.compat.v1
-tf1.disable_v2_behavior()
+from tf_oracle import tf1  # noqa: E402 - skips without TensorFlow
 
 import tfteach  # noqa: E402
 from tfteach.distributed.cluster_spec import ClusterSpec  # noqa: E402
