@@ -102,25 +102,33 @@ def run_lesson(path: Path) -> tuple[dict, dict]:
 
 def run_cells(cells: list[dict], cwd: Path) -> tuple[dict, dict]:
     """``cells`` run in order in a fresh process per runtime, side by side."""
-    work = Path(tempfile.mkdtemp(prefix="lesson-on-tf-"))
-    (work / "cells.json").write_text(json.dumps(cells))
-    env = {**lesson_env(work / "registry"), "MPLBACKEND": "Agg", "TF_CPP_MIN_LOG_LEVEL": "2"}
-    runs = {rt: subprocess.Popen(
-        [sys.executable, str(RUNNER), rt, str(work / "cells.json"), str(work / f"{rt}.jsonl")],
-        cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        for rt in ("tfteach", "tf")}
-    results = []
-    for rt, proc in runs.items():
-        try:
-            _, err = proc.communicate(timeout=300)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            _, err = proc.communicate()
-        out = work / f"{rt}.jsonl"
-        records = [json.loads(line) for line in out.read_text().splitlines()] \
-            if out.exists() else []
-        results.append({r["key"]: r for r in records} | {"_stderr": err[-3000:]})
-    return results[0], results[1]
+    env = {**lesson_env(), "MPLBACKEND": "Agg", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    with tempfile.TemporaryDirectory(prefix="lesson-on-tf-") as tmp:
+        work = Path(tmp)
+        (work / "cells.json").write_text(json.dumps(cells))
+        runs = [start_runner(rt, work, cwd, env) for rt in ("tfteach", "tf")]
+        for proc in runs:
+            try:
+                proc.wait(timeout=240)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        return read_records(work, "tfteach"), read_records(work, "tf")
+
+
+def start_runner(runtime: str, work: Path, cwd: Path, env: dict) -> subprocess.Popen:
+    with (work / f"{runtime}.err").open("w") as err:
+        return subprocess.Popen([sys.executable, str(RUNNER), runtime, str(work / "cells.json"),
+                                 str(work / f"{runtime}.jsonl")],
+                                cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err)
+
+
+def read_records(work: Path, runtime: str) -> dict:
+    """{cell key: record} of what the runner wrote, and the end of its stderr as "_stderr"."""
+    out = work / f"{runtime}.jsonl"
+    records = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+    stderr = (work / f"{runtime}.err").read_text()[-3000:]
+    return {r["key"]: r for r in records} | {"_stderr": stderr}
 
 
 def read_sanitizers() -> list[tuple[re.Pattern, str]]:
