@@ -3,7 +3,7 @@
 A checkpoint is named by its *prefix* ``P`` (e.g. ``/train/model.ckpt-100``, what
 ``Saver.save`` returns) and lives in two files:
 
-``P.data.npz``
+``P.data.npz`` (or ``P.data.1.npz``, see below)
     A standard uncompressed NumPy ``.npz`` archive: the zip member ``NAME.npy`` holds the
     variable ``NAME`` (names may contain ``/``) as a little-endian ``.npy`` array. Nothing
     is pickled; ``np.load(P + ".data.npz", allow_pickle=False)["NAME"]`` reads one by hand.
@@ -12,6 +12,7 @@ A checkpoint is named by its *prefix* ``P`` (e.g. ``/train/model.ckpt-100``, wha
     "tensors": [{"name": "w", "dtype": "float32", "shape": [2, 3], "crc32": 123}, ...]}``
     with tensors sorted by name; ``crc32`` is ``zlib.crc32`` of the array's bytes in C
     order as stored. Only bool and numeric (int, uint, float, complex) arrays are saved.
+    ``data_file`` names the data file; it ends in ``.data.npz`` or ``.data.1.npz``.
 
 The directory's state file ``checkpoint`` is TF's text format. It names the newest
 checkpoint, then all kept ones (oldest first, newest last), relative to the directory
@@ -23,15 +24,25 @@ when they lie inside it and absolute otherwise::
 
 Invariants (crash safety): every file is first written to ``<file>.tmp<random>`` in the
 same directory, fsynced, then renamed over its final name with ``os.replace``, so readers
-see a whole file or none. The index is written last and removed first, so a prefix whose
-index exists has its complete data (the checksums prove it); the state file is updated
-only after the checkpoint is complete. A writer killed midway leaves at most temporary
-files, which nothing reads and the next write or delete of that prefix removes.
+see a whole file or none. The data file is renamed into place before the index, and only
+the index names it, so a prefix whose index exists has its complete data (the checksums
+prove it). Saving over an existing prefix writes its data under the *other* data file
+name (``.data.npz`` and ``.data.1.npz`` take turns), then replaces the index: the old
+checkpoint stays whole until the new index replaces it in one rename, and only then is
+the old data file removed. Deleting removes the index first. The state file is updated
+(the same way) only after the checkpoint is complete, and callers delete old checkpoints
+only after the state file no longer names them. A writer killed midway leaves at most
+temporary or unreferenced files, which nothing reads and the next write or delete of
+that prefix removes.
+
+Reading (``latest_checkpoint``): when the state file's newest checkpoint is incomplete
+or missing, the newest complete one it lists is used instead, with a logged warning.
 """
 from __future__ import annotations
 
 import glob
 import json
+import logging
 import os
 import re
 import secrets
@@ -50,10 +61,13 @@ from tfteach.errors import DataLossError, InvalidArgumentError, NotFoundError
 FORMAT = "tfteach-checkpoint"
 VERSION = 1
 DATA_SUFFIX = ".data.npz"
+ALT_DATA_SUFFIX = ".data.1.npz"
+_DATA_SUFFIXES = (DATA_SUFFIX, ALT_DATA_SUFFIX)
 INDEX_SUFFIX = ".index.json"
 STATE_FILENAME = "checkpoint"
 TEMP_MARK = ".tmp"
 _SAVABLE_KINDS = "biufc"  # bool, int, uint, float, complex
+_log = logging.getLogger("tfteach.train")
 
 
 class TensorEntry(NamedTuple):
@@ -142,12 +156,12 @@ def _write_npz(f: IO[bytes], arrays: Mapping[str, np.ndarray]) -> None:
                 np.lib.format.write_array(member, array, allow_pickle=False)
 
 
-def _index(prefix: str, arrays: Mapping[str, np.ndarray]) -> bytes:
+def _index(prefix: str, arrays: Mapping[str, np.ndarray], data_suffix: str) -> bytes:
     """The index file's bytes: the header fields, then one line of JSON per tensor."""
     tensors = [json.dumps({"name": name, "dtype": array.dtype.name, "shape": list(array.shape),
                            "crc32": _crc32(array)}) for name, array in arrays.items()]
     header = json.dumps({"format": FORMAT, "version": VERSION,
-                         "data_file": os.path.basename(prefix) + DATA_SUFFIX})
+                         "data_file": os.path.basename(prefix) + data_suffix})
     body = ",\n  ".join(tensors)
     return f'{header[:-1]},\n "tensors": [\n  {body}\n ]}}\n'.encode()
 
@@ -155,8 +169,9 @@ def _index(prefix: str, arrays: Mapping[str, np.ndarray]) -> bytes:
 def write_checkpoint(prefix: str | os.PathLike, tensors: Mapping[str, np.ndarray]) -> str:
     """Save ``tensors`` (name -> array) as checkpoint ``prefix``, atomically; returns prefix.
 
-    Overwriting an existing prefix first makes it disappear (index removed), so a crash
-    leaves either the old checkpoint, no checkpoint, or the new one, never a mix.
+    Overwriting an existing prefix keeps the old checkpoint whole until the new index
+    replaces it, so a crash leaves either the old checkpoint or the new one, never a mix
+    and never neither.
     """
     prefix = os.fspath(prefix)
     arrays = {name: _savable(name, value) for name, value in tensors.items()}
@@ -165,13 +180,31 @@ def write_checkpoint(prefix: str | os.PathLike, tensors: Mapping[str, np.ndarray
     if not os.path.isdir(parent):
         raise NotFoundError(f"Parent directory of {prefix} doesn't exist, can't save.",
                             hint=f"Create it first: os.makedirs({parent!r}, exist_ok=True).")
-    for path in (prefix + DATA_SUFFIX, prefix + INDEX_SUFFIX):
+    for path in _files_of(prefix):
         _remove_temp_files(path)
-    _remove(prefix + INDEX_SUFFIX)
-    _atomic_write(prefix + DATA_SUFFIX, lambda f: _write_npz(f, arrays))
-    index = _index(prefix, arrays)
+    suffix = ALT_DATA_SUFFIX if _data_suffix_in_use(prefix) == DATA_SUFFIX else DATA_SUFFIX
+    _atomic_write(prefix + suffix, lambda f: _write_npz(f, arrays))
+    index = _index(prefix, arrays, suffix)
     _atomic_write(prefix + INDEX_SUFFIX, lambda f: f.write(index))
+    for other in _DATA_SUFFIXES:  # the replaced data, or what a killed save left
+        if other != suffix:
+            _remove(prefix + other)
     return prefix
+
+
+def _files_of(prefix: str) -> list[str]:
+    """The files checkpoint ``prefix`` may have: its index and either data file."""
+    return [prefix + INDEX_SUFFIX] + [prefix + suffix for suffix in _DATA_SUFFIXES]
+
+
+def _data_suffix_in_use(prefix: str) -> str | None:
+    """The data file suffix the existing index of ``prefix`` names (None: no usable index)."""
+    if not checkpoint_exists(prefix):
+        return None
+    try:
+        return _load_index(prefix)[1]
+    except (NotFoundError, DataLossError):
+        return None
 
 
 # ---------------------------------------------------------------- reading a checkpoint
@@ -207,7 +240,16 @@ def _corrupt(path: str, problem: object) -> DataLossError:
                               "(tf.train.latest_checkpoint then finds the previous one).")
 
 
-def _parse_index(raw: bytes, path: str) -> dict[str, TensorEntry]:
+def _suffix_of(data_file: object) -> str:
+    """Which data file an index names (only the suffix counts: prefixes may be renamed)."""
+    for suffix in _DATA_SUFFIXES:
+        if isinstance(data_file, str) and data_file.endswith(suffix):
+            return suffix
+    raise ValueError(f"data_file {data_file!r} ends in none of {list(_DATA_SUFFIXES)}")
+
+
+def _parse_index(raw: bytes, path: str) -> tuple[dict[str, TensorEntry], str]:
+    """The entries and the data file suffix of an index file's bytes."""
     try:
         index = json.loads(raw)
         if index.get("format") != FORMAT or index.get("version") != VERSION:
@@ -216,20 +258,25 @@ def _parse_index(raw: bytes, path: str) -> dict[str, TensorEntry]:
         entries = [TensorEntry(str(t["name"]), str(t["dtype"]),
                                tuple(int(d) for d in t["shape"]), int(t["crc32"]))
                    for t in index["tensors"]]
+        suffix = _suffix_of(index.get("data_file", DATA_SUFFIX))
     except (ValueError, KeyError, TypeError, AttributeError) as err:
         raise _corrupt(path, err) from None
-    return {entry.name: entry for entry in entries}
+    return {entry.name: entry for entry in entries}, suffix
 
 
-def read_index(prefix: str | os.PathLike) -> dict[str, TensorEntry]:
-    """Name -> TensorEntry (dtype, shape, crc32) of checkpoint ``prefix``, without its data."""
-    prefix = os.fspath(prefix)
+def _load_index(prefix: str) -> tuple[dict[str, TensorEntry], str]:
+    """The entries of checkpoint ``prefix`` and the suffix of the data file it names."""
     try:
         with open(prefix + INDEX_SUFFIX, "rb") as f:
             raw = f.read()
     except FileNotFoundError:
         raise _not_found(prefix) from None
     return _parse_index(raw, prefix + INDEX_SUFFIX)
+
+
+def read_index(prefix: str | os.PathLike) -> dict[str, TensorEntry]:
+    """Name -> TensorEntry (dtype, shape, crc32) of checkpoint ``prefix``, without its data."""
+    return _load_index(os.fspath(prefix))[0]
 
 
 def _read_tensor(archive: zipfile.ZipFile, entry: TensorEntry, path: str) -> np.ndarray:
@@ -246,8 +293,8 @@ def _read_tensor(archive: zipfile.ZipFile, entry: TensorEntry, path: str) -> np.
 def read_checkpoint(prefix: str | os.PathLike) -> dict[str, np.ndarray]:
     """All tensors of checkpoint ``prefix`` (name -> array), checksums verified."""
     prefix = os.fspath(prefix)
-    entries = read_index(prefix)
-    path = prefix + DATA_SUFFIX
+    entries, suffix = _load_index(prefix)
+    path = prefix + suffix
     try:
         with zipfile.ZipFile(path) as archive:
             members = set(archive.namelist())
@@ -263,14 +310,25 @@ def read_checkpoint(prefix: str | os.PathLike) -> dict[str, np.ndarray]:
 
 
 def checkpoint_exists(prefix: str | os.PathLike) -> bool:
-    """Whether a complete checkpoint ``prefix`` exists (its index file is the marker)."""
+    """Whether checkpoint ``prefix`` exists (its index file is the marker, as in TF)."""
     return os.path.isfile(os.fspath(prefix) + INDEX_SUFFIX)
+
+
+def checkpoint_complete(prefix: str | os.PathLike) -> bool:
+    """Whether ``prefix`` has a readable index and the data file that index names."""
+    prefix = os.fspath(prefix)
+    if not checkpoint_exists(prefix):
+        return False
+    try:
+        suffix = _load_index(prefix)[1]
+    except (NotFoundError, DataLossError, OSError):
+        return False
+    return os.path.isfile(prefix + suffix)
 
 
 def delete_checkpoint(prefix: str | os.PathLike) -> None:
     """Delete checkpoint ``prefix`` (index first) and any temporary files it left."""
-    prefix = os.fspath(prefix)
-    for path in (prefix + INDEX_SUFFIX, prefix + DATA_SUFFIX):
+    for path in _files_of(os.fspath(prefix)):
         _remove(path)
         _remove_temp_files(path)
 
@@ -359,12 +417,24 @@ def get_checkpoint_state(directory: str | os.PathLike,
 
 def latest_checkpoint(directory: str | os.PathLike,
                       latest_filename: str = STATE_FILENAME) -> str | None:
-    """The prefix of the newest complete checkpoint in ``directory``, or None."""
+    """The prefix of the newest complete checkpoint in ``directory``, or None.
+
+    When the state file's newest checkpoint is incomplete or missing (a save or delete was
+    interrupted, or its files were removed by hand), the newest complete one among
+    ``all_model_checkpoint_paths`` is returned, with a logged warning naming both.
+    """
     state = get_checkpoint_state(directory, latest_filename)
     if state is None:
         return None
-    if checkpoint_exists(state.model_checkpoint_path):
-        return state.model_checkpoint_path
+    newest = state.model_checkpoint_path
+    if checkpoint_complete(newest):
+        return newest
+    for older in reversed(state.all_model_checkpoint_paths):
+        if older != newest and checkpoint_complete(older):
+            _log.warning("Checkpoint %s is incomplete or missing; skipping it and using %s, "
+                         "the newest complete checkpoint listed in %s.", newest, older,
+                         os.path.join(os.fspath(directory), latest_filename))
+            return older
     warnings.warn(f"Couldn't match files for checkpoint {state.model_checkpoint_path}; "
                   "it was deleted or never completed.", stacklevel=2)
     return None

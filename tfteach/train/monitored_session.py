@@ -16,7 +16,10 @@ Invariants: hooks' ``begin`` runs once, ``after_create_session`` after each (re)
 ``end`` only on a normal close; ``run`` after ``should_stop()`` is an error.
 
 tfteach note: TF polls every 30 s while a worker waits for the chief or a checkpoint;
-tfteach's clusters start in seconds, so it polls every ``RECOVERY_WAIT_SECS``.
+tfteach's clusters start in seconds, so it polls every ``RECOVERY_WAIT_SECS``. The chief
+restores ``tf.train.latest_checkpoint(checkpoint_dir)``, the newest *complete* checkpoint
+the state file lists (TF restores the one the state file names, and fails when a crash
+left it incomplete).
 """
 from __future__ import annotations
 
@@ -223,17 +226,18 @@ class SessionManager:
             saver.restore(sess, checkpoint_path)
             return sess, True
         waited = 0.0
-        state = saver_mod.get_checkpoint_state(checkpoint_dir)
-        while not state or not state.model_checkpoint_path:
+        path = saver_mod.latest_checkpoint(checkpoint_dir)  # the newest *complete* one
+        while path is None:
             if not (wait and waited < max_wait_secs):
                 return sess, False
             _log.info("Waiting for checkpoint to be available.")
             time.sleep(self._recovery_wait_secs)
             waited += self._recovery_wait_secs
-            state = saver_mod.get_checkpoint_state(checkpoint_dir)
-        _log.info("Restoring parameters from %s", state.model_checkpoint_path)
-        saver.restore(sess, state.model_checkpoint_path)
-        saver.recover_last_checkpoints(list(state.all_model_checkpoint_paths))
+            path = saver_mod.latest_checkpoint(checkpoint_dir)
+        _log.info("Restoring parameters from %s", path)
+        saver.restore(sess, path)
+        state = saver_mod.get_checkpoint_state(checkpoint_dir)
+        saver.recover_last_checkpoints(list(state.all_model_checkpoint_paths) if state else [])
         return sess, True
 
     def wait_for_session(self, master: str, config: Any = None,

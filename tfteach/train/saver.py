@@ -8,8 +8,9 @@ restore ops to the graph, under ``save/``: one placeholder and one ``Assign`` pe
 - ``save(sess, path, global_step=N)`` fetches the values through ``sess`` (so it works for
   variables on any device or task) and writes checkpoint ``path-N`` with
   ``tfteach.train.checkpoint_format`` (NumPy arrays plus a JSON index, written atomically),
-  then records it in the directory's ``checkpoint`` state file and deletes the oldest
-  checkpoints beyond ``max_to_keep``.
+  then records it in the directory's ``checkpoint`` state file (also atomically) and only
+  then deletes the oldest checkpoints beyond ``max_to_keep``, as TF does: a save killed at
+  any point leaves the state file naming a complete checkpoint.
 - ``restore(sess, path)`` reads the checkpoint (none at ``path``: ``ValueError``, as TF),
   checks every variable against it first (missing: ``NotFoundError``; other shape or
   dtype: ``InvalidArgumentError``, both naming the variable), and only then assigns them
@@ -79,25 +80,27 @@ class Saver:
         names = list(self._vars)
         values = sess.run([self._vars[n]._ref() for n in names]) if names else []
         ckpt.write_checkpoint(prefix, dict(zip(names, values)))
-        self._remember(prefix)
+        doomed = self._remember(prefix)
         if write_state:
             ckpt.update_checkpoint_state(os.path.dirname(prefix) or ".", prefix,
                                          [p for p, _ in self._last_checkpoints],
                                          latest_filename or ckpt.STATE_FILENAME)
+        for old in doomed:  # only now that the state file no longer names them
+            ckpt.delete_checkpoint(old)
         return prefix
 
-    def _remember(self, prefix: str) -> None:
-        """Add ``prefix`` as newest and delete the oldest beyond ``max_to_keep``."""
+    def _remember(self, prefix: str) -> list[str]:
+        """Add ``prefix`` as newest; returns the oldest beyond ``max_to_keep``, to delete."""
         self._last_checkpoints = [(p, t) for p, t in self._last_checkpoints if p != prefix]
         self._last_checkpoints.append((prefix, time.time()))
-        if not self._max_to_keep:
-            return
-        while len(self._last_checkpoints) > self._max_to_keep:
+        doomed: list[str] = []
+        while self._max_to_keep and len(self._last_checkpoints) > self._max_to_keep:
             old, saved_at = self._last_checkpoints.pop(0)
             if saved_at >= self._next_keep_time:
                 self._next_keep_time += self._keep_every_s
                 continue
-            ckpt.delete_checkpoint(old)
+            doomed.append(old)
+        return doomed
 
     @property
     def last_checkpoints(self) -> list[str]:
