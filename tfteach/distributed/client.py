@@ -13,6 +13,10 @@
   every 10 s and raises UnavailableError naming the tasks that never answered.
 - RunStep and RunGraph go as messages on long-lived streams (``_CallStream``, up to
   ``KEEP_STREAMS`` idle ones kept per task and method) unless the call has a deadline.
+  A kept stream idle for ``limits.CLIENT_STREAM_IDLE_S`` is closed, not reused (the task
+  cancels idle streams); a task that refuses a stream (it holds as many as it may) gets
+  the call as a unary call, and unary calls for ``STREAM_RETRY_S``. A RecvTensorInline
+  the task refuses (as many waits as it may) is asked again after a pause.
 State: the channel, stub and idle-stream caches (guarded by one lock). Invariant: the token never appears
 in a repr, a log line or an error.
 """
@@ -29,7 +33,7 @@ import grpc
 from tfteach import errors
 from tfteach.runtime import host_memory
 
-from . import lifetime, security, tflog
+from . import lifetime, limits, security, tflog
 from .engine_api import RunResult
 from .protos import tfteach_cluster_pb2 as pb
 from .protos import tfteach_cluster_pb2_grpc as pb_grpc
@@ -47,6 +51,7 @@ RECV_TENSOR = "/tfteach.cluster.WorkerService/RecvTensor"
 LOG_PERIOD_S = 10.0
 DEFAULT_OPERATION_TIMEOUT_MS = 60000
 KEEP_STREAMS = 2        # idle streams kept per task and method
+STREAM_RETRY_S = 5.0    # after a task refused a stream, unary calls to it for this long
 _PROBE_TIMEOUT_S = 1.0
 
 
@@ -60,6 +65,7 @@ class ClusterClient:
         self._channels: dict[str, grpc.Channel] = {}
         self._stubs: dict[tuple, Any] = {}
         self._streams: dict[tuple, list[_CallStream]] = {}   # (address, method) -> idle
+        self._refused: dict[tuple, float] = {}  # (address, method) -> unary calls until
         self._lock = threading.Lock()
         host_memory.keep_freed_memory()     # tensors in messages: no page faults per step
         lifetime.closing(self, ClusterClient.close, "client")
@@ -139,19 +145,30 @@ class ClusterClient:
             idle = self._streams.get((address, method), [])
             while idle:
                 stream = idle.pop()
-                if stream.open():
+                if stream.open() and stream.idle_s() < limits.CLIENT_STREAM_IDLE_S:
                     return stream   # (one whose task died or restarted since has ended)
+                stream.close()
         return _CallStream(getattr(self.stub(stub_class, address), method), self._metadata)
 
     def keep_stream(self, address: str, method: str, stream: "_CallStream") -> None:
         """Keep an answered stream for the next call (at most KEEP_STREAMS per task and
         method: each open stream holds one of the task's RPC threads)."""
+        stream.idle_since = time.monotonic()
         with self._lock:
             idle = self._streams.setdefault((address, method), [])
             if len(idle) < KEEP_STREAMS and address in self._channels:
                 idle.append(stream)
                 return
         stream.close()
+
+    def streams_allowed(self, address: str, method: str) -> bool:
+        """Whether calls of ``method`` to ``address`` may go on a stream (not within
+        STREAM_RETRY_S of the task refusing one)."""
+        return self._refused.get((address, method), 0.0) <= time.monotonic()
+
+    def streams_refused(self, address: str, method: str) -> None:
+        """The task at ``address`` holds as many streams as it may: unary calls for now."""
+        self._refused[(address, method)] = time.monotonic() + STREAM_RETRY_S
 
     def _open(self, address: str) -> grpc.Channel:
         host, port = security.split_address(address)
@@ -173,6 +190,10 @@ class _CallStream:
     def __init__(self, method: Callable[..., Any], metadata: tuple) -> None:
         self._requests: queue.SimpleQueue = queue.SimpleQueue()
         self._answers = method(iter(self._requests.get, None), metadata=metadata)
+        self.idle_since = time.monotonic()
+
+    def idle_s(self) -> float:
+        return time.monotonic() - self.idle_since
 
     def call(self, request: Any) -> Any:
         self._requests.put(request)
@@ -249,7 +270,7 @@ class _Stub:
     def _sender(self, method: str, timeout: float | None) -> Callable[[Any], Any]:
         """How to send a ``method`` request: on its stream (``method + "Stream"``), or as
         a unary call when it has a deadline (a stream message has none of its own)."""
-        if timeout is None:
+        if timeout is None and self.client.streams_allowed(self.address, method + "Stream"):
             return functools.partial(self._streamed, method + "Stream")
         return functools.partial(self._call, method, timeout=timeout)
 
@@ -262,6 +283,9 @@ class _Stub:
             answer = stream.call(request)
         except grpc.RpcError as err:
             stream.close()
+            if limits.is_busy(err):     # refused before reading the request: send it alone
+                self.client.streams_refused(self.address, method)
+                return self._call(method[:-len("Stream")], request)
             raise error_from_rpc(err, self.task_name, self.address) from None
         except BaseException:
             stream.close()
@@ -345,28 +369,45 @@ class WorkerClient(_Stub):
     def start_recv(self, step_id: int, key: str, timeout: float = 300.0,
                    use_shm: bool = True) -> grpc.Future:
         """``recv_tensor``'s unary call, in flight (no thread of ours waits on it)."""
-        return self._stub.RecvTensorInline.future(
-            _recv_request(step_id, key, timeout, use_shm), timeout=timeout + 30.0,
-            metadata=self.client.metadata)
+        request = _recv_request(step_id, key, timeout, use_shm)
+        return _RecvCall(self._stub.RecvTensorInline.future(
+            request, timeout=timeout + 30.0, metadata=self.client.metadata), request)
 
     @staticmethod
     def recv_streams(call: grpc.Future) -> bool:
-        """Whether a finished ``start_recv`` call left its tensor to stream (so that
-        ``recv_result`` would block on a RecvTensor stream)."""
-        return call.exception() is None and bool(call.result().stream_key)
+        """Whether a finished ``start_recv`` call left its tensor to stream, or was
+        refused and must be asked again (so that ``recv_result`` would block)."""
+        error = call.exception()
+        return limits.is_busy(error) if error is not None else bool(call.result().stream_key)
 
     def recv_result(self, call: grpc.Future, step_id: int, timeout: float = 300.0,
                     use_shm: bool = True) -> tuple[Any, bool]:
         """``(array, is_dead)`` of a ``start_recv`` call, streaming it if it must."""
         from . import wire
 
-        reply = self._result(call)
+        reply = self._recv_reply(call, timeout)
         if not reply.stream_key:
             return wire.from_reply(reply.tensor)
         try:
             return self._recv_stream(_recv_request(step_id, reply.stream_key, timeout, use_shm))
         except grpc.RpcError as err:
             raise error_from_rpc(err, self.task_name, self.address) from None
+
+    def _recv_reply(self, call: "_RecvCall", timeout: float) -> Any:
+        """The answer of a ``start_recv`` call, asked again after a pause while the task
+        refuses it (it holds as many waits as it may: ``limits.WaitSlots``)."""
+        deadline, pause = time.monotonic() + timeout, 0.02
+        while True:
+            try:
+                return call.result()
+            except grpc.RpcError as err:
+                if not (limits.is_busy(err) and time.monotonic() < deadline):
+                    raise error_from_rpc(err, self.task_name, self.address) from None
+            time.sleep(pause)
+            pause = min(2 * pause, 0.5)
+            call = _RecvCall(self._stub.RecvTensorInline.future(
+                call.request, timeout=timeout + 30.0, metadata=self.client.metadata),
+                call.request)
 
     def _recv_stream(self, request: pb.RecvTensorRequest) -> tuple[Any, bool]:
         from . import wire
@@ -377,6 +418,20 @@ class WorkerClient(_Stub):
         responses = raw_call(request, timeout=request.timeout_s + 30.0,
                              metadata=self.client.metadata)
         return wire.assemble(iter(responses))
+
+
+class _RecvCall:
+    """A RecvTensorInline call in flight (a ``grpc.Future``) and its request, to ask again;
+    ``add_done_callback`` passes this object."""
+
+    def __init__(self, future: grpc.Future, request: pb.RecvTensorRequest) -> None:
+        self.future, self.request = future, request
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.future, name)
+
+    def add_done_callback(self, fn: Callable[[Any], None]) -> None:
+        self.future.add_done_callback(lambda _future: fn(self))
 
 
 class MasterClient(_Stub):

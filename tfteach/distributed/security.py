@@ -4,6 +4,16 @@
   in a repr or a log line). Clients send it as ``tfteach-token`` metadata; every RPC passes
   ``TokenInterceptor``, which compares it with ``hmac.compare_digest`` and answers
   UNAUTHENTICATED otherwise.
+- A call without the token costs the task no RPC thread and none of its request: gRPC
+  Python runs interceptors on the server's polling thread when the call's headers arrive,
+  before any message is read. Answering from there is possible only as UNIMPLEMENTED
+  (interceptor returns None) or UNKNOWN (it raises), which would hide the cause from the
+  caller, so the interceptor returns a stream-stream handler that answers UNAUTHENTICATED
+  without ever asking for a request message (a unary handler would first read the whole
+  request on a pool thread: a caller that never finishes sending, or sends 1 GB, would
+  hold a thread or the memory). That handler runs on a one-thread pool of its own
+  (``experimental_thread_pool``, honoured by gRPC's sync server; one per process), for microseconds, so
+  refused calls never wait for, nor delay, the task's RPC threads.
 - Binding: a server binds only its own address from the cluster spec (``localhost`` ->
   ``127.0.0.1``). A non-loopback address without a token needs ``insecure=True``.
 - TLS: ``TFTEACH_TLS_CERT`` + ``TFTEACH_TLS_KEY`` (server) and ``TFTEACH_TLS_CA`` (client
@@ -15,6 +25,7 @@ import hmac
 import ipaddress
 import os
 import socket
+from concurrent import futures
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -79,12 +90,14 @@ def check_bind_policy(address: str, token: str | None, insecure: bool) -> None:
 
 
 class TokenInterceptor(grpc.ServerInterceptor):
-    """Answers UNAUTHENTICATED to every call whose ``tfteach-token`` is missing or wrong."""
+    """Answers UNAUTHENTICATED to every call whose ``tfteach-token`` is missing or wrong,
+    without reading its request (see the module docstring)."""
 
     def __init__(self, token: str, task: str) -> None:
         self._token = token.encode("utf-8")
-        self._denied = grpc.unary_unary_rpc_method_handler(self._deny)
         self._task = task
+        self._denied = grpc.stream_stream_rpc_method_handler(_Deny(
+            f"missing or wrong cluster token for task {task}"))
 
     def __repr__(self) -> str:
         return f"TokenInterceptor(task={self._task!r})"
@@ -98,9 +111,18 @@ class TokenInterceptor(grpc.ServerInterceptor):
             return continuation(handler_call_details)
         return self._denied
 
-    def _deny(self, request: Any, context: grpc.ServicerContext) -> None:
-        context.abort(grpc.StatusCode.UNAUTHENTICATED,
-                      f"missing or wrong cluster token for task {self._task}")
+
+class _Deny:
+    """The denied calls' behaviour: UNAUTHENTICATED, on one thread of its own, with no
+    request read (the request iterator is never touched)."""
+
+    experimental_thread_pool = futures.ThreadPoolExecutor(1, "tfteach-deny")  # one per process
+
+    def __init__(self, details: str) -> None:
+        self.details = details
+
+    def __call__(self, requests: Any, context: grpc.ServicerContext) -> None:
+        context.abort(grpc.StatusCode.UNAUTHENTICATED, self.details)
 
 
 @dataclass(frozen=True)

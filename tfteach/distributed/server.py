@@ -21,19 +21,14 @@ import grpc
 
 from tfteach import errors
 
-from . import lifetime, security, shm, tflog
+from . import lifetime, limits, security, shm, tflog
 from .client import ClusterClient
 from .cluster_spec import ClusterSpec
 from .engine_api import EngineFactory, TaskInfo, engine_factory
 from .protos import tfteach_cluster_pb2 as pb
 from .services import add_services
 
-MAX_WORKERS = 64
-SERVER_OPTIONS = (
-    ("grpc.max_send_message_length", -1),
-    ("grpc.max_receive_message_length", -1),
-    ("grpc.so_reuseport", 0),       # a second server on a busy port must fail, not share it
-)
+MAX_WORKERS = limits.MAX_WORKERS
 _live: "weakref.WeakValueDictionary[str, Server]" = weakref.WeakValueDictionary()
 _live_lock = threading.Lock()
 
@@ -45,14 +40,17 @@ class Server:
     where ``cluster`` is a ClusterSpec, a dict, a ClusterDef or a ServerDef. Keyword-only
     extras: ``engine_factory`` (see ``engine_api``), ``token`` (default: env
     ``TFTEACH_CLUSTER_TOKEN``), ``insecure`` (serve a non-loopback address without a token),
-    ``tls`` (a ``security.TLSConfig``; default from ``TFTEACH_TLS_*``).
+    ``tls`` (a ``security.TLSConfig``; default from ``TFTEACH_TLS_*``),
+    ``max_message_bytes`` (the largest request it reads; default env
+    ``TFTEACH_MAX_MESSAGE_BYTES``, else 64 MiB: see ``limits``).
     """
 
     def __init__(self, server_or_cluster_def: Any, job_name: str | None = None,
                  task_index: int | None = None, protocol: str | None = None,
                  config: Any = None, start: bool = True, *,
                  engine_factory: EngineFactory | str | None = None, token: str | None = None,
-                 insecure: bool = False, tls: security.TLSConfig | None = None) -> None:
+                 insecure: bool = False, tls: security.TLSConfig | None = None,
+                 max_message_bytes: int | None = None) -> None:
         cluster, job_name, task_index, protocol, config = _server_def_parts(
             server_or_cluster_def, job_name, task_index, protocol, config)
         self._cluster = ClusterSpec(cluster)
@@ -65,6 +63,7 @@ class Server:
         self._tls = tls if tls is not None else security.TLSConfig.from_env()
         security.check_bind_policy(self._address, self._token, insecure)
         self._engine_factory = engine_factory
+        self._max_message_bytes = limits.max_message_bytes(max_message_bytes)
         self._grpc: grpc.Server | None = None
         self._started = False
         self._bind()
@@ -127,6 +126,7 @@ class Server:
         if close is not None:
             close()
         self._client.close()
+        shm.sweep_dead()        # what callers killed during the last calls left behind
         if not others:
             shm.release_own()
 
@@ -148,7 +148,9 @@ class Server:
         interceptors = [security.TokenInterceptor(self._token, self._task_name)] \
             if self._token else []
         server = grpc.server(futures.ThreadPoolExecutor(MAX_WORKERS, "tfteach-rpc"),
-                             interceptors=interceptors, options=SERVER_OPTIONS)
+                             interceptors=interceptors,
+                             options=limits.server_options(self._max_message_bytes),
+                             maximum_concurrent_rpcs=limits.MAX_CONCURRENT_RPCS)
         real_port = self._add_port(server, bind)
         self._address = f"{host}:{real_port}" if ":" not in host else f"[{host}]:{real_port}"
         self._bind_address = security.grpc_address(security.bind_host(host), real_port)

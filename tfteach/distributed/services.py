@@ -10,6 +10,9 @@ another on a long-lived stream. RecvTensorInline answers with the whole tensor (
 segment when the receiver says it runs on this host: same ``shm.host_key()``); a tensor too
 large for that goes back to the engine under ``key + STREAM_SUFFIX`` and the receiver
 streams it in chunks with RecvTensor.
+Limits (``limits``): the task's streams share ``StreamSlots`` (a stream beyond them is
+refused; an idle one is cancelled), and its waits for tensors not yet sent share
+``WaitSlots``, so idle or waiting callers never hold every RPC thread.
 """
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ from google.protobuf.message import DecodeError
 
 from tfteach import errors
 
-from . import shm, wire
+from . import limits, shm, wire
 from .engine_api import Cancellation, Engine, as_run_result, serving
 from .protos import tfteach_cluster_pb2 as pb
 from .protos import tfteach_cluster_pb2_grpc as pb_grpc
@@ -37,7 +40,9 @@ _DEVICE_FIELDS = ("name", "device_type", "memory_limit", "physical_device_desc",
 def add_services(server: grpc.Server, engine: Engine, task_name: str) -> None:
     """Serve MasterService and WorkerService on ``server``. Handlers come from the .proto's
     descriptors; a response that is already ``bytes`` (RecvTensor chunks) goes out as is."""
-    for servicer in (MasterServicer(engine), WorkerServicer(engine, task_name)):
+    streams = limits.StreamSlots()
+    for servicer in (MasterServicer(engine, streams),
+                     WorkerServicer(engine, task_name, streams)):
         service = pb.DESCRIPTOR.services_by_name[servicer.service_name]
         handlers = {method.name: _handler(servicer, method) for method in service.methods}
         server.add_generic_rpc_handlers(
@@ -100,8 +105,9 @@ class MasterServicer(pb_grpc.MasterServiceServicer):
 
     service_name = "MasterService"
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, streams: limits.StreamSlots | None = None) -> None:
         self.engine = engine
+        self.streams = streams or limits.StreamSlots()
 
     @rpc_method
     def CreateSession(self, request: pb.CreateSessionRequest, context: Any) -> Any:
@@ -129,7 +135,7 @@ class MasterServicer(pb_grpc.MasterServiceServicer):
         running: list[Cancellation] = []
         if not context.add_callback(lambda: [c.cancel() for c in running]):
             raise errors.CancelledError("RunStep was cancelled by its client")
-        for request in _parsed(requests, pb.RunStepRequest):
+        for request in self.streams.serve(_parsed(requests, pb.RunStepRequest), context):
             running[:] = [Cancellation()]
             yield self._run_step(request, running[0])
 
@@ -164,9 +170,12 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
 
     service_name = "WorkerService"
 
-    def __init__(self, engine: Engine, task_name: str) -> None:
+    def __init__(self, engine: Engine, task_name: str,
+                 streams: limits.StreamSlots | None = None) -> None:
         self.engine = engine
         self.task_name = task_name
+        self.streams = streams or limits.StreamSlots()
+        self.waits = limits.WaitSlots()
 
     @rpc_method
     def GetStatus(self, request: pb.GetStatusRequest, context: Any) -> Any:
@@ -192,7 +201,7 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
                        context: Any) -> Iterator[Any]:
         """RunGraph for each request of the stream, in turn; the first failure ends the
         stream with its status, as it would end that call."""
-        for request in _parsed(requests, pb.RunGraphRequest):
+        for request in self.streams.serve(_parsed(requests, pb.RunGraphRequest), context):
             yield self._run_graph(request)
 
     def _run_graph(self, request: pb.RunGraphRequest) -> Any:
@@ -239,6 +248,15 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
 
     def _wait_for_tensor(self, request: pb.RecvTensorRequest,
                          context: grpc.ServicerContext) -> tuple[Any, bool]:
+        try:        # a tensor already there needs no wait slot
+            return self.engine.recv_tensor(request.step_id, request.rendezvous_key, 0.0)
+        except errors.DeadlineExceededError:
+            pass
+        with self.waits.hold():
+            return self._wait_in_slices(request, context)
+
+    def _wait_in_slices(self, request: pb.RecvTensorRequest,
+                        context: grpc.ServicerContext) -> tuple[Any, bool]:
         timeout = request.timeout_s if request.timeout_s > 0 else DEFAULT_TIMEOUT_S
         timeout = min(timeout, MAX_RECV_TIMEOUT_S)
         deadline = time.monotonic() + timeout

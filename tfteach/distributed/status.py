@@ -1,7 +1,8 @@
 """One place that maps ``tfteach.errors.OpError`` <-> gRPC status, in both directions.
 
 Server side: ``abort(context, err)`` ends an RPC with the error's code and message, and puts
-the error's class name and hint in trailing metadata; ``rpc_method``/``rpc_stream`` wrap a
+the error's class name and hint (and any ``rpc_metadata`` the error carries) in trailing
+metadata; ``rpc_method``/``rpc_stream`` wrap a
 servicer method so that every OpError (and any unexpected exception) becomes such a status.
 Client side: ``error_from_rpc(rpc_error, task, address)`` rebuilds the same OpError class with
 its message and hint; transport failures (no tfteach metadata) get a message naming the
@@ -17,6 +18,7 @@ import grpc
 from tfteach import errors
 
 from . import tflog
+from .limits import MAX_MESSAGE_ENV
 
 CLASS_KEY = "tfteach-error"
 HINT_KEY = "tfteach-hint-bin"     # -bin: a hint may hold any unicode text
@@ -36,7 +38,7 @@ def error_code(status: grpc.StatusCode) -> int:
 
 def abort(context: grpc.ServicerContext, err: errors.OpError) -> NoReturn:
     """End the current RPC with ``err`` (class name and hint travel as trailing metadata)."""
-    metadata = [(CLASS_KEY, type(err).__name__)]
+    metadata = [(CLASS_KEY, type(err).__name__), *getattr(err, "rpc_metadata", ())]
     if err.hint:
         metadata.append((HINT_KEY, err.hint.encode("utf-8")))
     context.set_trailing_metadata(tuple(metadata))
@@ -111,6 +113,11 @@ def _transport_error(code: grpc.StatusCode, details: str, task: str | None,
         return cls(f"Task {where} rejected the call: {details}",
                    hint="Every process of a cluster needs the same TFTEACH_CLUSTER_TOKEN in "
                         "its environment (LocalCluster passes it to its tasks).")
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details:
+        return cls(f"Task {where} refused a message: {details}",
+                   hint=f"A task reads messages of at most {MAX_MESSAGE_ENV} bytes (default "
+                        "64 MiB): set it larger in every task's environment (or pass "
+                        "Server(max_message_bytes=...)), or feed large tensors in pieces.")
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return cls(f"Call to task {where} timed out: {details}",
                    hint="The task is up but did not answer in time; it may be busy or "
