@@ -421,7 +421,8 @@ def latest_checkpoint(directory: str | os.PathLike,
 
     When the state file's newest checkpoint is incomplete or missing (a save or delete was
     interrupted, or its files were removed by hand), the newest complete one among
-    ``all_model_checkpoint_paths`` is returned, with a logged warning naming both.
+    ``all_model_checkpoint_paths`` is returned, with a logged warning naming both (TF
+    returns None there, and a chief restoring it fails).
     """
     state = get_checkpoint_state(directory, latest_filename)
     if state is None:
