@@ -39,14 +39,14 @@ from tfteach.devices import discovery
 from tfteach.devices.base import Device
 from tfteach.framework.device_spec import DeviceSpec
 from tfteach.framework.graph import Graph
-from tfteach.framework.graph_io import graph_from_json
+from tfteach.framework.graph_io import copy_graph, graph_from_json
 from tfteach.runtime.config import ConfigProto, StepStats, TransferStats
 from tfteach.runtime.executor import Executor, to_fetch_value
 from tfteach.runtime.partition_graphs import partition_graphs
 from tfteach.runtime.plan import build_plan
 from tfteach.runtime.resources import ResourceMgr
 
-from . import transport_ops
+from . import step_args, transport_ops
 from .engine_api import RunResult, TaskInfo
 from .rendezvous import Rendezvous
 
@@ -149,16 +149,17 @@ class GraphEngine:
         return self._steps
 
     def register_graph(self, graph_def: bytes, config: bytes, session_handle: str) -> str:
-        try:
-            spec = json.loads(config or b"{}")
-            graph = graph_from_json(graph_def)
-        except (ValueError, KeyError, TypeError) as e:
-            raise errors.InvalidArgumentError(f"RegisterGraph on {self.task.task_name}: malformed "
-                                              f"graph: {e}") from None
+        where = f"RegisterGraph on {self.task.task_name}"
+        spec = json_object(config, f"{where}: config")
+        graph = load_graph(graph_def, where)
+        target_names = spec.get("targets", [])
+        if not isinstance(target_names, list):
+            raise errors.InvalidArgumentError(f"{where}: config's targets are not a list")
+        targets = step_args.targets(graph, target_names)
         session = session_handle if spec.get("isolate") else ""
         with self._lock:
             mgr = self._isolated.setdefault(session, ResourceMgr()) if session else self.resources
-        part = _Partition(self, graph, list(spec.get("targets", [])), mgr, session)
+        part = _Partition(self, graph, [op.name for op in targets], mgr, session)
         handle = secrets.token_hex(8)
         with self._lock:
             self._parts[handle] = part
@@ -168,8 +169,8 @@ class GraphEngine:
                   fetch_names: Sequence[str], options: bytes) -> RunResult:
         part = self._part(graph_handle)
         opts = parse_options(options)
-        fetches = [part.graph.get_tensor_by_name(n) for n in fetch_names]
-        fed = {part.graph.get_tensor_by_name(k): np.asarray(v) for k, v in feeds.items()}
+        fetches = step_args.fetches(part.graph, fetch_names)
+        fed = step_args.feeds(part.graph, feeds)
         with part.slot() as slot:
             plan = self._plan(part, slot, fetches, fed)
             slot.resources.step_id = step_id
@@ -267,8 +268,8 @@ class GraphEngine:
     # ---- master role ------------------------------------------------------------------
     def create_session(self, graph_def: bytes, config: bytes) -> str:
         from .master import MasterSession
-        cfg = ConfigProto.from_dict(json.loads(config or b"{}"))
-        graph = graph_from_json(graph_def)
+        cfg = session_config(config)
+        graph = load_graph(graph_def, "CreateSession")
         handle = secrets.token_hex(8)
         sess = MasterSession(self, graph, merge_config(cfg, self.config),
                              f"{self.task.task_name}/{handle}", cfg.log_device_placement)
@@ -279,14 +280,16 @@ class GraphEngine:
 
     def extend_session(self, session_handle: str, graph_def: bytes,
                        current_graph_version: int) -> int:
+        """Extend the session's graph, all or nothing: the nodes are added to a copy, which
+        replaces the graph only if every node was valid."""
         sess = self._session(session_handle)
-        if current_graph_version != sess.graph.version:
-            raise errors.FailedPreconditionError(
-                f"Graph version {current_graph_version} does not match the session's "
-                f"{sess.graph.version}", hint="create a new session.")
         with sess.lock:
-            graph_from_json(graph_def, sess.graph)
-        return sess.graph.version
+            if current_graph_version != sess.graph.version:
+                raise errors.FailedPreconditionError(
+                    f"Graph version {current_graph_version} does not match the session's "
+                    f"{sess.graph.version}", hint="create a new session.")
+            sess.graph = load_graph(graph_def, "ExtendSession", copy_graph(sess.graph))
+            return sess.graph.version
 
     def run_step(self, session_handle: str, feeds: Mapping[str, Any], fetches: Sequence[str],
                  targets: Sequence[str], options: bytes) -> RunResult:
@@ -339,7 +342,48 @@ class GraphEngine:
 def parse_options(options: bytes) -> Mapping[str, Any]:
     """RunStep or RunGraph options (JSON; the same bytes step after step), parsed once.
     The mapping is shared: read it, never change it."""
-    return MappingProxyType(json.loads(options or b"{}"))
+    opts = json_object(options, "RunOptions")
+    for key in ("timeout_s", "timeout_in_ms"):
+        value = opts.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                not 0 <= value < 1e12:
+            raise errors.InvalidArgumentError(
+                f"RunOptions {key} must be a number of at least 0, not {value!r}")
+    return MappingProxyType(opts)
+
+
+def json_object(data: bytes, what: str) -> dict:
+    """``data`` (JSON; empty: ``{}``) as a dict; InvalidArgumentError if it is not one."""
+    try:
+        value = json.loads(data or b"{}")
+    except (ValueError, RecursionError) as e:
+        value = e
+    if not isinstance(value, dict):
+        raise errors.InvalidArgumentError(
+            f"Malformed {what}: expected a JSON object, got {str(value)[:80]!r}",
+            hint="tfteach's clients send it; a client of your own must send the same format.")
+    return value
+
+
+def load_graph(data: bytes, where: str, into: Graph | None = None) -> Graph:
+    """The graph def ``data`` received by ``where`` (added to ``into`` if given), every
+    node checked (``graph_io``); InvalidArgumentError naming the node and field."""
+    try:
+        return graph_from_json(data, into)
+    except ValueError as e:
+        raise errors.InvalidArgumentError(
+            f"{where}: invalid graph: {e}",
+            hint="build graphs with tfteach (tf.Session sends them); a graph def of your own "
+                 "must follow tfteach.framework.graph_io's format.") from None
+
+
+def session_config(config: bytes) -> ConfigProto:
+    """CreateSession's ConfigProto (JSON); InvalidArgumentError if malformed."""
+    spec = json_object(config, "CreateSession config")
+    try:
+        return ConfigProto.from_dict(spec)
+    except (TypeError, ValueError, AttributeError, KeyError) as e:
+        raise errors.InvalidArgumentError(f"Malformed CreateSession config: {e}") from None
 
 
 def merge_config(session: ConfigProto, server: ConfigProto) -> ConfigProto:

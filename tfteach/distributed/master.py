@@ -34,7 +34,6 @@ import threading
 from concurrent.futures import Future
 from typing import Any, Mapping, Sequence
 
-import numpy as np
 
 from tfteach import errors
 from tfteach.framework.device_spec import DeviceSpec
@@ -43,6 +42,7 @@ from tfteach.runtime.config import ConfigProto, StepStats
 from tfteach.runtime.plan import needed_ops
 from tfteach.runtime.session import device_mapping_text
 
+from . import step_args
 from .client import wait_for_tasks
 from .engine_api import RunResult, TaskInfo, as_run_result, current_cancellation
 from .partition import Partitioner, split_phases
@@ -50,7 +50,7 @@ from .partition import Partitioner, split_phases
 
 def cluster_targets(task: TaskInfo, device_filters: list[str]) -> list[tuple[str, str]]:
     """``(task name, address)`` of every task matching ``device_filters`` (all if none)."""
-    filters = [DeviceSpec.from_string(f) for f in device_filters]
+    filters = device_specs(device_filters)
     out = []
     for job in task.cluster.jobs:
         for i in task.cluster.task_indices(job):
@@ -60,6 +60,16 @@ def cluster_targets(task: TaskInfo, device_filters: list[str]) -> list[tuple[str
                 address = task.address if name == task.task_name else task.cluster.task_address(job, i)
                 out.append((name, address))
     return out
+
+
+def device_specs(device_filters: Sequence[str]) -> list[DeviceSpec]:
+    """The parsed ``device_filters``; InvalidArgumentError naming a malformed one."""
+    try:
+        return [DeviceSpec.from_string(f) for f in device_filters]
+    except (ValueError, TypeError) as e:
+        raise errors.InvalidArgumentError(
+            f"Malformed device filter in {list(device_filters)!r}: {e}",
+            hint="a device filter looks like '/job:ps' or '/job:worker/task:0'.") from None
 
 
 class MasterSession:
@@ -97,7 +107,7 @@ class MasterSession:
         for name, _ in others:
             devices += [_RemoteDevice(a) for a in answers[name]["devices"]]
             self.hosts[name] = answers[name]["shm_host"]
-        filters = [DeviceSpec.from_string(f) for f in self.config.device_filters]
+        filters = device_specs(self.config.device_filters)
         self.devices = [d for d in devices if not filters or any(f.compatible(d.spec)
                                                                  for f in filters)]
         if self.config.log_device_placement:
@@ -108,9 +118,9 @@ class MasterSession:
             options: dict) -> RunResult:
         with self.lock:
             self._place()
-            fetch_t = [self.graph.get_tensor_by_name(n) for n in fetches]
-            fed = {self.graph.get_tensor_by_name(k): np.asarray(v) for k, v in feeds.items()}
-            target_ops = [self.graph.get_operation_by_name(n) for n in targets]
+            fetch_t = step_args.fetches(self.graph, fetches)
+            fed = step_args.feeds(self.graph, feeds)
+            target_ops = step_args.targets(self.graph, targets)
             parts = self._register(fetch_t, fed, target_ops, not (
                 options.get("trace") or options.get("partition_graphs")))
             log = self._client_log()

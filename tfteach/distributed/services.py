@@ -29,7 +29,7 @@ from .engine_api import Cancellation, Engine, as_run_result, serving
 from .protos import tfteach_cluster_pb2 as pb
 from .protos import tfteach_cluster_pb2_grpc as pb_grpc
 from .rendezvous import DEFAULT_TIMEOUT_S
-from .status import rpc_method, rpc_stream
+from .status import abort, rpc_method, rpc_stream
 
 WAIT_SLICE_S = 0.25
 STREAM_SUFFIX = "#stream"
@@ -56,8 +56,29 @@ def _handler(servicer: Any, method: Any) -> grpc.RpcMethodHandler:
                                                      response_serializer=_serialize)
     make = grpc.unary_stream_rpc_method_handler if method.server_streaming \
         else grpc.unary_unary_rpc_method_handler
-    return make(getattr(servicer, method.name), request_deserializer=request_class.FromString,
-                response_serializer=_serialize)
+    return make(_parsing(getattr(servicer, method.name), request_class,
+                         method.server_streaming), response_serializer=_serialize)
+
+
+def _parsing(behavior: Any, request_class: Any, streaming: bool) -> Any:
+    """``behavior`` called with its request parsed from the call's bytes; a request that
+    does not parse ends the call with InvalidArgumentError (grpc's own parsing would answer
+    INTERNAL and log a traceback)."""
+    def parse(data: bytes, context: Any) -> Any:
+        try:
+            return request_class.FromString(data)
+        except DecodeError:
+            abort(context, errors.InvalidArgumentError(
+                f"Received a malformed {request_class.__name__}",
+                hint="tfteach's clients send well-formed requests; a client of your own "
+                     "must serialize the messages of tfteach_cluster.proto."))
+
+    def serve_stream(data: bytes, context: Any) -> Iterator[Any]:
+        yield from behavior(parse(data, context), context)
+
+    def serve(data: bytes, context: Any) -> Any:
+        return behavior(parse(data, context), context)
+    return serve_stream if streaming else serve
 
 
 def _parsed(messages: Iterator[bytes], request_class: Any) -> Iterator[Any]:

@@ -112,7 +112,7 @@ class ResourceMgr:
         generators, when ``None``); later uses start them anew (uninitialized)."""
         with self._lock:
             names = list(self.containers) if containers is None else \
-                [c for c in containers if c in self.containers]
+                [c for c in dict.fromkeys(containers) if c in self.containers]
             dropped = [self.containers.pop(c) for c in names]
             self.containers.setdefault("", {})
             if containers is None:
