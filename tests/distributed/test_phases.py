@@ -362,8 +362,8 @@ def test_large_feeds_and_sends_go_through_the_senders_segments(engine_cluster, m
     sess = tf.Session(engine_cluster["worker", 0].target)
     copied = []
     real = wire.from_segment
-    monkeypatch.setattr(wire, "from_segment", lambda proto: copied.append(
-        proto.header.nbytes) or real(proto))
+    monkeypatch.setattr(wire, "from_segment", lambda proto, sender: copied.append(
+        proto.header.nbytes) or real(proto, sender))
     for step in (1.0, 2.0):
         values = np.full(1 << 16, step, np.float32)
         assert sess.run(total, {x: values, k: 2.0}) == 2.0 * step * (1 << 16)

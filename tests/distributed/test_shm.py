@@ -38,7 +38,7 @@ def test_take_copies_out_and_unlinks():
 
 def test_take_of_a_missing_segment_is_data_loss_with_hint():
     with pytest.raises(errors.DataLossError, match="is gone") as info:
-        shm.take(f"tfteach_{os.getpid()}_999999_00", 4, memoryview(bytearray(4)))
+        shm.take(_missing_name(), 4, memoryview(bytearray(4)))
     assert "Hint:" in str(info.value)
 
 
@@ -95,7 +95,7 @@ def _answer(values, reply):
 
     response = pb.RunGraphResponse()
     wire.add_named(response.sent, {str(i): v for i, v in enumerate(values)},
-                   shm.mapped(reply.name, reply.size), reply.name, shm_ok=True)
+                   shm.mapped(reply.name, reply.size, os.getpid()), reply.name, shm_ok=True)
     return pb.RunGraphResponse.FromString(response.SerializeToString())
 
 
@@ -137,13 +137,18 @@ def test_a_tensor_that_does_not_fit_the_reply_segment_gets_its_own():
         shm.give_back(reply, reuse=False)
 
 
-def test_mapped_refuses_foreign_names_and_short_segments():
+def test_mapped_refuses_names_that_are_no_segment_names():
+    for name in ("../etc/passwd", f"tfteach_{os.getpid()}_999999_deadbeef"):
+        with pytest.raises(errors.InvalidArgumentError, match="Invalid shared-memory"):
+            shm.mapped(name, 1, os.getpid())
+
+
+def test_mapped_finds_no_missing_or_short_segments():
     reply = shm.reused_segment(1 << 20)
     try:
-        assert shm.mapped("../etc/passwd", 1) is None
-        assert shm.mapped(f"tfteach_{os.getpid()}_999999_deadbeef", 1) is None
-        assert shm.mapped(reply.name, reply.size + 1) is None
-        assert len(shm.mapped(reply.name, reply.size)) == reply.size
+        assert shm.mapped(_missing_name(), 1, os.getpid()) is None
+        assert shm.mapped(reply.name, reply.size + 1, os.getpid()) is None
+        assert len(shm.mapped(reply.name, reply.size, os.getpid())) == reply.size
     finally:
         shm.give_back(reply, reuse=False)
 
@@ -193,7 +198,7 @@ def test_a_request_carries_large_tensors_in_the_senders_segment():
         big, small = request.feed
         assert big.tensor.header.shm_name == segment.name and big.tensor.content == b""
         assert small.tensor.header.shm_name == "" and len(small.tensor.content) > 0
-        got = wire.from_named(request.feed, shared=True)
+        got = wire.from_named(request.feed, shm.Caller.trusting(os.getpid()))
         for name, value in values.items():
             np.testing.assert_array_equal(got[name], value)
         segment.view[4:8] = b"\0\0\0\0"         # the sender reuses it: ours is a copy
@@ -202,6 +207,11 @@ def test_a_request_carries_large_tensors_in_the_senders_segment():
             wire.from_named(request.feed)
     finally:
         shm.give_back(segment, reuse=False)
-    big.tensor.header.shm_name = f"tfteach_{os.getpid()}_999999_deadbeef"
+    big.tensor.header.shm_name = _missing_name()
     with pytest.raises(errors.DataLossError, match="no segment on this host holds"):
-        wire.from_named([big], shared=True)
+        wire.from_named([big], shm.Caller.trusting(os.getpid()))
+
+
+def _missing_name():
+    """A well-formed name of this process's that no segment has."""
+    return f"tfteach_{os.getpid()}_999999_{'0' * 2 * shm.RANDOM_BYTES}"

@@ -7,7 +7,7 @@ frees its thread. RunStep and RunGraph read large tensors from the caller's reus
 and write the large tensors they answer into the caller's reply segment when it offers one
 and they fit (``shm``); RunStepStream and RunGraphStream serve the same calls one after
 another on a long-lived stream. RecvTensorInline answers with the whole tensor (inline, or a shared-memory
-segment when the receiver says it runs on this host: same ``shm.host_key()``); a tensor too
+segment when the receiver runs on this host: ``shm.Caller``); a tensor too
 large for that goes back to the engine under ``key + STREAM_SUFFIX`` and the receiver
 streams it in chunks with RecvTensor.
 Limits (``limits``): the task's streams share ``StreamSlots`` (a stream beyond them is
@@ -102,18 +102,38 @@ def _serialize(message: Any) -> bytes:
     return message if isinstance(message, bytes) else message.SerializeToString()
 
 
-def _shm_ok(request: Any) -> bool:
-    """Whether the caller shares this host's /dev/shm."""
-    return bool(request.shm_host) and request.shm_host == shm.host_key()
+def _caller(context: Any) -> shm.Caller:
+    """The calling process, for shared memory; once the call or stream ends, its segments
+    are reclaimed if it dies (``shm.Caller.close``)."""
+    caller = shm.Caller(context.peer())
+    context.add_callback(caller.close)
+    return caller
 
 
-def _add_answer(field: Any, tensors: Mapping[str, Any], request: Any) -> None:
+def _sender(request: Any, caller: shm.Caller) -> shm.Caller | None:
+    """``caller`` if it shares this host's /dev/shm (found by ``shm.Caller``, not taken
+    from the request), else None. A reply segment it offers must be its own."""
+    if not caller.shares_host(request.shm_host):
+        return None
+    if getattr(request, "reply_shm", ""):
+        caller.owner_of(request.reply_shm)
+    return caller
+
+
+def _add_answer(field: Any, tensors: Mapping[str, Any], request: Any,
+                caller: shm.Caller) -> None:
     """Add ``tensors`` to an answer's repeated NamedTensor ``field``: the large ones into
     the caller's reply segment if it offered one and shares this host."""
-    shm_ok = _shm_ok(request)
-    segment = (shm.mapped(request.reply_shm, request.reply_shm_bytes)
-               if shm_ok and request.reply_shm else None)
-    wire.add_named(field, tensors, segment, request.reply_shm, shm_ok)
+    sender = _sender(request, caller)
+    segment = (shm.mapped(request.reply_shm, request.reply_shm_bytes,
+                          sender.owner_of(request.reply_shm))
+               if sender is not None and request.reply_shm else None)
+    wire.add_named(field, tensors, segment, request.reply_shm, sender is not None)
+
+
+def _receiver_shares(request: pb.RecvTensorRequest, context: Any) -> bool:
+    """Whether the receiver of a tensor shares this host's /dev/shm (``shm.Caller``)."""
+    return shm.Caller(context.peer()).shares_host(request.shm_host)
 
 
 def device_attributes(device: dict[str, Any]) -> pb.DeviceAttributes:
@@ -147,7 +167,7 @@ class MasterServicer(pb_grpc.MasterServiceServicer):
         cancellation = Cancellation()   # the client going away (Ctrl-C) aborts the step
         if not context.add_callback(cancellation.cancel):
             raise errors.CancelledError("RunStep was cancelled by its client")
-        return self._run_step(request, cancellation)
+        return self._run_step(request, cancellation, _caller(context))
 
     @rpc_stream
     def RunStepStream(self, requests: Iterator[bytes], context: Any) -> Iterator[Any]:
@@ -156,17 +176,19 @@ class MasterServicer(pb_grpc.MasterServiceServicer):
         running: list[Cancellation] = []
         if not context.add_callback(lambda: [c.cancel() for c in running]):
             raise errors.CancelledError("RunStep was cancelled by its client")
+        caller = _caller(context)
         for request in self.streams.serve(_parsed(requests, pb.RunStepRequest), context):
             running[:] = [Cancellation()]
-            yield self._run_step(request, running[0])
+            yield self._run_step(request, running[0], caller)
 
-    def _run_step(self, request: pb.RunStepRequest, cancellation: Cancellation) -> Any:
+    def _run_step(self, request: pb.RunStepRequest, cancellation: Cancellation,
+                  caller: shm.Caller) -> Any:
         with serving(cancellation):
             result = as_run_result(self.engine.run_step(
-                request.session_handle, wire.from_named(request.feed, _shm_ok(request)),
+                request.session_handle, wire.from_named(request.feed, _sender(request, caller)),
                 list(request.fetch), list(request.target), request.options))
         response = pb.RunStepResponse(metadata=result.metadata)
-        _add_answer(response.tensor, result.tensors, request)
+        _add_answer(response.tensor, result.tensors, request, caller)
         return response
 
     @rpc_method
@@ -215,24 +237,25 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
 
     @rpc_method
     def RunGraph(self, request: pb.RunGraphRequest, context: Any) -> Any:
-        return self._run_graph(request)
+        return self._run_graph(request, _caller(context))
 
     @rpc_stream
     def RunGraphStream(self, requests: Iterator[bytes],
                        context: Any) -> Iterator[Any]:
         """RunGraph for each request of the stream, in turn; the first failure ends the
         stream with its status, as it would end that call."""
+        caller = _caller(context)
         for request in self.streams.serve(_parsed(requests, pb.RunGraphRequest), context):
-            yield self._run_graph(request)
+            yield self._run_graph(request, caller)
 
-    def _run_graph(self, request: pb.RunGraphRequest) -> Any:
+    def _run_graph(self, request: pb.RunGraphRequest, caller: shm.Caller) -> Any:
         result = as_run_result(self.engine.run_graph(
             request.graph_handle, request.step_id,
-            wire.from_named(request.send, _shm_ok(request)), list(request.recv_key),
+            wire.from_named(request.send, _sender(request, caller)), list(request.recv_key),
             request.options))
         response = pb.RunGraphResponse(metadata=result.metadata)
         wire.add_named(response.recv, result.tensors)
-        _add_answer(response.sent, result.sent, request)
+        _add_answer(response.sent, result.sent, request, caller)
         return response
 
     @rpc_method
@@ -254,14 +277,16 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
     def RecvTensor(self, request: pb.RecvTensorRequest,
                    context: grpc.ServicerContext) -> Iterator[bytes]:
         value, is_dead = self._wait_for_tensor(request, context)
-        yield from wire.stream(value, is_dead=is_dead, shm_ok=_shm_ok(request))
+        yield from wire.stream(value, is_dead=is_dead,
+                               shm_ok=_receiver_shares(request, context))
 
     @rpc_method
     def RecvTensorInline(self, request: pb.RecvTensorRequest,
                          context: grpc.ServicerContext) -> Any:
         value, is_dead = self._wait_for_tensor(request, context)
         response = pb.RecvTensorInlineResponse()
-        if wire.fill_reply(response.tensor, value, is_dead=is_dead, shm_ok=_shm_ok(request)):
+        if wire.fill_reply(response.tensor, value, is_dead=is_dead,
+                           shm_ok=_receiver_shares(request, context)):
             return response
         stream_key = request.rendezvous_key + STREAM_SUFFIX
         self.engine.put_tensor(request.step_id, stream_key, value, is_dead)

@@ -1,9 +1,10 @@
 """Shared-memory segments for tensors that cross between processes on one host.
 
-A segment is a file ``/dev/shm/tfteach_<creator pid>_<n>_<random>``. The sender writes the
-tensor bytes into it and sends only the name over gRPC; the receiver opens it, unlinks it at
-once, and copies the bytes out. Nothing goes through ``multiprocessing.shared_memory``, so
-Python's resource_tracker never sees (or warns about) our segments.
+A segment is a file ``/dev/shm/tfteach_<creator pid>_<n>_<32 random hex digits>``. The
+sender writes the tensor bytes into it and sends only the name over gRPC; the receiver opens
+it, unlinks it at once, and copies the bytes out. Nothing goes through
+``multiprocessing.shared_memory``, so Python's resource_tracker never sees (or warns about)
+our segments.
 
 State (per process): ``_pending = {name: creation time}`` for segments this process created
 and the receiver may not have taken yet.
@@ -11,7 +12,9 @@ Invariants: no segment outlives its creator's interest in it:
 - the receiver unlinks on open; the sender unlinks pending segments older than ``LINGER_S``
   (a receiver that died), on ``release_own()`` (server stop) and at interpreter exit;
 - segments whose creator pid is dead (SIGKILL) are removed by ``sweep_dead()``, which every
-  server runs on start and LocalCluster runs after killing or closing tasks.
+  server runs on start and stop and LocalCluster runs after killing or closing tasks, and
+  by the server that served the dead process: when a call or stream of a ``Caller`` ends,
+  its pids are watched for ``REAP_WAIT_S`` and a dead one's segments are reclaimed.
 
 Reused segments (``ReusedSegment``) are a caller's, kept in a pool and used call after
 call, for tensors of ``SEGMENT_MIN_BYTES`` or more: the caller writes a request's large
@@ -22,6 +25,21 @@ per 4 KiB page on both sides (1.3 ms per MiB here); a reused one costs two copie
 gives a segment back to its pool only after a successful answer (so no late reader or
 writer can touch it again), and unlinks its segments on ``release_own()``;
 ``sweep_dead()`` covers a killed caller.
+
+Who may use which segment (a server maps names its callers send, so it checks them):
+- Same host is the server's finding, not the caller's word: a ``Caller`` shares this host's
+  /dev/shm only if its claim (``shm_host``) is our ``host_key()`` AND its connection comes
+  from this host (``local_peer.is_local``: loopback, or an address this host owns).
+- A caller may name only its own segments: a name ``tfteach_<pid>_...`` is mapped for a
+  call only if process ``pid`` holds the client end of that call's connection (found in
+  /proc by ``local_peer.socket_fd``, checked once per stream or call, and re-checked with
+  one readlink for a later call) and runs under the server's uid. Any other name is
+  PermissionDeniedError (InvalidArgumentError if it is no segment name at all).
+- Every segment is opened with O_NOFOLLOW (a symbolic link is refused) and O_NONBLOCK (a
+  FIFO cannot block us), and must then be a regular file with one link, owned by this
+  process's uid, of mode 0600 and of a size a segment can have; else PermissionDeniedError.
+A mapping is kept by name (``KEEP_MAPPED``), so a call that reuses a segment costs no
+system call beyond that readlink.
 """
 from __future__ import annotations
 
@@ -32,14 +50,17 @@ import os
 import re
 import secrets
 import socket
+import stat
 import threading
 import time
 import weakref
 from collections import OrderedDict
 from pathlib import Path
+from typing import Iterable
 
 from tfteach import errors
 
+from . import local_peer
 from .processes import pid_alive
 
 SHM_DIR = Path("/dev/shm")
@@ -51,8 +72,17 @@ LINGER_S = 60.0                 # a segment not taken after this long is the sen
 MAX_REUSED_BYTES = 256 << 20    # larger requests and answers use a segment per tensor
 KEEP_REUSED = 8                 # free reused segments a process keeps
 KEEP_MAPPED = 8                 # other processes' reused segments a process keeps mapped
+RANDOM_BYTES = 16               # of a segment's name: nobody can guess a name to plant it
+REAP_WAIT_S = 5.0               # how long a caller whose call ended is watched for its death
+REAP_POLL_S = 0.1
+KEEP_CALLERS = 256              # verified (connection, pid) pairs remembered
 
-_NAME = re.compile(r"^tfteach_(\d+)_\d+_[0-9a-f]+$")
+_NAME = re.compile(rf"^tfteach_([1-9][0-9]{{0,9}})_[0-9]{{1,20}}_[0-9a-f]{{{2 * RANDOM_BYTES}}}$")
+_ANY_NAME = re.compile(r"^tfteach_([0-9]{1,10})_")   # what sweeping removes (older names too)
+_OPEN_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+_REFUSED_HINT = ("tfteach segments are files that the processes of one user create in "
+                 "/dev/shm with mode 0600. A caller may only send the names of segments it "
+                 "created itself; remove whatever else uses a tfteach_ name there.")
 _lock = threading.Lock()
 _pending: dict[str, float] = {}
 _counter = itertools.count()
@@ -61,6 +91,9 @@ _available: bool | None = None
 _free: list["ReusedSegment"] = []
 _reused: "weakref.WeakSet[ReusedSegment]" = weakref.WeakSet()     # every live one
 _mapped: "OrderedDict[str, memoryview]" = OrderedDict()
+_verified: dict[tuple[str, int], tuple[str, str]] = {}   # (peer, pid) -> its socket's fd
+_watched: dict[int, float] = {}                          # pid -> watched until (monotonic)
+_reaper: threading.Thread | None = None
 
 
 def available() -> bool:
@@ -87,8 +120,8 @@ def host_key() -> str:
 def export(data: memoryview) -> str:
     """Copy ``data`` (a flat byte view) into a new segment; return the segment's name."""
     _drop_stale()
-    name = f"{PREFIX}{os.getpid()}_{next(_counter)}_{secrets.token_hex(4)}"
-    fd = os.open(SHM_DIR / name, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+    name = _new_name()
+    fd = _create(name)
     with _lock:
         _pending[name] = time.monotonic()
     try:
@@ -106,17 +139,17 @@ def export(data: memoryview) -> str:
 def take(name: str, nbytes: int, into: memoryview) -> None:
     """Read segment ``name`` (``nbytes`` long) into ``into`` and remove the segment."""
     if not _NAME.match(name):
-        raise errors.DataLossError(f"Invalid shared-memory segment name {name!r}")
-    try:
-        fd = os.open(SHM_DIR / name, os.O_RDONLY)
-    except FileNotFoundError:
+        raise errors.DataLossError(f"Invalid shared-memory segment name {name[:100]!r}")
+    opened = _open(name, os.O_RDONLY)
+    if opened is None:
         raise errors.DataLossError(
             f"Shared-memory segment {name} is gone before the receiver could read it",
             hint="The sending task probably stopped or was killed mid-transfer; rerun the "
                  "step once it is back.") from None
+    fd, size = opened
     _unlink(name)
     with os.fdopen(fd, "rb", buffering=0) as handle:
-        if os.fstat(handle.fileno()).st_size != nbytes:
+        if size != nbytes:
             raise errors.DataLossError(f"Shared-memory segment {name} does not hold "
                                        f"{nbytes} bytes")
         done = 0
@@ -153,8 +186,8 @@ class ReusedSegment:
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self.name = f"{PREFIX}{os.getpid()}_{next(_counter)}_{secrets.token_hex(4)}"
-        fd = os.open(SHM_DIR / self.name, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+        self.name = _new_name()
+        fd = _create(self.name)
         try:
             os.ftruncate(fd, size)
             self._map = mmap.mmap(fd, size)
@@ -210,22 +243,24 @@ def give_back(segment: ReusedSegment | None, reuse: bool = True) -> None:
         dropped.close()
 
 
-def mapped(name: str, nbytes: int) -> memoryview | None:
-    """A mapping of another process's reused segment ``name`` (kept for its next call),
-    or None if it is no reused segment of at least ``nbytes``."""
-    if not _NAME.match(name):
-        return None
+def mapped(name: str, nbytes: int, owner: int) -> memoryview | None:
+    """A mapping of process ``owner``'s reused segment ``name`` (kept for its next call),
+    or None if there is no such segment of at least ``nbytes``. Raises
+    PermissionDeniedError for a segment that is not ``owner``'s or fails the checks of the
+    module docstring."""
+    check_owner(name, owner)
     with _lock:
         view = _mapped.get(name)
         if view is not None:
             _mapped.move_to_end(name)
             return view if len(view) >= nbytes else None
-    try:
-        fd = os.open(SHM_DIR / name, os.O_RDWR)
-    except OSError:
+    opened = _open(name, os.O_RDWR)
+    if opened is None:
         return None
+    fd, size = opened
     try:
-        size = os.fstat(fd).st_size
+        if size > MAX_REUSED_BYTES:
+            raise _refused(name, f"holds {size} bytes, more than a reused segment can")
         if size < nbytes:
             return None
         view = memoryview(mmap.mmap(fd, size))
@@ -238,9 +273,94 @@ def mapped(name: str, nbytes: int) -> memoryview | None:
     return view
 
 
+def check_owner(name: str, owner: int) -> None:
+    """Raise unless ``name`` is a segment name of process ``owner``: InvalidArgumentError
+    for no segment name at all, PermissionDeniedError for another process's segment."""
+    match = _NAME.match(name)
+    if match is None:
+        raise errors.InvalidArgumentError(
+            f"Invalid shared-memory segment name {name[:100]!r}", hint=_REFUSED_HINT)
+    if int(match.group(1)) != owner:
+        raise errors.PermissionDeniedError(
+            f"Shared-memory segment {name} belongs to process {match.group(1)}, not to the "
+            f"calling process {owner}", hint=_REFUSED_HINT)
+
+
+class Caller:
+    """The process at the other end of one gRPC call or stream (``context.peer()``), as far
+    as shared memory goes (module docstring); ``close()`` it when the call ends."""
+
+    def __init__(self, peer: str) -> None:
+        self.peer = peer
+        self._local: bool | None = None
+        self._pids: set[int] = set()    # verified to hold this call's connection
+
+    @classmethod
+    def trusting(cls, pid: int) -> "Caller":
+        """A caller already known to be process ``pid`` of this host (no connection)."""
+        caller = cls("")
+        caller._local, caller._pids = True, {pid}
+        return caller
+
+    def __repr__(self) -> str:
+        return f"Caller({self.peer!r}, pids={sorted(self._pids)})"
+
+    def shares_host(self, claim: str) -> bool:
+        """Whether the caller, claiming host key ``claim``, shares this host's /dev/shm."""
+        if not claim or claim != host_key() or not available():
+            return False
+        if self._local is None:
+            self._local = local_peer.is_local(self.peer)
+        return self._local
+
+    def owner_of(self, name: str) -> int:
+        """The pid in segment name ``name``, once it is known to be the caller's process;
+        PermissionDeniedError (naming the segment) if it is not."""
+        match = _NAME.match(name)
+        pid = int(match.group(1)) if match else 0
+        if pid and pid not in self._pids:
+            if not self._local or not _holds(self.peer, pid):
+                raise errors.PermissionDeniedError(
+                    f"Shared-memory segment {name} is not the caller's: process {pid} does "
+                    f"not hold the connection {self.peer or '?'}", hint=_REFUSED_HINT)
+            self._pids.add(pid)
+        check_owner(name, pid)
+        return pid
+
+    def close(self) -> None:
+        """The call ended: reclaim the segments of its process if that dies soon."""
+        watch(self._pids)
+
+
+def _holds(peer: str, pid: int) -> bool:
+    """Whether process ``pid``, of our uid, holds the client end of connection ``peer``
+    (remembered; a remembered answer costs one readlink)."""
+    with _lock:
+        known = _verified.get((peer, pid))
+    if known is not None:
+        try:
+            if os.readlink(known[0]) == known[1]:
+                return True
+        except OSError:
+            pass
+    try:
+        ours = os.stat(f"/proc/{pid}").st_uid == os.geteuid()
+    except OSError:
+        ours = False
+    found = local_peer.socket_fd(peer, pid) if ours else None
+    with _lock:
+        if len(_verified) >= KEEP_CALLERS:
+            _verified.clear()
+        if found is None:
+            _verified.pop((peer, pid), None)
+        else:
+            _verified[(peer, pid)] = found
+    return found is not None
+
+
 def owner_pid(name: str) -> int | None:
     """The creator pid encoded in a segment name (``None`` for a foreign name)."""
-    match = _NAME.match(name)
+    match = _ANY_NAME.match(name)
     return int(match.group(1)) if match else None
 
 
@@ -248,18 +368,118 @@ def list_segments() -> list[str]:
     """Names of all tfteach segments in /dev/shm (of every process)."""
     if not available():
         return []
-    return sorted(entry.name for entry in SHM_DIR.iterdir() if owner_pid(entry.name))
+    try:
+        return sorted(name for name in os.listdir(SHM_DIR) if owner_pid(name))
+    except OSError:
+        return []
 
 
 def sweep_dead() -> list[str]:
-    """Remove segments whose creator process is dead; return their names."""
+    """Remove this uid's segments whose creator process is dead; return their names."""
     removed = []
-    for name in list_segments():
-        pid = owner_pid(name)
-        if pid is not None and not pid_alive(pid):
-            _unlink(name)
-            removed.append(name)
+    for pid in sorted({owner_pid(name) for name in list_segments()}):
+        if pid and not pid_alive(pid):
+            removed += reclaim(pid)
     return removed
+
+
+def reclaim(pid: int) -> list[str]:
+    """Remove the segments of (dead) process ``pid`` that belong to our uid, and drop our
+    mappings of them; return the names removed."""
+    names = [name for name in list_segments() if owner_pid(name) == pid]
+    with _lock:
+        for name in [name for name in _mapped if owner_pid(name) == pid]:
+            del _mapped[name]       # unmapped once no tensor being copied holds it
+    return [name for name in names if _unlink_own(name)]
+
+
+def watch(pids: Iterable[int]) -> None:
+    """Reclaim the segments of those of ``pids`` that die within ``REAP_WAIT_S`` (callers
+    whose call or stream just ended: a killed one leaves its segments behind)."""
+    global _reaper
+    until = time.monotonic() + REAP_WAIT_S
+    with _lock:
+        for pid in pids:
+            if pid != os.getpid():
+                _watched[pid] = until
+        if _watched and (_reaper is None or not _reaper.is_alive()):
+            _reaper = threading.Thread(target=_reap_watched, name="tfteach-shm-reaper",
+                                       daemon=True)
+            _reaper.start()
+
+
+def _reap_watched() -> None:
+    """The reaper thread: polls the watched pids until none is left."""
+    global _reaper
+    while True:
+        time.sleep(REAP_POLL_S)
+        with _lock:
+            if not _watched:
+                _reaper = None
+                return
+            watched, now = list(_watched.items()), time.monotonic()
+        for pid, until in watched:
+            dead = not pid_alive(pid)
+            if dead:
+                reclaim(pid)
+            if dead or now > until:
+                with _lock:
+                    if _watched.get(pid) == until:
+                        del _watched[pid]
+
+
+def _new_name() -> str:
+    return f"{PREFIX}{os.getpid()}_{next(_counter)}_{secrets.token_hex(RANDOM_BYTES)}"
+
+
+def _create(name: str) -> int:
+    """A new segment ``name``, open for reading and writing, mode 0600 whatever the umask."""
+    fd = os.open(SHM_DIR / name, os.O_CREAT | os.O_EXCL | os.O_RDWR | _OPEN_FLAGS, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+    except BaseException:
+        os.close(fd)
+        _unlink(name)
+        raise
+    return fd
+
+
+def _open(name: str, flags: int) -> tuple[int, int] | None:
+    """``(fd, size)`` of segment ``name`` (a validated name) once it passes the checks of
+    the module docstring; None if there is none; PermissionDeniedError if it fails them."""
+    try:
+        fd = os.open(SHM_DIR / name, flags | _OPEN_FLAGS)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:          # ELOOP: a symbolic link
+        raise _refused(name, f"cannot be opened safely ({exc.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        problem = _problem(info)
+        if problem:
+            raise _refused(name, problem)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info.st_size
+
+
+def _problem(info: os.stat_result) -> str:
+    """What is wrong with a segment's ``fstat`` (\"\" if nothing)."""
+    if not stat.S_ISREG(info.st_mode):
+        return "is not a regular file"
+    if info.st_uid != os.geteuid():
+        return f"is owned by uid {info.st_uid}, not by this process's uid {os.geteuid()}"
+    if stat.S_IMODE(info.st_mode) != 0o600:
+        return f"has mode {stat.S_IMODE(info.st_mode):o}, not 600"
+    if info.st_nlink != 1:
+        return f"has {info.st_nlink} links, not 1"
+    return ""
+
+
+def _refused(name: str, why: str) -> errors.PermissionDeniedError:
+    return errors.PermissionDeniedError(f"Refusing shared-memory segment {name}: it {why}",
+                                        hint=_REFUSED_HINT)
 
 
 def _drop_stale() -> None:
@@ -279,6 +499,17 @@ def _unlink(name: str) -> None:
         os.unlink(SHM_DIR / name)
     except FileNotFoundError:
         pass
+
+
+def _unlink_own(name: str) -> bool:
+    """Unlink ``name`` if our uid owns it (not another user's); whether it was removed."""
+    try:
+        if os.lstat(SHM_DIR / name).st_uid != os.geteuid():
+            return False
+        os.unlink(SHM_DIR / name)
+    except OSError:
+        return False
+    return True
 
 
 atexit.register(release_own)

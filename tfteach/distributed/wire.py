@@ -10,8 +10,8 @@
 - Between processes on one host, RunStep and RunGraph requests and answers put tensors of
   ``shm.SEGMENT_MIN_BYTES`` or more in one of the caller's reused segments (``add_named``
   with a segment, ``fill_into``): the header names the segment and gives the tensor's
-  ``shm_offset``; the receiver copies it out (``from_named`` with ``shared``,
-  ``from_reply``).
+  ``shm_offset``; the receiver copies it out (``from_named`` with a ``sender``, which
+  may name only its own segments; ``from_reply``).
 - Streams (RecvTensor): the first message holds only the header, later ones only chunks of
   at most ``CHUNK_BYTES``; the receiver copies each chunk once, into one preallocated
   buffer. A header may instead name a shared-memory segment holding the bytes; if
@@ -139,19 +139,23 @@ def segment_bytes(tensors: Mapping[str, object]) -> int:
     return sum(aligned(n) for n in sizes if n >= shm.SEGMENT_MIN_BYTES)
 
 
-def from_named(named: Iterable[pb.NamedTensor], shared: bool = False) -> dict[str, np.ndarray]:
-    """NamedTensor messages -> ``{name: array}``. With ``shared`` (the sender is on this
-    host) a tensor in one of the sender's reused segments is copied out of it."""
-    return {item.name: from_segment(item.tensor) if shared and item.tensor.header.shm_name
+def from_named(named: Iterable[pb.NamedTensor],
+               sender: "shm.Caller | None" = None) -> dict[str, np.ndarray]:
+    """NamedTensor messages -> ``{name: array}``. With a ``sender`` (a caller on this host)
+    a tensor in one of the sender's reused segments is copied out of it."""
+    return {item.name: from_segment(item.tensor, sender)
+            if sender is not None and item.tensor.header.shm_name
             else from_proto(item.tensor) for item in named}
 
 
-def from_segment(proto: pb.TensorProto) -> np.ndarray:
-    """A tensor the sender wrote into its reused segment (``add_named``), copied out."""
+def from_segment(proto: pb.TensorProto, sender: "shm.Caller") -> np.ndarray:
+    """A tensor ``sender`` wrote into its reused segment (``add_named``), copied out; a
+    segment that is not the sender's is PermissionDeniedError."""
     header = proto.header
     check_header(header)
     start, end = header.shm_offset, header.shm_offset + header.nbytes
-    view = shm.mapped(header.shm_name, end) if start >= 0 else None
+    owner = sender.owner_of(header.shm_name)
+    view = shm.mapped(header.shm_name, end, owner) if start >= 0 else None
     if view is None:
         raise errors.DataLossError(
             f"Received a tensor at bytes {start}..{end} of shared-memory segment "
