@@ -2,7 +2,8 @@
 
 Each program runs on tfteach and, where TensorFlow is installed, on real TensorFlow's
 ``compat.v1`` (the ``tensorflow`` parameter, marked ``conformance``): both must print the
-same values, end with the same status, and exit within ``EXIT_S`` of their last line. A
+same values, end with the same status, and exit soon after their last line (tfteach within
+2 s; TF's own teardown gets longer on a loaded machine). A
 tfteach program must also leave nothing behind: no process it started, no shared memory.
 Tasks that serve forever (a ps, ``server.join()``) are ended with SIGTERM, which must end
 them at once on both runtimes.
@@ -24,7 +25,8 @@ from tfteach.distributed.processes import free_ports
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
-EXIT_S = 2.0            # from the last line to the exit, as a TF program
+EXIT_S = {"tfteach": 2.0,      # from the last line to the exit, as a TF program
+          "tensorflow": 10.0}  # TF's own teardown takes over 2 s on a loaded machine
 BACKENDS = ["tfteach", pytest.param("tensorflow", marks=[
     pytest.mark.conformance,
     pytest.mark.skipif(not has_tensorflow(), reason="TensorFlow is not installed "
@@ -35,7 +37,7 @@ def finished(proc, timeout: float = 120.0, status: int = 0):
     """Wait for ``proc``; check its status, its exit time and (tfteach) its leftovers."""
     rc = proc.wait(timeout)
     assert rc == status, f"exit status {rc}:\n{proc.transcript()}"
-    assert proc.exit_delay() < EXIT_S, \
+    assert proc.exit_delay() < EXIT_S[proc.backend], \
         f"exited {proc.exit_delay():.1f} s after its last line:\n{proc.transcript()}"
     if proc.backend == "tfteach":
         assert proc.leftovers() == []
