@@ -162,3 +162,43 @@ def test_a_signal_while_the_main_thread_holds_the_stop_flags_lock_does_not_deadl
     assert not watched.wait(0.01)
     watched.set()                                # the parent watch, from its thread
     assert watched.wait(0)
+
+
+@pytest.mark.cluster
+def test_sigterm_aborts_a_step_blocked_on_the_task_instead_of_waiting_for_the_grace_period():
+    """A dequeue from an empty queue on the ps, run by a worker's session: SIGTERM to the
+    ps ends that step at once, so the task stops by itself (not by the EXIT_GRACE_S
+    fallback) and the client's step fails instead of hanging."""
+    import threading
+
+    import tfteach as tf
+    from tfteach.distributed.cli import EXIT_GRACE_S
+
+    ps, worker = free_ports(2)
+    hosts = [f"--ps_hosts=localhost:{ps}", f"--worker_hosts=localhost:{worker}"]
+    proc, line = _start([*hosts, "--job_name=ps", "--task_index=0"])
+    assert "Started server with target" in line
+    cluster = tf.train.ClusterSpec({"ps": [f"localhost:{ps}"], "worker": [f"localhost:{worker}"]})
+    server = tf.train.Server(cluster, job_name="worker", task_index=0)
+    graph, failures = tf.Graph(), []
+    with graph.as_default(), tf.device("/job:ps/task:0"):
+        dequeue = tf.FIFOQueue(1, tf.float32, shared_name="never_filled").dequeue()
+
+    def step():
+        with tf.Session(server.target, graph=graph) as sess:
+            try:
+                sess.run(dequeue)
+            except errors.OpError as e:
+                failures.append(e)
+    client = threading.Thread(target=step, daemon=True)
+    try:
+        client.start()
+        client.join(2)                      # the step is now waiting in the ps's queue
+        assert client.is_alive()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(EXIT_GRACE_S + 20) == 0
+        client.join(EXIT_GRACE_S + 20)
+    finally:
+        server.stop()
+    assert "did not stop within" not in proc.stderr.read()
+    assert not client.is_alive() and len(failures) == 1

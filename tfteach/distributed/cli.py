@@ -9,8 +9,8 @@ dict. Any ``--<job>_hosts=a,b`` flag adds a job. The token comes only from the e
 (``TFTEACH_CLUSTER_TOKEN``); ``--insecure`` allows a non-loopback address without one.
 ``--virtual-gpus N`` sets ``TFTEACH_VIRTUAL_GPUS`` for the engine. When started by a parent
 that sets ``TFTEACH_PARENT_PID`` (LocalCluster), the task exits when that parent dies.
-Exit status: 0 after a signal (within ``EXIT_GRACE_S`` even if stopping hangs), 1 when the
-server cannot start.
+Exit status: 0 after a signal (steps running on the task are aborted at once; within
+``EXIT_GRACE_S`` even if stopping hangs), 1 when the server cannot start.
 """
 from __future__ import annotations
 

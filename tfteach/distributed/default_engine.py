@@ -118,6 +118,10 @@ class TransportEngine:
     def reset(self, containers: Sequence[str], device_filters: Sequence[str]) -> None:
         self.rendezvous.abort_all()
 
+    def cancel_steps(self) -> None:
+        self.rendezvous.abort_all(errors.CancelledError(
+            f"Task {self.task.task_name} is shutting down"))
+
     def close(self) -> None:
         self.rendezvous.abort_all(errors.CancelledError(
             f"Task {self.task.task_name} is shutting down"))

@@ -127,6 +127,10 @@ class MasterEngine(Protocol):
 class Engine(WorkerEngine, MasterEngine, Protocol):
     """Both roles: every tfteach server is a master and a worker, as in TF."""
 
+    def cancel_steps(self) -> None:
+        """Abort every step running on this task (the server is stopping: its calls are
+        cancelled, and a step left waiting in a queue would keep it from stopping)."""
+
     def close(self) -> None:
         """Release everything; called once when the server stops."""
 

@@ -18,7 +18,8 @@ partitions the needed ops by task (``partition``), registers each part with its 
 (cached per fetch/feed/target set and graph version), runs them under one step id (in
 phases, stage by stage, when untraced: see ``master``), and returns the fetches with merged
 step stats and placement log. A failed part, a cancelled RunStep (Ctrl-C) or a closed
-session aborts the step everywhere, so no task is left waiting.
+session aborts the step everywhere, so no task is left waiting; a stopping server aborts
+every step running on its task (``cancel_steps``).
 """
 from __future__ import annotations
 
@@ -125,6 +126,7 @@ class GraphEngine:
         self._parts: dict[str, _Partition] = {}
         self._sessions: dict[str, "MasterSession"] = {}
         self._steps = 0
+        self._running: dict[int, int] = {}      # step id -> its partitions running here
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -171,7 +173,7 @@ class GraphEngine:
         opts = parse_options(options)
         fetches = step_args.fetches(part.graph, fetch_names)
         fed = step_args.feeds(part.graph, feeds)
-        with part.slot() as slot:
+        with part.slot() as slot, self._running_step(step_id):
             plan = self._plan(part, slot, fetches, fed)
             slot.resources.step_id = step_id
             slot.resources.timeout_s = float(opts.get("timeout_s", 60.0))
@@ -190,6 +192,18 @@ class GraphEngine:
             meta["partition_graphs"] = [g.to_dict() for g in partition_graphs(plan)]
         return RunResult({k: np.asarray(v) for k, v in out.items()},
                          json.dumps(meta).encode() if meta else b"", sent)
+
+    @contextlib.contextmanager
+    def _running_step(self, step_id: int) -> Iterator[None]:
+        with self._lock:
+            self._running[step_id] = self._running.get(step_id, 0) + 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._running[step_id] -= 1
+                if not self._running[step_id]:
+                    del self._running[step_id]
 
     def _plan(self, part: _Partition, slot: _Slot, fetches: list, fed: dict) -> Any:
         key = (tuple(t.name for t in fetches), tuple(sorted(t.name for t in fed)))
@@ -321,6 +335,21 @@ class GraphEngine:
                     self.task.client.worker(address, name).cleanup_all(containers)
                 except errors.UnavailableError:
                     pass
+
+    def cancel_steps(self) -> None:
+        """Abort every step running on this task now (the server is stopping): the steps
+        this task is master of, everywhere, and every part running here, whose waits
+        (queues, accumulators, tensors) end with CancelledError at once."""
+        with self._lock:
+            sessions, steps = list(self._sessions.values()), list(self._running)
+        for sess in sessions:
+            sess.cancel_running()
+        error = errors.CancelledError(
+            f"Task {self.task.task_name} is shutting down",
+            hint="the task was stopped (a signal or Server.stop()) while the step ran; "
+                 "restart it and run the step again.")
+        for step_id in steps:
+            self.rendezvous.abort_step(step_id, error)
 
     def close(self) -> None:
         self.rendezvous.abort_all(errors.CancelledError(

@@ -108,7 +108,9 @@ class Server:
             pass
 
     def stop(self, grace: float | None = None) -> None:
-        """Stop serving and release the port, the engine and its shared memory."""
+        """Stop serving and release the port, the engine and its shared memory. Steps
+        still running on this task (after ``grace`` s, at once without one) are aborted,
+        so a step waiting in a queue cannot keep the server from stopping."""
         server, started = self._grpc, self._started
         self._grpc, self._started = None, False
         if server is None:
@@ -117,6 +119,7 @@ class Server:
         lifetime.forget(self)
         if not started:
             server.start()      # gRPC releases a bound port only when a started server stops
+        _cancel_steps_after(self._engine, grace)
         server.stop(grace).wait()
         with _live_lock:
             if _live.get(self._bind_address) is self:
@@ -192,6 +195,19 @@ class Server:
 def _stop_now(server: Server) -> None:
     """At exit: cancel the calls in progress (a client that never closed its stream)."""
     server.stop(0)
+
+
+def _cancel_steps_after(engine: Any, grace: float | None) -> None:
+    """Abort the engine's running steps after ``grace`` s (at once when None or 0)."""
+    cancel = getattr(engine, "cancel_steps", None)     # an engine written before it
+    if cancel is None:
+        return
+    if not grace:
+        cancel()
+        return
+    timer = threading.Timer(grace, cancel)
+    timer.daemon = True
+    timer.start()
 
 
 def _stop_grpc(server: grpc.Server) -> None:
