@@ -241,20 +241,20 @@ class _Stub:
                             tensors: Mapping[str, Any],
                             reply_bytes: int) -> tuple[Any, Any]:
         """``send(request)`` with ``tensors`` added to the request's repeated NamedTensor
-        ``field`` (the large ones in a reused segment of ours if the task shares this host)
+        ``field`` (the large ones in a reused segment of ours, or one of their own, if the
+        task shares this host)
         and a reused segment of ``reply_bytes`` offered for the answer's large tensors.
         Return ``(answer, reply segment or None)``; the caller copies the tensors out of
         the reply segment, then gives it back (``shm.give_back``)."""
         from . import shm, wire
 
         request.shm_host = shm.host_key()
-        sending = None
-        if self.peer_host and self.peer_host == request.shm_host:
-            sending = shm.reused_segment(wire.segment_bytes(tensors))
+        same_host = bool(self.peer_host) and self.peer_host == request.shm_host
+        sending = shm.reused_segment(wire.segment_bytes(tensors)) if same_host else None
         if sending is None:
-            wire.add_named(field, tensors)
+            wire.add_named(field, tensors, shm_ok=same_host)
         else:
-            wire.add_named(field, tensors, sending.view, sending.name)
+            wire.add_named(field, tensors, sending.view, sending.name, shm_ok=True)
         reply = shm.reused_segment(reply_bytes)
         if reply is not None:
             request.reply_shm, request.reply_shm_bytes = reply.name, reply.size
@@ -264,6 +264,9 @@ class _Stub:
             shm.give_back(sending, reuse=False)
             shm.give_back(reply, reuse=False)
             raise
+        finally:                # taken by the task, or of no more use
+            for name in wire.own_segments(field):
+                shm.release(name)
         shm.give_back(sending)
         return response, reply
 

@@ -2,7 +2,11 @@
 
 A segment is a file ``/dev/shm/tfteach_<creator pid>_<n>_<32 random hex digits>``. The
 sender writes the tensor bytes into it and sends only the name over gRPC; the receiver opens
-it, unlinks it at once, and copies the bytes out. Nothing goes through
+it, unlinks it at once, and copies the bytes out, last ``TAKE_CHUNK_BYTES`` first, cutting
+the segment short behind each chunk: its pages are freed as they are copied, so the host
+holds a tensor about twice (sender's and receiver's), never three times. A tensor of any
+size crosses so (no segment limit: a request's tensor over ``MAX_REUSED_BYTES`` goes in a
+segment of its own; the caller releases it when the call ends). Nothing goes through
 ``multiprocessing.shared_memory``, so Python's resource_tracker never sees (or warns about)
 our segments.
 
@@ -30,7 +34,8 @@ Who may use which segment (a server maps names its callers send, so it checks th
 - Same host is the server's finding, not the caller's word: a ``Caller`` shares this host's
   /dev/shm only if its claim (``shm_host``) is our ``host_key()`` AND its connection comes
   from this host (``local_peer.is_local``: loopback, or an address this host owns).
-- A caller may name only its own segments: a name ``tfteach_<pid>_...`` is mapped for a
+- A caller may name only its own segments (reused ones, and those of a request's tensors
+  of their own, which the server takes): a name ``tfteach_<pid>_...`` is mapped for a
   call only if process ``pid`` holds the client end of that call's connection (found in
   /proc by ``local_peer.socket_fd``, checked once per stream or call, and re-checked with
   one readlink for a later call) and runs under the server's uid. Any other name is
@@ -70,6 +75,7 @@ SEGMENT_MIN_BYTES = 64 << 10    # ... and this big through a reused segment (a 6
                                 # payload adds 60 us to a call here; two copies cost 10 us)
 LINGER_S = 60.0                 # a segment not taken after this long is the sender's to drop
 MAX_REUSED_BYTES = 256 << 20    # larger requests and answers use a segment per tensor
+TAKE_CHUNK_BYTES = 64 << 20     # a taken segment is freed behind each chunk copied out
 KEEP_REUSED = 8                 # free reused segments a process keeps
 KEEP_MAPPED = 8                 # other processes' reused segments a process keeps mapped
 RANDOM_BYTES = 16               # of a segment's name: nobody can guess a name to plant it
@@ -140,7 +146,7 @@ def take(name: str, nbytes: int, into: memoryview) -> None:
     """Read segment ``name`` (``nbytes`` long) into ``into`` and remove the segment."""
     if not _NAME.match(name):
         raise errors.DataLossError(f"Invalid shared-memory segment name {name[:100]!r}")
-    opened = _open(name, os.O_RDONLY)
+    opened = _open(name, os.O_RDWR)     # read, and cut short as it is read
     if opened is None:
         raise errors.DataLossError(
             f"Shared-memory segment {name} is gone before the receiver could read it",
@@ -148,16 +154,28 @@ def take(name: str, nbytes: int, into: memoryview) -> None:
                  "step once it is back.") from None
     fd, size = opened
     _unlink(name)
-    with os.fdopen(fd, "rb", buffering=0) as handle:
+    try:
         if size != nbytes:
             raise errors.DataLossError(f"Shared-memory segment {name} does not hold "
                                        f"{nbytes} bytes")
-        done = 0
-        while done < nbytes:
-            got = handle.readinto(into[done:])
+        _copy_out(fd, name, into[:nbytes])
+    finally:
+        os.close(fd)
+
+
+def _copy_out(fd: int, name: str, into: memoryview) -> None:
+    """Copy segment ``fd`` (unlinked) into ``into``, last chunk first, truncating the
+    segment behind each chunk so that its pages are freed as they are copied."""
+    end = len(into)
+    while end > 0:
+        start = done = max(0, end - TAKE_CHUNK_BYTES)
+        while done < end:
+            got = os.preadv(fd, [into[done:end]], done)
             if not got:
                 raise errors.DataLossError(f"Shared-memory segment {name} ended early")
             done += got
+        os.ftruncate(fd, start)
+        end = start
 
 
 def release(name: str) -> None:

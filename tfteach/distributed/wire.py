@@ -11,7 +11,11 @@
   ``shm.SEGMENT_MIN_BYTES`` or more in one of the caller's reused segments (``add_named``
   with a segment, ``fill_into``): the header names the segment and gives the tensor's
   ``shm_offset``; the receiver copies it out (``from_named`` with a ``sender``, which
-  may name only its own segments; ``from_reply``).
+  may name only its own segments; ``from_reply``). A tensor that does not fit there (over
+  ``shm.MAX_REUSED_BYTES``, or the segment is full) goes, if it is ``shm.THRESHOLD_BYTES``
+  or more, through a segment of its own (header ``shm_own``) that the sender writes and
+  the receiver takes (``shm.take``: copied out and freed as it is copied), so a tensor of
+  any size crosses without touching the gRPC message cap.
 - Streams (RecvTensor): the first message holds only the header, later ones only chunks of
   at most ``CHUNK_BYTES``; the receiver copies each chunk once, into one preallocated
   buffer. A header may instead name a shared-memory segment holding the bytes; if
@@ -118,8 +122,9 @@ def add_named(field: Any, tensors: Mapping[str, object], segment: memoryview | N
               segment_name: str = "", shm_ok: bool = False) -> None:
     """Append ``{name: value}`` to a repeated NamedTensor ``field``. Large tensors go into
     ``segment`` (a reused segment called ``segment_name``, for a receiver on this host)
-    while they fit; the others inline or, with ``shm_ok`` (an answer to a receiver on this
-    host), the very large ones in a segment of their own (``fill_reply``)."""
+    while they fit; the others inline or, with ``shm_ok`` (a receiver on this host), the
+    very large ones in a segment of their own (``fill_reply``; a sender releases those
+    named by ``own_segments`` once the call ended)."""
     offset = 0
     for name, value in tensors.items():
         proto = field.add(name=name).tensor
@@ -134,9 +139,22 @@ def add_named(field: Any, tensors: Mapping[str, object], segment: memoryview | N
 
 
 def segment_bytes(tensors: Mapping[str, object]) -> int:
-    """The reused segment size that holds every large tensor of ``tensors`` (0: none)."""
-    sizes = (np.asarray(value).nbytes for value in tensors.values())
-    return sum(aligned(n) for n in sizes if n >= shm.SEGMENT_MIN_BYTES)
+    """The reused segment size for the large tensors of ``tensors`` (0: none; the ones
+    that do not fit go through segments of their own)."""
+    return _reusable_bytes(np.asarray(value).nbytes for value in tensors.values())
+
+
+def _reusable_bytes(sizes: Iterable[int]) -> int:
+    """Room in a reused segment for the tensors of ``sizes`` that may go there, at most
+    ``shm.MAX_REUSED_BYTES``."""
+    total = sum(aligned(n) for n in sizes
+                if shm.SEGMENT_MIN_BYTES <= n <= shm.MAX_REUSED_BYTES)
+    return min(total, shm.MAX_REUSED_BYTES)
+
+
+def own_segments(named: Iterable[pb.NamedTensor]) -> list[str]:
+    """The names of the segments of their own that tensors of ``named`` travel in."""
+    return [item.tensor.header.shm_name for item in named if item.tensor.header.shm_own]
 
 
 def from_named(named: Iterable[pb.NamedTensor],
@@ -149,12 +167,17 @@ def from_named(named: Iterable[pb.NamedTensor],
 
 
 def from_segment(proto: pb.TensorProto, sender: "shm.Caller") -> np.ndarray:
-    """A tensor ``sender`` wrote into its reused segment (``add_named``), copied out; a
-    segment that is not the sender's is PermissionDeniedError."""
+    """A tensor ``sender`` wrote into its reused segment or a segment of its own
+    (``add_named``), copied out; a segment that is not the sender's is
+    PermissionDeniedError."""
     header = proto.header
     check_header(header)
-    start, end = header.shm_offset, header.shm_offset + header.nbytes
     owner = sender.owner_of(header.shm_name)
+    if header.shm_own:
+        buffer = _allocate(header.nbytes)
+        shm.take(header.shm_name, header.nbytes, memoryview(buffer))
+        return decode(header, buffer)
+    start, end = header.shm_offset, header.shm_offset + header.nbytes
     view = shm.mapped(header.shm_name, end, owner) if start >= 0 else None
     if view is None:
         raise errors.DataLossError(
@@ -203,8 +226,10 @@ def aligned(nbytes: int) -> int:
 
 
 def reply_bytes(sent: Iterable[pb.NamedTensor]) -> int:
-    """The reused segment size that holds every shared-memory tensor of an answer."""
-    return sum(aligned(item.tensor.header.nbytes) for item in sent if item.tensor.header.shm_name)
+    """The reused segment size for the shared-memory tensors of an answer (those that
+    may go in one)."""
+    return _reusable_bytes(item.tensor.header.nbytes for item in sent
+                           if item.tensor.header.shm_name)
 
 
 def from_reply(proto: pb.TensorProto,
@@ -281,6 +306,7 @@ def _header_and_content(value: object, is_dead: bool,
     header.is_dead = is_dead
     if shm_ok and header.nbytes >= shm.THRESHOLD_BYTES:
         header.shm_name = _export_or_empty(content)
+        header.shm_own = bool(header.shm_name)
     return header, content
 
 
