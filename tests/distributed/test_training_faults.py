@@ -61,3 +61,50 @@ def test_training_resumes_from_the_last_checkpoint_after_a_ps_restart(cluster, t
     assert restarted_at[0] - last_checkpoint < 5            # lost less than one interval
     assert steps[-1] == 40
     assert program.evaluate(cluster.target("worker", 0), model) > 0.8
+
+
+def _sync_step_without_worker_1(tf, server_class):
+    """1 ps + 2 workers in this process; worker 0 (the chief) runs sync training with
+    replicas_to_aggregate=2 and no initial tokens while worker 1 never steps: its step waits
+    for worker 1's gradient. Returns the error of that step, run with a 3 s timeout."""
+    from tfteach.distributed.processes import free_ports
+
+    ports = free_ports(3)
+    cluster = tf.train.ClusterSpec({"ps": [f"localhost:{ports[0]}"],
+                                    "worker": [f"localhost:{p}" for p in ports[1:]]})
+    servers = [server_class(cluster, job_name=job, task_index=task)
+               for job, task in [("ps", 0), ("worker", 0), ("worker", 1)]]
+    with tf.Graph().as_default():
+        with tf.device(tf.train.replica_device_setter(worker_device="/job:worker/task:0",
+                                                      cluster=cluster)):
+            step = tf.train.get_or_create_global_step()
+            weight = tf.Variable(1.0, name="w")
+            opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1),
+                                                 replicas_to_aggregate=2, total_num_replicas=2)
+            train = opt.minimize(tf.square(weight), global_step=step)
+        hook = opt.make_session_run_hook(is_chief=True, num_tokens=0)
+        with tf.train.MonitoredTrainingSession(servers[1].target, is_chief=True,
+                                               hooks=[hook], stop_grace_period_secs=1) as sess:
+            with pytest.raises(tf.errors.DeadlineExceededError) as info:
+                sess.run(train, options=tf.RunOptions(timeout_in_ms=3000))
+    return info.value, servers
+
+
+def test_a_sync_step_that_times_out_names_the_worker_whose_gradient_is_missing():
+    import tfteach as tf
+
+    error, servers = _sync_step_without_worker_1(tf, tf.train.Server)
+    for server in servers:
+        server.stop()
+    assert "sync_token_q" in error.message                  # the message comes first
+    assert "no gradient came from /job:worker/replica:0/task:1" in error.hint
+    assert "task:0" not in error.hint.split("no gradient came from")[1].split(".")[0]
+
+
+@pytest.mark.conformance
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_sync_step_without_the_other_worker_times_out_as_in_tf():
+    """TF's chief queue runner thread dies with CancelledError when the session closes."""
+    tf1 = pytest.importorskip("tensorflow.compat.v1")
+    tf1.disable_v2_behavior()
+    _sync_step_without_worker_1(tf1, tf1.train.Server)      # TF cannot stop its servers

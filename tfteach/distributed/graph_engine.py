@@ -50,12 +50,14 @@ from tfteach.runtime.resources import ResourceMgr
 from . import step_args, transport_ops
 from .engine_api import RunResult, TaskInfo
 from .rendezvous import Rendezvous
+from .sync_stall import explain_timeout
 
 if TYPE_CHECKING:
     from .master import MasterSession
 
 
 SWITCH_INTERVAL_S = 0.0002
+RECV_GRACE_S = 1.0      # a Recv from another task waits this much beyond the step's timeout
 
 
 class _RemoteDevice(Device):
@@ -177,11 +179,15 @@ class GraphEngine:
             plan = self._plan(part, slot, fetches, fed)
             slot.resources.step_id = step_id
             slot.resources.timeout_s = float(opts.get("timeout_s", 60.0))
+            slot.resources.caller = str(opts.get("master", ""))
             slot.resources.outbox = sent = {}
             values = {plan.feed_slots[t]: part.devices[t.op.name].from_host(v)
                       for t, v in fed.items()}
-            raw, stats = self.executor.run(plan, values, slot.resources,
-                                           trace=bool(opts.get("trace")))
+            try:
+                raw, stats = self.executor.run(plan, values, slot.resources,
+                                               trace=bool(opts.get("trace")))
+            except errors.DeadlineExceededError as e:   # a sync step lacking gradients?
+                raise explain_timeout(e, part.mgr, self.task.cluster) from None
         self._steps += bool(opts.get("first", True))     # a step's later phases: the same step
         out = {t.name: to_fetch_value(v, part.devices[t.op.name], t.is_ref, t.op)
                for t, v in zip(fetches, raw)}
@@ -229,7 +235,9 @@ class GraphEngine:
         (the sender is here, or the master delivers it: ``via_master``) a pool thread
         waits; from another task a RecvTensorInline call is put in flight and its answer
         resolves ``pending`` on gRPC's thread (a tensor left to stream streams on a pool
-        thread). A cancelled step cancels the call."""
+        thread). A cancelled step cancels the call. A tensor from another task is awaited
+        ``RECV_GRACE_S`` beyond the step's timeout: its sender enforces that timeout itself,
+        and the sender's error says what it waited for (a queue, an accumulator)."""
         def resolve(get_value: Callable[[], Any]) -> None:
             try:
                 pending.resolve(device.from_host(np.asarray(get_value())))
@@ -237,6 +245,8 @@ class GraphEngine:
                 pending.resolve(error=e)
 
         key = attrs["key"]
+        if attrs["src_task"] != self.task.task_name:
+            timeout += RECV_GRACE_S
         if attrs["src_task"] == self.task.task_name or attrs.get("via_master"):
             self.pool.submit(resolve, lambda: self.rendezvous.recv(step_id, key, timeout)[0])
             return

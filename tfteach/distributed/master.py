@@ -210,7 +210,8 @@ class MasterSession:
         timeout_s = (options.get("timeout_in_ms") or self.config.operation_timeout_in_ms
                      or 60000) / 1000
         opts = {first: _graph_options(bool(options.get("trace")), timeout_s, first,
-                                      bool(options.get("partition_graphs")))
+                                      bool(options.get("partition_graphs")),
+                                      self.engine.task.task_name)
                 for first in (True, False)}
         calls = []
         for _, worker, handle, part in parts:
@@ -406,11 +407,13 @@ def _run_here(fn: Any, *args: Any) -> Future:
 
 
 @functools.lru_cache(maxsize=64)
-def _graph_options(trace: bool, timeout_s: float, first: bool, graphs: bool) -> bytes:
+def _graph_options(trace: bool, timeout_s: float, first: bool, graphs: bool,
+                   master: str) -> bytes:
     """RunGraph's options (``first``: the step's first phase on that task; ``graphs``: answer
-    the partition graphs)."""
+    the partition graphs; ``master``: the task running the step, whose gradients an
+    accumulator records)."""
     return json.dumps({"trace": trace, "timeout_s": timeout_s, "first": first,
-                       "partition_graphs": graphs}).encode()
+                       "partition_graphs": graphs, "master": master}).encode()
 
 
 class _Gathered:

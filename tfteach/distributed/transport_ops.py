@@ -44,15 +44,17 @@ register_op("_Recv", lambda op: [(op.attrs["dtype"], op.attrs["shape"])], _recv_
 
 class StepResources:
     """What kernels of a registered partition see during one step: the partition's resource
-    containers (``mgr``: the task's, or its session's when isolated), the step id and the
-    step's outbox (``{rendezvous key: value}`` of its ``to_master`` sends). Each step running
-    a partition at the same time has its own (``graph_engine``'s slots)."""
+    containers (``mgr``: the task's, or its session's when isolated), the step id, the task
+    running the step (``caller``: its master) and the step's outbox (``{rendezvous key:
+    value}`` of its ``to_master`` sends). Each step running a partition at the same time has
+    its own (``graph_engine``'s slots)."""
 
     def __init__(self, engine: Any, mgr: Any) -> None:
         self.engine = engine
         self.mgr = mgr
         self.step_id = 0
         self.timeout_s = 60.0
+        self.caller = ""
         self.outbox: dict[str, Any] = {}
 
     def variable(self, *args: Any) -> Any:

@@ -60,12 +60,25 @@ class AccumulatorResource(_Waitable):
         self.takers: collections.deque = collections.deque()
         self.accepted = 0
         self.dropped = 0
+        self.senders: list[str] = []    # the tasks whose gradients ``count`` holds
+        self.taker = ""                 # the task whose take_grad came last
+        self.need = 0                   # how many gradients that take_grad needs
+
+    def progress(self) -> dict[str, Any]:
+        """Where the accumulator stands: its ``step``, the gradients it ``holds`` and their
+        ``senders``, how many the last take_grad ``needs`` (0: none came yet), its task
+        (``taker``) and whether a take_grad ``waits`` now."""
+        with self.lock:
+            return {"step": self.global_step, "holds": self.count, "needs": self.need,
+                    "senders": list(self.senders), "taker": self.taker,
+                    "waits": bool(self.takers)}
 
     def _lists(self) -> list:
         return [self.takers]
 
-    def apply(self, local_step: int, grad: Any, op: Any) -> bool:
-        """Add ``grad`` if ``local_step`` is not older than the accumulator's step."""
+    def apply(self, local_step: int, grad: Any, op: Any, sender: str = "") -> bool:
+        """Add ``grad`` (from task ``sender``) if ``local_step`` is not older than the
+        accumulator's step."""
         with self.lock:
             self._validate(grad, op)
             fresh = local_step >= self.global_step
@@ -73,6 +86,7 @@ class AccumulatorResource(_Waitable):
                 self._add(grad)
                 self.count += 1
                 self.accepted += 1
+                self.senders.append(sender)
             else:
                 self.dropped += 1
             done = self._progress()
@@ -113,7 +127,7 @@ class AccumulatorResource(_Waitable):
         attempt = self.takers.popleft()
         self.global_step += 1
         value = self._taken()
-        self.sum, self.count = None, 0
+        self.sum, self.count, self.senders = None, 0, []
         attempt.finished = True
         return [(attempt, value, None)]
 
@@ -253,15 +267,22 @@ def _sparse_accumulator_kernel(ctx: Any) -> SparseAccumulatorResource:
 
 def _apply_grad_kernel(ctx: Any, accum: AccumulatorResource, local_step: Any,
                        grad: Any) -> np.ndarray:
-    fresh = accum.apply(int(ctx.device.to_host(local_step)), _host(ctx, grad), ctx.op)
+    fresh = accum.apply(int(ctx.device.to_host(local_step)), _host(ctx, grad), ctx.op,
+                        _caller(ctx))
     return np.array(fresh)
+
+
+def _caller(ctx: Any) -> str:
+    """The task running this step on a cluster ("" in a local session)."""
+    return getattr(ctx.resources, "caller", "")
 
 
 def _sparse_apply_kernel(ctx: Any, accum: SparseAccumulatorResource, local_step: Any,
                          indices: Any, values: Any, shape: Any) -> np.ndarray:
     known = _host(ctx, shape).tolist() if ctx.attrs["has_known_shape"] else None
     grad = (_host(ctx, indices).reshape(-1), _host(ctx, values), known)
-    return np.array(accum.apply(int(ctx.device.to_host(local_step)), grad, ctx.op))
+    return np.array(accum.apply(int(ctx.device.to_host(local_step)), grad, ctx.op,
+                                _caller(ctx)))
 
 
 def _take_grad_kernel(ctx: Any, accum: AccumulatorResource, num_required: Any) -> Any:
@@ -271,6 +292,7 @@ def _take_grad_kernel(ctx: Any, accum: AccumulatorResource, num_required: Any) -
             f"Argument num_required must be positive, but was {need}", op=ctx.op,
             hint="take_grad(n) waits for n gradients; n must be at least 1.")
     attempt = _Attempt(_new_pending(), need, ctx.op.name)
+    accum.taker, accum.need = _caller(ctx), need
     return _start_waiting(ctx, accum, attempt, accum.takers)
 
 
