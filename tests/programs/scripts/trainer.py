@@ -56,12 +56,17 @@ xs = rng.uniform(-1, 1, size=(64, 1)).astype(np.float32)
 feed = {x: xs, y: 2 * xs + 1}
 
 
+# What this worker did, kept outside the loop: a MonitoredTrainingSession ends quietly on
+# OutOfRangeError (a sync worker whose chief has closed the token queue at the end).
+progress = {"local_steps": 0, "w": np.full((1, 1), np.nan), "b": np.full(1, np.nan)}
+
+
 def train(sess, should_stop):
-    step, local_steps, w_, b_ = 0, 0, np.full((1, 1), np.nan), np.full(1, np.nan)
+    step = 0
     while not should_stop() and step < FLAGS.steps:
-        _, step, w_, b_ = sess.run([train_op, global_step, w, b], feed_dict=feed)
-        local_steps += 1
-    return local_steps, (w_, b_)
+        _, step, progress["w"], progress["b"] = sess.run([train_op, global_step, w, b],
+                                                         feed_dict=feed)
+        progress["local_steps"] += 1
 
 
 if FLAGS.supervisor:
@@ -69,7 +74,7 @@ if FLAGS.supervisor:
                              init_op=tf.global_variables_initializer(),
                              global_step=global_step, save_model_secs=0, recovery_wait_secs=1)
     with sv.managed_session(server.target, config=sess_config) as sess:
-        local_steps, (w_, b_) = train(sess, sv.should_stop)
+        train(sess, sv.should_stop)
     sv.stop()
 else:
     hooks = [tf.train.StopAtStepHook(last_step=FLAGS.steps + 1)]
@@ -77,7 +82,7 @@ else:
         hooks.append(opt.make_session_run_hook(is_chief))
     with tf.train.MonitoredTrainingSession(master=server.target, is_chief=is_chief,
                                            hooks=hooks, config=sess_config) as sess:
-        local_steps, (w_, b_) = train(sess, sess.should_stop)
+        train(sess, sess.should_stop)
 
-print("worker %d: %d local steps, w=%.2f b=%.2f" % (FLAGS.task_index, local_steps,
-                                                   w_[0, 0], b_[0]))
+print("worker %d: %d local steps, w=%.2f b=%.2f" % (
+    FLAGS.task_index, progress["local_steps"], progress["w"][0, 0], progress["b"][0]))
