@@ -1,4 +1,4 @@
-"""Cluster benchmark (issue 4): tfteach tasks against TensorFlow compat.v1 servers, one run.
+"""Cluster benchmark: tfteach tasks against TensorFlow compat.v1 servers, one run.
 
 Each runtime gets three task processes (1 ps + 2 workers) on loopback, and this process is
 the client. Measured for both, then printed with ratios tfteach / TF:

@@ -1,4 +1,4 @@
-"""Core engine benchmarks (issue 2), each as a ratio against a baseline measured in this run.
+"""Core engine benchmarks, each as a ratio against a baseline measured in this run.
 
 1. Per-op overhead: a chain of 1000 scalar adds fed by a placeholder (goal: median <= 10 us
    per op; TF's C++ executor ~0.4 us, Dask's threaded scheduler ~200 us). Baseline: the same

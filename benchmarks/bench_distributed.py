@@ -1,4 +1,4 @@
-"""Distributed training throughput (issue 5): sync and async with 1 ps and 1, 2, 3 workers.
+"""Distributed training throughput: sync and async with 1 ps and 1, 2, 3 workers.
 
 Each run trains the digits softmax regression (``tfteach.examples.distributed_digits``) on a
 real LocalCluster (every task a process, gRPC on loopback), with one client thread per

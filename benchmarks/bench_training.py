@@ -1,4 +1,4 @@
-"""Training-step benchmark (issue 3): one SGD step of a 64-128-10 MLP on a batch of 128.
+"""Training-step benchmark: one SGD step of a 64-128-10 MLP on a batch of 128.
 
 tfteach runs ``GradientDescentOptimizer(0.1).minimize(loss)`` (TF's default GATE_OP
 gradients: forward, backward, updates, about 40 ops) against the same maths written by

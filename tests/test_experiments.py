@@ -1,5 +1,6 @@
 """tfteach.experiments.sync_vs_async on a real LocalCluster (1 ps, 3 workers, worker 2 a
-straggler): histories are plain data, and they show what the seeds claim, as properties."""
+straggler): histories are plain data, and they show what the lessons claim about
+sync and async training, as properties."""
 import numpy as np
 import pytest
 

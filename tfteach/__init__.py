@@ -1,6 +1,6 @@
 """tfteach: TensorFlow 1.x graph code on a teaching runtime. ``import tfteach as tf``.
 
-This module only gathers the public API (TF 1.x names) from the layers; see DESIGN.md.
+This module only gathers the public API (TF 1.x names) from the layers; see docs/ARCHITECTURE.md.
 tfteach-only additions live in ``tfteach.config``, ``tfteach.cluster``, ``tfteach.notebook``,
 ``tfteach.data`` and ``tfteach.timeline``.
 """

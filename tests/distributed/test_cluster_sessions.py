@@ -1,4 +1,5 @@
-"""The seeds' distributed programs on a real LocalCluster (task subprocesses on loopback)."""
+"""The classic TF 1.x distributed programs on a real LocalCluster (task subprocesses on
+loopback)."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-"""Issue 8's end-to-end proof in a real JupyterLab driven through Debian's Chromium.
+"""The cluster lesson's end-to-end proof in a real JupyterLab driven through Debian's Chromium.
 
 * The pilot lesson (lessons/01_device_placement.ipynb, copied into the server's root) runs
   its two-towers ``%%placement`` cell in a kernel that imports this checkout's tfteach; the

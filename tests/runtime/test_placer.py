@@ -1,4 +1,5 @@
-"""The placer against TF 1.x's rules (TF_REFERENCE §2) and the seeds' programs."""
+"""The placer against TF 1.x's rules (colocation, candidates, soft placement) and the classic
+TF 1.x tutorial programs."""
 import pytest
 
 import tfteach as tf

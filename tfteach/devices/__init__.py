@@ -1,1 +1,2 @@
-"""tfteach.devices (see DESIGN.md for this layer's role)."""
+"""tfteach.devices: CPU (NumPy), real GPU (CuPy) and virtual GPU devices, their memory budgets and
+discovery (this layer's place: docs/ARCHITECTURE.md)."""

@@ -1,4 +1,4 @@
-"""The seeds' distributed training program: softmax regression on the handwritten digits.
+"""The classic TF 1.x between-graph training program: softmax regression on the digits.
 
 One process per task, as in the TF 1.x tutorials (between-graph replication)::
 

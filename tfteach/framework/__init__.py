@@ -1,1 +1,2 @@
-"""tfteach.framework (see DESIGN.md for this layer's role)."""
+"""tfteach.framework: graphs (Graph, Operation, Tensor), dtypes, shapes, DeviceSpec and the op
+registry (this layer's place: docs/ARCHITECTURE.md)."""

@@ -1,1 +1,2 @@
-"""tfteach.ops (see DESIGN.md for this layer's role)."""
+"""tfteach.ops: the op families, each op registered with its constructor, shape function, kernels
+and gradient (this layer's place: docs/ARCHITECTURE.md)."""

@@ -1,1 +1,2 @@
-"""tfteach.runtime (see DESIGN.md for this layer's role)."""
+"""tfteach.runtime: prune, place, partition and execute a graph; Session, ConfigProto, RunMetadata
+and step stats (this layer's place: docs/ARCHITECTURE.md)."""

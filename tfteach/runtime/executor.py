@@ -1,6 +1,6 @@
 """The executor: runs a Plan with a ready queue and pending-input counts, one thread per device.
 
-Scheduling (seed 003's description of TF's executor): every node starts with a count of
+Scheduling (as TF's executor does it): every node starts with a count of
 its unfinished inputs; nodes at zero are ready. When a node finishes, its consumers' counts
 drop; a consumer that becomes ready on the *same* device runs next in the same thread
 (inline, no queue hop); one on another device goes to that device's queue. So different

@@ -1,6 +1,6 @@
 """The placer: assigns every op of a graph to one device, by TF 1.x's rules.
 
-Steps (see TF_REFERENCE §2):
+Steps (TF 1.x's placer, ``tensorflow/core/common_runtime/placer.cc``):
 1. Colocation groups: union-find over ``_class`` (``loc:@x``) and ref-input edges. A group
    merges its members' requested specs; job/replica/task conflicts always fail, type/id
    conflicts fail unless soft placement is on (then the field is cleared).

@@ -21,7 +21,7 @@ __all__ = ["AdagradOptimizer", "AdamOptimizer", "CheckpointState", "GradientDesc
            "get_checkpoint_state", "get_global_step", "get_or_create_global_step",
            "global_step", "latest_checkpoint", "list_variables", "load_variable"]
 
-# Distributed training (issue 5): device setter, sync replicas, sessions, hooks.
+# Distributed training: device setter, sync replicas, sessions, hooks.
 from tfteach.train.coordinator import Coordinator
 from tfteach.train.device_setter import (GreedyLoadBalancingStrategy, byte_size_load_fn,
                                          replica_device_setter)

@@ -1,7 +1,7 @@
 """``tf.train.replica_device_setter``: put variables on parameter servers, the rest on a worker.
 
 The setter is a device function (``with tf.device(setter):``). For each new op, TF's rule
-(TF_REFERENCE §5): a *ps op* (``VariableV2`` and friends) gets ``ps_device`` with a task
+(TF's ``device_setter.py``): a *ps op* (``VariableV2`` and friends) gets ``ps_device`` with a task
 chosen by ``ps_strategy`` (round-robin by default), but only when its own device names no
 other job; every other op gets ``worker_device``. The op's own device fields always win
 (``merge_devices``), so an explicitly placed variable keeps its device and does not advance

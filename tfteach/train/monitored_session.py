@@ -96,7 +96,7 @@ def _run_report(op: Any, sess: Any) -> Any:
     """``sess.run(op)``; for our own report op, fetch its int32 mask and pick the names here.
 
     The result is the same; it keeps an *empty* string tensor off the wire, which the
-    cluster transport cannot decode yet (see the report of issue 5).
+    cluster transport cannot decode yet.
     """
     p = getattr(op, "op", None)
     if p is not None and p.type == "DynamicPartition" and p.inputs[0].op.type == "Const":
