@@ -60,6 +60,42 @@ from tfteach.runtime.config import (ConfigProto, GPUOptions, GraphOptions, RunMe
 from tfteach.runtime.session import (InteractiveSession, Session, get_default_session,
                                      register_target_factory)
 
+# The public API (``from tfteach import *``): TF 1.x names, plus tf.train/nn/layers/initializers
+# (loaded on first use). tfteach-only modules (config, cluster, data, timeline, notebook,
+# lessons) are reached as attributes and stay out of ``import *``.
+__all__ = [
+    "__version__", "abs", "add", "add_n", "add_to_collection", "all_variables", "argmax", "argmin",
+    "as_dtype", "assign", "assign_add", "assign_sub", "AUTO_REUSE", "bool", "broadcast_to", "cast",
+    "clip_by_value", "colocate_with", "concat", "ConditionalAccumulator", "ConfigProto",
+    "constant", "constant_initializer", "container", "control_dependencies", "convert_to_tensor",
+    "count_up_to", "device", "DeviceSpec", "div", "divide", "double", "DType", "dtypes",
+    "dynamic_partition", "dynamic_stitch", "equal", "errors", "exp", "expand_dims", "FIFOQueue",
+    "fill", "float16", "float32", "float64", "floor", "floordiv", "floormod", "gather",
+    "get_collection", "get_collection_ref", "get_default_graph", "get_default_session",
+    "get_local_variable", "get_seed", "get_variable", "get_variable_scope", "global_variables",
+    "global_variables_initializer", "glorot_normal_initializer", "glorot_uniform_initializer",
+    "GPUOptions", "gradients", "Graph", "GraphKeys", "GraphOptions", "greater", "greater_equal",
+    "group", "half", "identity", "IndexedSlices", "initialize_all_variables", "initializers",
+    "int32", "int64", "InteractiveSession", "invert_permutation", "is_variable_initialized",
+    "layers", "less", "less_equal", "local_variables", "local_variables_initializer", "log",
+    "log1p", "logical_and", "logical_not", "logical_or", "matmul", "maximum", "minimum", "mod",
+    "mul", "multiply", "name_scope", "neg", "negative", "nn", "no_op", "not_equal", "one_hot",
+    "ones", "ones_initializer", "ones_like", "Operation", "pad", "parallel_dynamic_stitch",
+    "placeholder", "placeholder_with_default", "pow", "QueueBase", "random_normal",
+    "random_normal_initializer", "random_shuffle", "random_uniform", "random_uniform_initializer",
+    "range", "rank", "reciprocal", "reduce_max", "reduce_mean", "reduce_min", "reduce_prod",
+    "reduce_sum", "report_uninitialized_variables", "reset_default_graph", "reshape", "rsqrt",
+    "RunMetadata", "RunOptions", "scatter_add", "scatter_sub", "scatter_update", "Session",
+    "set_random_seed", "shape", "sigmoid", "sign", "size", "slice", "SparseConditionalAccumulator",
+    "split", "sqrt", "square", "squared_difference", "squeeze", "stack", "stop_gradient", "string",
+    "sub", "subtract", "tanh", "Tensor", "TensorShape", "tile", "to_float", "train",
+    "trainable_variables", "transpose", "truediv", "truncated_normal",
+    "truncated_normal_initializer", "tuple", "UnconnectedGradients", "unique",
+    "unsorted_segment_sum", "unstack", "Variable", "variable_scope", "variables_initializer",
+    "VariableScope", "variance_scaling_initializer", "where", "zeros", "zeros_initializer",
+    "zeros_like",
+]
+
 __version__ = "0.1.0"
 sub = subtract
 mul = multiply
