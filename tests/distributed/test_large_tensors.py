@@ -119,3 +119,17 @@ def test_a_300_mib_fetch_arrives_intact_holding_it_at_most_2_5_times(task):
         got, growth = _peak_growth("self", lambda: sess.run(y))
         assert growth < 2.5 * got.nbytes
     assert got[-1] == BIG - 1 and (got == np.arange(BIG)).all()
+
+
+@pytest.mark.slow
+def test_a_graph_with_constants_over_64_mib_creates_its_session_on_a_default_task():
+    """A graph's constants travel inside CreateSession (a 64 MiB variable initializer, as
+    in the cluster benchmark): the default cap must let it through, as TF's 2 GB does."""
+    big = np.ones(64 << 20 >> 2, np.float32)
+    with tf.device("/job:worker/task:0"):
+        v = tf.Variable(big, name="v")
+        total = tf.reduce_sum(v)
+    with Server({"worker": ["localhost:0"]}, job_name="worker", task_index=0) as server:
+        with tf.Session(server.target) as sess:
+            sess.run(v.initializer)
+            assert sess.run(total) == big.size

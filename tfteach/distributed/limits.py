@@ -15,8 +15,10 @@ take all of them (and GetStatus, RunStep... always find a free thread):
   tensor not yet sent (``WaitSlots``); one more is refused the same way (a tensor already
   there is answered without a slot) and the client asks again after a short pause.
 - Bytes: a task reads messages of at most ``max_message_bytes()`` (env
-  ``TFTEACH_MAX_MESSAGE_BYTES``, or ``Server(max_message_bytes=...)``; default 64 MiB);
-  a larger one is refused by gRPC with RESOURCE_EXHAUSTED before the call runs.
+  ``TFTEACH_MAX_MESSAGE_BYTES``, or ``Server(max_message_bytes=...)``; default 1 GiB:
+  a graph's constants travel inside CreateSession, and TF's own limit on a GraphDef is
+  2 GB); a larger one is refused by gRPC with RESOURCE_EXHAUSTED before the call runs.
+  Callers without the token never get this far (see ``security``).
 - Connections: keepalive pings find dead peers (their calls end and free their threads);
   a connection with no call for ``CONNECTION_IDLE_MS`` is closed.
 """
@@ -39,7 +41,7 @@ MAX_CONCURRENT_RPCS = 4 * MAX_WORKERS   # running + queued calls; more are refus
 STREAM_IDLE_S = 60.0
 CLIENT_STREAM_IDLE_S = STREAM_IDLE_S / 2
 MAX_MESSAGE_ENV = "TFTEACH_MAX_MESSAGE_BYTES"
-DEFAULT_MAX_MESSAGE_BYTES = 64 << 20
+DEFAULT_MAX_MESSAGE_BYTES = 1 << 30
 CONNECTION_IDLE_MS = 5 * 60 * 1000
 BUSY_KEY = "tfteach-busy"       # trailing metadata: refused before it ran; send it again
 _WATCH_PERIOD_S = 1.0
@@ -47,7 +49,7 @@ _WATCH_PERIOD_S = 1.0
 
 def max_message_bytes(value: int | None = None) -> int:
     """The largest message a task reads: ``value``, else ``TFTEACH_MAX_MESSAGE_BYTES``,
-    else 64 MiB."""
+    else 1 GiB."""
     if value is None:
         text = os.environ.get(MAX_MESSAGE_ENV, "").strip()
         try:

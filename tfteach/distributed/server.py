@@ -42,7 +42,7 @@ class Server:
     ``TFTEACH_CLUSTER_TOKEN``), ``insecure`` (serve a non-loopback address without a token),
     ``tls`` (a ``security.TLSConfig``; default from ``TFTEACH_TLS_*``),
     ``max_message_bytes`` (the largest request it reads; default env
-    ``TFTEACH_MAX_MESSAGE_BYTES``, else 64 MiB: see ``limits``).
+    ``TFTEACH_MAX_MESSAGE_BYTES``, else 1 GiB: see ``limits``).
     """
 
     def __init__(self, server_or_cluster_def: Any, job_name: str | None = None,

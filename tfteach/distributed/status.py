@@ -116,7 +116,7 @@ def _transport_error(code: grpc.StatusCode, details: str, task: str | None,
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details:
         return cls(f"Task {where} refused a message: {details}",
                    hint=f"A task reads messages of at most {MAX_MESSAGE_ENV} bytes (default "
-                        "64 MiB): set it larger in every task's environment (or pass "
+                        "1 GiB): set it larger in every task's environment (or pass "
                         "Server(max_message_bytes=...)), or feed large tensors in pieces.")
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return cls(f"Call to task {where} timed out: {details}",
