@@ -37,6 +37,7 @@ import numpy as np
 from tfteach import errors
 from tfteach.framework import dtypes as _dtypes
 from tfteach.framework.graph import Operation, Tensor, get_default_graph
+from tfteach.framework.kernel import Pending
 from tfteach.framework.registry import ALL_TYPES, not_differentiable, register_op
 from tfteach.framework.tensor_shape import TensorShape, as_shape, unknown_shape
 from tfteach.ops.common import const_value, convert_to_tensor, graph_of
@@ -237,8 +238,6 @@ def _step_aborted(rendezvous: Any, step_id: int) -> bool:
 
 
 def _new_pending() -> Any:
-    # The runtime layer owns Pending; kernels run inside it, so the import is safe here.
-    from tfteach.runtime.executor import Pending
     return Pending()
 
 

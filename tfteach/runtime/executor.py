@@ -22,44 +22,18 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from tfteach.devices.gpu import translate_error
 from tfteach.errors import CancelledError, DeadlineExceededError, OpError, UnknownError
+from tfteach.framework.kernel import Pending  # also imported from here (transport ops, tests)
 from tfteach.runtime import blas, host_memory
 from tfteach.runtime.config import NodeExecStats, StepStats, TransferStats
 from tfteach.runtime.plan import Plan, PlanNode
 
 _now = time.perf_counter_ns
-
-
-class Pending:
-    """A kernel's result that arrives later (queues, accumulators). Resolve exactly once."""
-
-    def __init__(self) -> None:
-        self._callbacks: list[Callable] = []
-        self._lock = threading.Lock()
-        self._result: tuple | None = None
-        self.on_cancel: Callable[[], None] | None = None
-        self.started_ns: int | None = None
-
-    def resolve(self, value: Any = None, error: BaseException | None = None) -> None:
-        with self._lock:
-            if self._result is not None:
-                return
-            self._result = (value, error)
-            callbacks, self._callbacks = self._callbacks, []
-        for cb in callbacks:
-            cb(value, error)
-
-    def add_done_callback(self, cb: Callable) -> None:
-        with self._lock:
-            if self._result is None:
-                self._callbacks.append(cb)
-                return
-        cb(*self._result)
 
 
 class _NoLock:
