@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from tfteach import errors
 from tfteach.framework import dtypes
 from tfteach.framework.graph import Tensor, get_default_graph
 from tfteach.framework.registry import ALL_TYPES, not_differentiable, register_op, set_gradient
@@ -339,7 +340,7 @@ def _concat_shape(op):
     for v in values[1:]:
         if v.shape.ndims != r:
             raise shape_error(op, f"Shape must be rank {r} but is rank {v.shape.ndims}")
-        for i, (a, b) in enumerate(zip(out, v.shape.dims)):
+        for i, (a, b) in enumerate(zip(out, v.shape.dims, strict=True)):
             if i == ax:
                 out[i] = None if a is None or b is None else a + b
             elif a is not None and b is not None and a != b:
@@ -359,7 +360,7 @@ def _concat_grad(op, grad):
     shapes = [shape(v) for v in values]
     offsets = op.graph.create_op("ConcatOffset", [axis] + shapes, {"N": len(values)},
                                  name="ConcatOffset").outputs
-    return [slice_(grad, o, s) for o, s in zip(offsets, shapes)] + [None]
+    return [slice_(grad, o, s) for o, s in zip(offsets, shapes, strict=True)] + [None]
 
 
 set_gradient("ConcatV2", _concat_grad)
@@ -570,8 +571,15 @@ def _tile_shape(op):
     mult = const_value(m)
     if mult is None or x.shape.dims is None:
         return [(x.dtype, unknown_shape(x.shape.ndims))]
+    _check_rank(op, x.shape.ndims, len(mult))
     return [(x.dtype, TensorShape([None if d is None else d * int(k)
-                                   for d, k in zip(x.shape.dims, mult)]))]
+                                   for d, k in zip(x.shape.dims, mult, strict=True)]))]
+
+
+def _check_rank(op, expected: int, actual: int) -> None:
+    """TF's shape-function error when a per-axis argument has the wrong length."""
+    if expected != actual:
+        raise shape_error(op, f"Shape must be rank {expected} but is rank {actual}")
 
 
 register_op("Tile", _tile_shape,
@@ -641,14 +649,22 @@ def _slice_shape(op):
     b, sz = const_value(begin), const_value(size_t)
     if b is None or sz is None or x.shape.dims is None:
         return [(x.dtype, unknown_shape(x.shape.ndims))]
+    _check_rank(op, len(b), x.shape.ndims)
+    _check_rank(op, len(sz), x.shape.ndims)
     dims = [(None if d is None else d - int(bi)) if int(si) == -1 else int(si)
-            for d, bi, si in zip(x.shape.dims, b, sz)]
+            for d, bi, si in zip(x.shape.dims, b, sz, strict=True)]
     return [(x.dtype, TensorShape(dims))]
 
 
 def _slice_kernel(ctx, x, begin, size_t):
+    b, sz = _host_ints(ctx, begin), _host_ints(ctx, size_t)
+    if not len(b) == len(sz) == x.ndim:
+        raise errors.InvalidArgumentError(
+            f"Expected begin and size arguments to be 1-D tensors of size {x.ndim}, but got "
+            f"shapes [{len(b)}] and [{len(sz)}] instead.", op=ctx.op,
+            hint="give one begin and one size per axis of the input.")
     index = tuple(builtins.slice(b, None if s == -1 else b + s)
-                  for b, s in zip(_host_ints(ctx, begin), _host_ints(ctx, size_t)))
+                  for b, s in zip(b, sz, strict=True))
     return x[index]
 
 
@@ -680,8 +696,10 @@ def _pad_shape(op):
     p = const_value(paddings)
     if p is None or x.shape.dims is None:
         return [(x.dtype, unknown_shape(x.shape.ndims))]
+    _check_rank(op, len(p), x.shape.ndims)
     return [(x.dtype, TensorShape([None if d is None else d + int(a) + int(b)
-                                   for d, (a, b) in zip(x.shape.dims, np.asarray(p))]))]
+                                   for d, (a, b) in zip(x.shape.dims, np.asarray(p),
+                                                        strict=True)]))]
 
 
 def _pad_kernel(ctx, x, paddings):
