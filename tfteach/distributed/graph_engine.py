@@ -190,7 +190,7 @@ class GraphEngine:
                 raise explain_timeout(e, part.mgr, self.task.cluster) from None
         self._steps += bool(opts.get("first", True))     # a step's later phases: the same step
         out = {t.name: to_fetch_value(v, part.devices[t.op.name], t.is_ref, t.op)
-               for t, v in zip(fetches, raw)}
+               for t, v in zip(fetches, raw, strict=True)}
         meta: dict = {}
         if stats:
             meta["step_stats"] = _with_transfers(stats, part.graph).to_dict()

@@ -74,7 +74,7 @@ def checked_value(t: Tensor, value: np.ndarray, index: int) -> np.ndarray:
                  f"dtype=np.{dtype.np.name})): the server converts nothing.")
     dims = t.shape.dims
     if dims is not None and (len(dims) != value.ndim or any(
-            d is not None and d != n for d, n in zip(dims, value.shape))):
+            d is not None and d != n for d, n in zip(dims, value.shape, strict=True))):
         raise errors.InvalidArgumentError(
             f"Cannot feed value of shape {value.shape} for Tensor '{t.name}', which has "
             f"shape '{t.shape}': the value fed to {what}",

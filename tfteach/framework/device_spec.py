@@ -64,13 +64,14 @@ class DeviceSpec:
         """True when every field set here equals that field of ``full``."""
         return all(mine is None or mine == theirs for mine, theirs in zip(
             (self.job, self.replica, self.task, self.device_type, self.device_index),
-            (full.job, full.replica, full.task, full.device_type, full.device_index)))
+            (full.job, full.replica, full.task, full.device_type, full.device_index), strict=True))
 
     def compatible(self, other: "DeviceSpec") -> bool:
         """True when no field is set on both sides with different values."""
         return all(a is None or b is None or a == b for a, b in zip(
             (self.job, self.replica, self.task, self.device_type, self.device_index),
-            (other.job, other.replica, other.task, other.device_type, other.device_index)))
+            (other.job, other.replica, other.task, other.device_type, other.device_index),
+            strict=True))
 
 
 _EMPTY = DeviceSpec()

@@ -505,9 +505,9 @@ class Graph:
                 kind = "Tensor" if isinstance(obj, Tensor) else "Operation"
                 raise ValueError(f"{kind} {obj} is not an element of this graph.")
             if isinstance(obj, Tensor) and not allow_tensor:
-                raise TypeError(f"Can not convert a Tensor into a Operation.")
+                raise TypeError("Can not convert a Tensor into a Operation.")
             if isinstance(obj, Operation) and not allow_operation:
-                raise TypeError(f"Can not convert a Operation into a Tensor.")
+                raise TypeError("Can not convert a Operation into a Tensor.")
             return obj
         if hasattr(obj, "_as_graph_element"):
             return self.as_graph_element(obj._as_graph_element(), allow_tensor, allow_operation)

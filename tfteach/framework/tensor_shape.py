@@ -49,7 +49,8 @@ class TensorShape:
             return True
         if len(self.dims) != len(other.dims):
             return False
-        return all(a is None or b is None or a == b for a, b in zip(self.dims, other.dims))
+        return all(a is None or b is None or a == b
+                   for a, b in zip(self.dims, other.dims, strict=True))
 
     def merge_with(self, other: Any) -> "TensorShape":
         other = as_shape(other)
@@ -59,7 +60,8 @@ class TensorShape:
             return other
         if other.dims is None:
             return self
-        return TensorShape([a if a is not None else b for a, b in zip(self.dims, other.dims)])
+        return TensorShape([a if a is not None else b
+                            for a, b in zip(self.dims, other.dims, strict=True)])
 
     def __iter__(self):
         if self.dims is None:
@@ -128,7 +130,7 @@ def broadcast_shapes(a: TensorShape, b: TensorShape) -> TensorShape | None:
     if a.dims is None or b.dims is None:
         return TensorShape(None)
     out = []
-    for x, y in zip(_pad(a.dims, len(b.dims)), _pad(b.dims, len(a.dims))):
+    for x, y in zip(_pad(a.dims, len(b.dims)), _pad(b.dims, len(a.dims)), strict=True):
         if x == 1:
             out.append(y)
         elif y == 1 or x == y:

@@ -60,7 +60,8 @@ def _cells(row: dict[str, Any]) -> tuple[str, ...]:
 def rows_text(rows: list[dict[str, Any]]) -> str:
     table = [_HEAD] + [_cells(r) for r in rows]
     widths = [max(len(r[i]) for r in table) for i in range(len(_HEAD))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table)
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                     for r in table)
 
 
 def rows_html(rows: list[dict[str, Any]]) -> str:

@@ -215,7 +215,7 @@ def _run(result: PlacementResult, options: PlacementOptions) -> None:
                       run_metadata=metadata)
     result.run_metadata = metadata
     if options.run:
-        result.values = {_fetch_name(f): v for f, v in zip(fetches, values)}
+        result.values = {_fetch_name(f): v for f, v in zip(fetches, values, strict=True)}
     result.timeline = TimelineView.from_step_stats(metadata.step_stats)
 
 

@@ -102,7 +102,8 @@ def broadcast_shape_fn(op: Operation) -> list:
 
 
 def _first_mismatch(a: TensorShape, b: TensorShape) -> tuple:
-    for x, y in zip(reversed(a.dims), reversed(b.dims)):
+    # strict=False: ranks may differ; the longer shape's extra leading axes broadcast.
+    for x, y in zip(reversed(a.dims), reversed(b.dims), strict=False):
         if x is not None and y is not None and x != y and 1 not in (x, y):
             return x, y
     return None, None

@@ -430,7 +430,7 @@ def _handle_attrs(op: Operation) -> dict:
 def _dequeue_shape(op: Operation) -> list:
     a = _handle_attrs(op)
     shapes = a.get("shapes") or [unknown_shape()] * len(a["component_types"])
-    return list(zip(a["component_types"], shapes))
+    return list(zip(a["component_types"], shapes, strict=True))
 
 
 def _dequeue_many_shape(op: Operation) -> list:
@@ -499,8 +499,8 @@ class QueueBase:
         g = self._queue_ref.graph
         with g.as_default():
             out = [convert_to_tensor(v, dtype=dt, name=f"component_{i}")
-                   for i, (v, dt) in enumerate(zip(vals, self._dtypes))]
-        for t, shape in zip(out, self._shapes):
+                   for i, (v, dt) in enumerate(zip(vals, self._dtypes, strict=True))]
+        for t, shape in zip(out, self._shapes, strict=True):
             have = TensorShape(t.shape.dims[1:]) if many and t.shape.dims else t.shape
             if shape.dims is not None and not shape.is_compatible_with(have):
                 raise ValueError(f"Shapes {have} and {shape} are incompatible for queue "
@@ -542,7 +542,7 @@ class QueueBase:
     def _unpacked(self, op: Operation) -> Any:
         outs = list(op.outputs)
         if self._names:
-            return dict(zip(self._names, outs))
+            return dict(zip(self._names, outs, strict=True))
         return outs[0] if len(outs) == 1 else outs
 
     def close(self, cancel_pending_enqueues: bool = False, name: str | None = None) -> Operation:

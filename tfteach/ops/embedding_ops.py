@@ -56,7 +56,7 @@ def _partitioned_lookup(tables: list[Tensor], ids: Tensor, strategy: str, scope:
     gather_ids = dynamic_partition(new_ids, assignments, n)
     positions = dynamic_partition(original_indices, assignments, n)
     rows = []
-    for table, part_ids in zip(tables, gather_ids):
+    for table, part_ids in zip(tables, gather_ids, strict=True):
         with g.device(None), g.colocate_with(table.op):
             rows.append(gather(table, part_ids))
     stitched = parallel_dynamic_stitch(positions, rows, name=scope)

@@ -239,7 +239,7 @@ def _stitch_kernel(ctx, *args):
     tail = data[0].shape[args[0].ndim:]
     size = max((int(i.max()) + 1 for i in indices if i.size), default=0)
     out = xp.zeros((size,) + tail, dtype=data[0].dtype)
-    for idx, d in zip(indices, data):
+    for idx, d in zip(indices, data, strict=True):
         out[xp.asarray(idx)] = xp.reshape(d, (idx.size,) + tail)
     return out
 

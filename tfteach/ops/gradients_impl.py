@@ -65,7 +65,8 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
         grads = [run.total(x) for x in xs]
     if unconnected is UnconnectedGradients.ZERO:
         with g.as_default():      # TF builds them outside the gradients/ scope
-            grads = [array_ops.zeros_like(x) if gr is None else gr for x, gr in zip(xs, grads)]
+            grads = [array_ops.zeros_like(x) if gr is None else gr
+                     for x, gr in zip(xs, grads, strict=True)]
     return grads
 
 
@@ -155,7 +156,7 @@ class _Backprop:
             given = list(grad_ys) if isinstance(grad_ys, (list, tuple)) else [grad_ys]
         if len(given) != len(ys):
             raise ValueError(f"Passed {len(given)} grad_ys for {len(ys)} ys")
-        for i, (y, gy) in enumerate(zip(ys, given)):
+        for i, (y, gy) in enumerate(zip(ys, given, strict=True)):
             with self._placed(y.op):
                 self.parts.setdefault(y, []).append(self._seed_grad(i, y, gy))
 
@@ -214,11 +215,11 @@ class _Backprop:
                 raise ValueError(f"The gradient function of {op.type} returned "
                                  f"{len(in_grads)} gradients for {len(op.inputs)} inputs "
                                  f"(op '{op.name}').")
-            needed = [i for i, (t, gr) in enumerate(zip(op.inputs, in_grads))
+            needed = [i for i, (t, gr) in enumerate(zip(op.inputs, in_grads, strict=True))
                       if gr is not None and (t.op in self.between or t in self.xs)]
             if self.gate and len(needed) > 1:
                 gated = gate([in_grads[i] for i in needed])
-                for i, gr in zip(needed, gated):
+                for i, gr in zip(needed, gated, strict=True):
                     in_grads[i] = gr
         for i in needed:
             self.parts.setdefault(op.inputs[i], []).append(in_grads[i])
@@ -229,7 +230,7 @@ class _Backprop:
         if len(out_grads) == 1:
             return out_grads
         return [array_ops.zeros_like(t) if gr is None and t.dtype.is_floating else gr
-                for t, gr in zip(op.outputs, out_grads)]
+                for t, gr in zip(op.outputs, out_grads, strict=True)]
 
 
 def _aggregate(parts: list) -> Tensor | IndexedSlices:

@@ -141,9 +141,9 @@ def _sparse_apply(n_refs: int, rule: Callable) -> Callable:
             for pos in _rounds(idx):
                 rows = xp.asarray(idx[pos])
                 new = rule(ctx, *[a[rows] for a in arrays], *hyper, grad[xp.asarray(pos)])
-                for a, r in zip(arrays, new):
+                for a, r in zip(arrays, new, strict=True):
                     a[rows] = r
-            for r, a in zip(refs, arrays):
+            for r, a in zip(refs, arrays, strict=True):
                 r.assign(a, op)
         return refs[0]
     return kernel

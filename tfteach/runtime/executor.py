@@ -218,7 +218,7 @@ class Executor:
         values = step.values
         args = [values[s] for s in (node.in_slots if ins is None else ins)]
         if node.deref is not None:
-            args = [a.read(node.op) if d else a for a, d in zip(args, node.deref)]
+            args = [a.read(node.op) if d else a for a, d in zip(args, node.deref, strict=True)]
         dev = node.device
         if step.trace or dev.speed < 1.0:
             t0 = _now()
@@ -259,7 +259,8 @@ class Executor:
         """Keep a node's outputs and drop inputs it read last (threaded: budgets locked)."""
         values, uses = step.values, step.uses
         mem = node.device.memory
-        for s, v in zip(node.out_slots, (out,) if len(node.out_slots) == 1 else out or ()):
+        outs = (out,) if len(node.out_slots) == 1 else out or ()
+        for s, v in zip(node.out_slots, outs, strict=True):
             if s >= 0:
                 nbytes = getattr(v, "nbytes", 0)
                 if nbytes and uses[s]:
@@ -325,7 +326,7 @@ def _keep(node: PlanNode, keep: tuple, out: Any, values: list) -> None:
                 budget.take(nbytes, out, node.name, node.device.name)
         values[s] = out
         return
-    for s, budget, v in zip(node.out_slots, keep, out or ()):
+    for s, budget, v in zip(node.out_slots, keep, out or (), strict=True):
         if s >= 0:
             if budget is not None and getattr(v, "nbytes", 0):
                 budget.take(v.nbytes, v, node.name, node.device.name)

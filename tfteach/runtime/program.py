@@ -138,7 +138,7 @@ def straight_line(instrs: list) -> tuple[Callable[[list], None], list]:
         env[f"K{i}"], env[f"C{i}"], env[f"O{i}"] = node.kernel, node.ctx, node.op
         deref = node.deref or (False,) * len(ins)
         args = "".join(f", values[{s}].read(O{i})" if d else f", values[{s}]"
-                       for s, d in zip(ins, deref))
+                       for s, d in zip(ins, deref, strict=True))
         src.append(f"    o = K{i}(C{i}{args})")
         src += _store(i, node, keep, env)
         for k, (s, budget) in enumerate(drops):
@@ -165,6 +165,6 @@ def _store(i: int, node: Any, keep: tuple, env: dict) -> list[str]:
     out = []
     if budget is not None:
         env[f"B{i}"], env[f"M{i}"], env[f"D{i}"] = budget, node.name, node.device.name
-        out += [f"    if getattr(o, 'nbytes', 0):",
+        out += ["    if getattr(o, 'nbytes', 0):",
                 f"        B{i}.take(o.nbytes, o, M{i}, D{i})"]
     return out + [f"    values[{s}] = o"]

@@ -113,7 +113,10 @@ class BaseSession:
                                 f"feed_list={feed_list}")
 
             def run_with_feeds(*feed_args: Any, **kwargs: Any) -> Any:
-                return self.run(fetches, feed_dict=dict(zip(feed_list, feed_args)), **kwargs)
+                # strict=False: too few args leave a placeholder unfed, and the run fails
+                # with TF's InvalidArgumentError for it.
+                feeds = dict(zip(feed_list, feed_args, strict=False))
+                return self.run(fetches, feed_dict=feeds, **kwargs)
             return run_with_feeds
         flat, rebuild = _flatten_fetches(fetches, self.graph)
 
@@ -273,7 +276,7 @@ class Session(BaseSession):
                 run_metadata.partition_graphs = partition_graphs(plan)
             run_metadata.placement = {n: d.name for n, d in placement.items()}
         return [None if t is None else to_fetch_value(v, placement[t.op.name], t.is_ref, t.op)
-                for t, v in zip(tensors, raw)]
+                for t, v in zip(tensors, raw, strict=True)]
 
 
 class InteractiveSession(Session):
@@ -394,7 +397,7 @@ def _flatten_feed_dict(feed_dict: dict) -> dict:
                     f"{len(values)} elements. Key: {keys}, value: {values}.\nHint: a tuple key "
                     "takes one value per tensor, e.g. {(a, b): (1.0, 2.0)}; lists inside the "
                     "value are flattened too, so give array values as NumPy arrays.")
-            pairs = zip(keys, values)
+            pairs = zip(keys, values, strict=True)
         for k, v in pairs:
             if k in out:
                 raise ValueError(f"Cannot flatten dict because this key is not unique: {k}")
@@ -417,7 +420,7 @@ def _fits(dims: list | None, shape: tuple) -> bool:
         return True
     if len(dims) != len(shape):
         return False
-    for d, n in zip(dims, shape):
+    for d, n in zip(dims, shape, strict=True):
         if d is not None and d != n:
             return False
     return True

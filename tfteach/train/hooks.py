@@ -259,7 +259,7 @@ class LoggingTensorHook(SessionRunHook):
         else:
             items = list(tensors)
             self._tags = [getattr(t, "name", str(t)) for t in items]
-            self._tensors = dict(zip(self._tags, items))
+            self._tensors = dict(zip(self._tags, items, strict=True))
         self._timer = SecondOrStepTimer(every_secs=every_n_secs, every_steps=every_n_iter) \
             if (every_n_iter or every_n_secs) else None
         self._formatter = formatter

@@ -99,7 +99,7 @@ class Optimizer:
                 present = [x for x in grads if x is not None]
                 gated = iter(gate(present) if present else [])
                 grads = [next(gated) if x is not None else None for x in grads]
-        pairs = list(zip(grads, var_list))
+        pairs = list(zip(grads, var_list, strict=True))
         _assert_float([v for gr, v in pairs if gr is not None])
         return pairs
 

@@ -79,7 +79,7 @@ class Saver:
             prefix = f"{prefix}-{step:08d}" if self._pad_step_number else f"{prefix}-{step}"
         names = list(self._vars)
         values = sess.run([self._vars[n]._ref() for n in names]) if names else []
-        ckpt.write_checkpoint(prefix, dict(zip(names, values)))
+        ckpt.write_checkpoint(prefix, dict(zip(names, values, strict=True)))
         doomed = self._remember(prefix)
         if write_state:
             ckpt.update_checkpoint_state(os.path.dirname(prefix) or ".", prefix,
