@@ -181,3 +181,20 @@ def test_only_transfers_into_sinks_of_the_masters_part_skip_recv_tensor():
              if n["op"] == "_Send"}
     assert recvs["a:0"].get("via_master") and sends["a:0"].get("to_master")
     assert not recvs["b:0"].get("via_master") and not sends["b:0"].get("to_master")
+
+
+def test_a_server_in_this_process_restores_the_switch_interval_when_it_stops():
+    """The engine's short GIL switch interval holds while it serves, not for good."""
+    import sys
+
+    from tfteach.distributed import graph_engine
+    from tfteach.distributed.server import Server
+
+    before = sys.getswitchinterval()
+    first = Server({"local": ["localhost:0"]}, job_name="local", task_index=0)
+    second = Server({"other": ["localhost:0"]}, job_name="other", task_index=0)
+    assert sys.getswitchinterval() == pytest.approx(graph_engine.SWITCH_INTERVAL_S)
+    first.stop()
+    assert sys.getswitchinterval() == pytest.approx(graph_engine.SWITCH_INTERVAL_S)
+    second.stop()
+    assert sys.getswitchinterval() == pytest.approx(before)

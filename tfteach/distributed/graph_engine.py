@@ -57,6 +57,36 @@ if TYPE_CHECKING:
 
 
 SWITCH_INTERVAL_S = 0.0002
+
+
+class _FastSwitching:
+    """The GIL switch interval while any engine of this process is open.
+
+    A task juggles gRPC, pool and device threads; Python's default 5 ms switch interval
+    would add up to 5 ms to every hand-off between them. The interval is process-wide, so
+    it is set while engines live and put back when the last one closes: a Server in a
+    notebook kernel leaves the kernel as it found it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._engines = 0
+        self._before = sys.getswitchinterval()
+
+    def hold(self) -> None:
+        with self._lock:
+            if self._engines == 0:
+                self._before = sys.getswitchinterval()
+                sys.setswitchinterval(SWITCH_INTERVAL_S)
+            self._engines += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self._engines -= 1
+            if self._engines == 0:
+                sys.setswitchinterval(self._before)
+
+
+_fast_switching = _FastSwitching()
 RECV_GRACE_S = 1.0      # a Recv from another task waits this much beyond the step's timeout
 
 
@@ -112,9 +142,8 @@ class GraphEngine:
 
     def __init__(self, task: TaskInfo) -> None:
         self.task = task
-        # A task juggles gRPC, pool and device threads; Python's default 5 ms GIL switch
-        # interval would add up to 5 ms to every hand-off between them.
-        sys.setswitchinterval(SWITCH_INTERVAL_S)
+        _fast_switching.hold()
+        self._switching = True
         cfg = _config(task.config)
         self.devices = discovery.local_devices(task.job_name, task.task_index,
                                                cfg.device_count, cfg.gpu_options)
@@ -366,6 +395,9 @@ class GraphEngine:
             f"Task {self.task.task_name} is shutting down"))
         self.executor.close()
         self.pool.shutdown(wait=False, cancel_futures=True)
+        if self._switching:
+            self._switching = False
+            _fast_switching.release()
 
     def _session(self, handle: str) -> Any:
         sess = self._sessions.get(handle)
