@@ -41,7 +41,11 @@ def script_for(name: str, backend: str, workdir: Path) -> Path:
     text = path.read_text()
     assert "import tfteach as tf" in text, f"{name} does not import tfteach as tf"
     copy = workdir / f"tf_{name}"
-    copy.write_text(text.replace("import tfteach as tf", TF_IMPORT))
+    # written whole, then renamed: a task of the same program may be starting from it now
+    # (rewritten in place, a ps once read it empty, ran nothing and exited 0)
+    staged = workdir / f".tf_{name}.{os.getpid()}.{threading.get_ident()}"
+    staged.write_text(text.replace("import tfteach as tf", TF_IMPORT))
+    os.replace(staged, copy)
     return copy
 
 
