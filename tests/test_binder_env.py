@@ -1,7 +1,8 @@
 """Binder: a fresh virtual environment built from binder/ runs lesson 1 with no GPU.
 
-This does what repo2docker does with our files: a new venv, `pip install -r
-binder/requirements.txt`, then `binder/postBuild` (installs tfteach, building its wheel with
+This does what repo2docker does with our files: a new venv holding what repo2docker's
+Python 3.11 base environment brings (an older JupyterLab 4 and Notebook 7, see
+``BASE_IMAGE``), then `pip install -r binder/requirements.txt`, then `binder/postBuild` (installs tfteach, building its wheel with
 the JupyterLab extension). Then lesson 1 is executed in that environment's own kernel.
 """
 from __future__ import annotations
@@ -18,6 +19,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
+# repo2docker installs Jupyter into its base environment before it reads binder/; our pins
+# must upgrade these consistently (notebook 7.x goes with one JupyterLab minor only).
+BASE_IMAGE = ["notebook==7.4.7", "jupyterlab==4.4.10"]
 
 
 def _run(cmd: list[str], env: dict, cwd: Path) -> str:
@@ -39,12 +43,14 @@ def test_binder_environment_runs_lesson_1(tmp_path):
     env.update(PATH=f"{bin_dir}{os.pathsep}{env['PATH']}", VIRTUAL_ENV=str(env_dir),
                PIP_DISABLE_PIP_VERSION_CHECK="1")
     python = str(bin_dir / "python")
+    _run([python, "-m", "pip", "install", "-q", *BASE_IMAGE], env, repo)
     _run([python, "-m", "pip", "install", "-q", "-r", "binder/requirements.txt"], env, repo)
     _run(["bash", "binder/postBuild"], env, repo)
+    _run([python, "-m", "pip", "check"], env, repo)       # the pins agree with what was there
     where = _run([python, "-c", "import tfteach, sys; print(tfteach.__file__)"], env, tmp_path)
     assert str(env_dir) in where.splitlines()[-1]                     # the installed wheel, not the checkout
     exts = _run([str(bin_dir / "jupyter"), "labextension", "list"], env, tmp_path)
-    assert "tfteach" in exts
+    assert "tfteach" in exts and "enabled" in exts.split("tfteach", 1)[1].splitlines()[0]
     out = tmp_path / "lesson1.ipynb"
     _run([python, "-m", "nbconvert", "--to", "notebook", "--execute",
           "--ExecutePreprocessor.timeout=120", "--output", str(out),

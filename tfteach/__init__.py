@@ -96,10 +96,26 @@ __all__ = [
     "zeros_like",
 ]
 
-__version__ = "0.1.0"
+
+
+def _package_version() -> str:
+    """The installed distribution's version (its one source is labextension/package.json)."""
+    from importlib import metadata
+    try:
+        return metadata.version("tfteach")
+    except metadata.PackageNotFoundError:     # imported from a source tree, not installed
+        return "0+unknown"
+
+
+__version__ = _package_version()
 sub = subtract
 mul = multiply
 neg = negative
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Where Jupyter finds the prebuilt JupyterLab extension inside this package."""
+    return [{"src": "labextension", "dest": "tfteach"}]
 
 
 def device(device_name_or_function):
