@@ -14,7 +14,7 @@ from tfteach.framework.dtypes import (DType, as_dtype, bool_ as bool, double, fl
 from tfteach.framework.graph import (Graph, GraphKeys, Operation, Tensor, get_default_graph,
                                      reset_default_graph)
 from tfteach.framework.tensor_shape import TensorShape
-from tfteach.initializers import (constant_initializer, glorot_normal_initializer,
+from tfteach.ops.init_ops import (constant_initializer, glorot_normal_initializer,
                                   glorot_uniform_initializer, ones_initializer,
                                   random_normal_initializer, random_uniform_initializer,
                                   truncated_normal_initializer, variance_scaling_initializer,
@@ -170,7 +170,7 @@ def get_seed(op_seed):
 _LAZY = {"train": "tfteach.train", "nn": "tfteach.nn", "layers": "tfteach.layers",
          "data": "tfteach.data", "config": "tfteach.config", "timeline": "tfteach.timeline",
          "cluster": "tfteach.cluster", "notebook": "tfteach.notebook",
-         "initializers": "tfteach.initializers", "lessons": "tfteach.lessons"}
+         "initializers": "tfteach.ops.init_ops", "lessons": "tfteach.lessons"}
 
 
 def _grpc_session(target, graph=None, config=None):

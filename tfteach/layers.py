@@ -13,9 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from tfteach import initializers
 from tfteach.framework.graph import Tensor, get_default_graph
-from tfteach.ops import array_ops, math_ops, nn_ops
+from tfteach.ops import array_ops, init_ops, math_ops, nn_ops
 from tfteach.ops.common import convert_to_tensor
 from tfteach.ops.variable_scope import VariableScope, get_variable, variable_scope
 
@@ -34,7 +33,7 @@ class Dense:
         self.activation = activation
         self.use_bias = use_bias
         self.kernel_initializer = kernel_initializer
-        self.bias_initializer = bias_initializer or initializers.Zeros()
+        self.bias_initializer = bias_initializer or init_ops.Zeros()
         self.kernel_regularizer = kernel_regularizer
         self.bias_regularizer = bias_regularizer
         self.trainable = trainable

@@ -8,8 +8,8 @@ rank  layer         modules
 0     framework     tfteach.framework.*, tfteach.errors, tfteach._late (loaders a lower layer
                     shows but a higher one registers), tfteach.data.* (NumPy loaders that need
                     only tfteach.errors)
-1     ops           tfteach.ops.*, tfteach.initializers, tfteach.layers, tfteach.nn (the
-                    tf.initializers / tf.layers / tf.nn re-exports of ops)
+1     ops           tfteach.ops.*, tfteach.layers, tfteach.nn (the tf.layers / tf.nn
+                    re-exports of ops)
 2     devices       tfteach.devices.*, tfteach.config (virtual GPUs: a front to devices)
 3     runtime       tfteach.runtime.*, tfteach.timeline (re-export of runtime.timeline)
 4     train         tfteach.train.*
@@ -37,7 +37,7 @@ LAYERS = ["framework", "ops", "devices", "runtime", "train", "distributed", "not
 # Top-level modules and the layer each belongs to (subpackages take their own name's layer).
 PLACES = {
     "tfteach.errors": "framework", "tfteach._late": "framework", "tfteach.data": "framework",
-    "tfteach.initializers": "ops", "tfteach.layers": "ops", "tfteach.nn": "ops",
+    "tfteach.layers": "ops", "tfteach.nn": "ops",
     "tfteach.config": "devices", "tfteach.timeline": "runtime",
     "tfteach.cluster": "distributed", "tfteach.server": "distributed",
     "tfteach.lessons": "notebook", "tfteach": "notebook",

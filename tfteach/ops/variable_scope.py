@@ -30,6 +30,7 @@ from typing import Any
 from tfteach.framework import dtypes
 from tfteach.framework.graph import Graph, GraphKeys, Tensor, get_default_graph
 from tfteach.framework.tensor_shape import as_shape, unknown_shape
+from tfteach.ops import init_ops
 from tfteach.ops.state_ops import Variable
 
 _STORE_KEY = "__variable_store"
@@ -167,9 +168,7 @@ def _is_user_file(filename: str) -> bool:
 def _initial_value(name: str, shape: Any, dtype: dtypes.DType, initializer: Any) -> Any:
     """A callable building the initial value, or the given constant value itself."""
     if initializer is None:
-        from tfteach import initializers
-        initializer = (initializers.GlorotUniform() if dtype.is_floating
-                       else initializers.Zeros())
+        initializer = (init_ops.GlorotUniform() if dtype.is_floating else init_ops.Zeros())
     if isinstance(initializer, type):
         initializer = initializer(dtype=dtype)
     if not callable(initializer):

@@ -166,7 +166,7 @@ class Optimizer:
         return slots[var]
 
     def _zeros_slot(self, var: Variable, slot_name: str, op_name: str) -> Variable:
-        from tfteach.initializers import Zeros
+        from tfteach.ops.init_ops import Zeros
         return self._get_or_make_slot_with_initializer(var, Zeros(), var.shape, var.dtype,
                                                        slot_name, op_name)
 

@@ -26,9 +26,9 @@ from typing import Any
 
 from tfteach.framework.graph import Tensor
 from tfteach.framework.indexed_slices import IndexedSlices
-from tfteach.initializers import Constant, Ones
 from tfteach.ops import math_ops, state_ops
 from tfteach.ops.control_ops import group
+from tfteach.ops.init_ops import Constant, Ones
 from tfteach.ops.scatter_ops import apply_sparse_update, scatter_add, scatter_sub
 from tfteach.ops.state_ops import Variable, apply_update
 from tfteach.train.optimizer import Optimizer

@@ -10,7 +10,7 @@ from typing import Any
 
 from tfteach.framework import dtypes
 from tfteach.framework.graph import Graph, GraphKeys, get_default_graph
-from tfteach.initializers import Zeros
+from tfteach.ops.init_ops import Zeros
 from tfteach.ops.variable_scope import get_variable
 
 
