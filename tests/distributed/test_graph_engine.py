@@ -175,10 +175,10 @@ def test_only_transfers_into_sinks_of_the_masters_part_skip_recv_tensor():
                                   "/job:worker/replica:0/task:0"] for op in g.get_operations()}
     parts = Partitioner(placement, tasks).run(g.get_operations(), set(), [sink, used],
                                               master="/job:worker/replica:0/task:0")
-    recvs = {n["attr"]["tensor"]: n["attr"] for n in parts["/job:worker/replica:0/task:0"].nodes
-             if n["op"] == "_Recv"}
-    sends = {n["input"][0]: n["attr"] for n in parts["/job:ps/replica:0/task:0"].nodes
-             if n["op"] == "_Send"}
+    recvs = {n.attr["tensor"]: n.attr for n in parts["/job:worker/replica:0/task:0"].nodes
+             if n.op == "_Recv"}
+    sends = {n.input[0]: n.attr for n in parts["/job:ps/replica:0/task:0"].nodes
+             if n.op == "_Send"}
     assert recvs["a:0"].get("via_master") and sends["a:0"].get("to_master")
     assert not recvs["b:0"].get("via_master") and not sends["b:0"].get("to_master")
 

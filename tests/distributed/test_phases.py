@@ -7,7 +7,8 @@ import pytest
 
 import tfteach as tf
 from tfteach.distributed.graph_engine import GraphEngine, _RemoteDevice
-from tfteach.distributed.partition import Partitioner, split_phases
+from tfteach.distributed.partition import Partitioner
+from tfteach.distributed.phases import split_phases
 from tfteach.runtime.plan import needed_ops
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120)]
@@ -49,7 +50,7 @@ def _task_of(device):
 
 
 def _ops(part):
-    return {n["name"]: n["op"] for n in part.nodes}
+    return {n.name: n.op for n in part.nodes}
 
 
 def test_a_training_step_cuts_the_ps_part_into_read_and_apply_phases():
@@ -61,26 +62,26 @@ def test_a_training_step_cuts_the_ps_part_into_read_and_apply_phases():
     for phases in (masters, ps_phases):
         assert [p.phase for p in phases] == sorted({p.phase for p in phases})
         assert [p.first for p in phases] == [True] + [False] * (len(phases) - 1)
-        assert not any(n["op"] == "_Recv" for p in phases for n in p.nodes)
+        assert not any(n.op == "_Recv" for p in phases for n in p.nodes)
     # the ps reads, the master computes (its learning rate is made when it is sent: no
     # phase of its own before the read), the ps applies and counts the step: the global
     # step's increment waits on the updates within the ps, and no control edge crosses
     assert [p.phase for p in ps_phases] == [0, 1] and [p.phase for p in masters] == [1]
-    assert not any(n["name"].startswith(("_ctl/", "_recv/_ctl/", "_send/_ctl/"))
+    assert not any(n.name.startswith(("_ctl/", "_recv/_ctl/", "_send/_ctl/"))
                    for p in split for n in p.nodes)
     # (as in TF, the wait is on the increment's value, built inside the control block)
-    nodes = {n["name"]: n for n in ps_phases[1].nodes}
-    bump = next(n for n in ps_phases[1].nodes if n["op"] == "AssignAdd")
-    waits = set(bump["input"]) | {i for name in bump["input"]
-                                  for i in nodes[name.lstrip("^").split(":")[0]]["input"]}
+    nodes = {n.name: n for n in ps_phases[1].nodes}
+    bump = next(n for n in ps_phases[1].nodes if n.op == "AssignAdd")
+    waits = set(bump.input) | {i for name in bump.input
+                                  for i in nodes[name.lstrip("^").split(":")[0]].input}
     assert {"^GradientDescent/update_W/ApplyGradientDescent",
             "^GradientDescent/update_b/ApplyGradientDescent"} <= waits
     read, apply = ps_phases[0], ps_phases[1]
     # phase 0 reads the variables and answers them to the master; it needs nothing
     assert read.inputs == {}
-    sends = [n for n in read.nodes if n["op"] == "_Send"]
-    assert {n["input"][0] for n in sends} == {"W/read:0", "b/read:0"}
-    assert all(n["attr"]["to_master"] for n in sends)
+    sends = [n for n in read.nodes if n.op == "_Send"]
+    assert {n.input[0] for n in sends} == {"W/read:0", "b/read:0"}
+    assert all(n.attr["to_master"] for n in sends)
     # phase 1 gets the gradients (and learning rate) in its request, copies the variables
     assert {"W", "b"} <= set(_ops(apply)) and "ApplyGradientDescent" in _ops(apply).values()
     grads = {key.split(";")[3] for key in apply.inputs.values()}
@@ -91,10 +92,10 @@ def test_a_training_step_cuts_the_ps_part_into_read_and_apply_phases():
     [model] = [p for p in masters if "MatMul" in _ops(p)]
     assert {key.split(";")[3] for key in model.inputs.values()} == {"W/read:0", "b/read:0"}
     assert model.fetches == [loss.name] and set(model.feeds.values()) == {"x:0", "y:0"}
-    assert not any(n["attr"].get("to_master") for p in masters for n in p.nodes)
+    assert not any(n.attr.get("to_master") for p in masters for n in p.nodes)
     # the parts the unphased path would register are left as they were
-    assert not any(n["attr"].get("to_master") for n in parts[PS].nodes
-                   if n["op"] == "_Send" and n["input"][0] in ("W/read:0", "b/read:0"))
+    assert not any(n.attr.get("to_master") for n in parts[PS].nodes
+                   if n.op == "_Send" and n.input[0] in ("W/read:0", "b/read:0"))
 
 
 def test_the_master_carries_a_value_into_its_later_phase():
@@ -112,7 +113,7 @@ def test_the_master_carries_a_value_into_its_later_phase():
     first, later = [p for p in split if p.task == W0]
     assert {"a", "c"} <= set(_ops(first)) and "e" in _ops(later)   # a: as late as it can
     assert first.carry_out == ["a:0"] and later.carried == {"_carry/a_0:0": "a:0"}
-    assert "_carry/a_0:0" in next(n for n in later.nodes if n["name"] == "e")["input"]
+    assert "_carry/a_0:0" in next(n for n in later.nodes if n.name == "e").input
 
 
 def test_a_control_edge_between_tasks_is_kept_by_the_order_of_the_phases():
@@ -129,9 +130,9 @@ def test_a_control_edge_between_tasks_is_kept_by_the_order_of_the_phases():
     [ps] = [p for p in split if p.task == PS]
     assert "ready" in _ops(master) and "bump" in _ops(ps)
     assert master.phase <= ps.phase          # stage k runs the master's phase k first
-    bump_node = next(n for n in ps.nodes if n["name"] == "bump")
-    assert ps.inputs == {} and not any(e.startswith("^") for e in bump_node["input"])
-    assert not any(n["name"].startswith("_ctl/") for p in split for n in p.nodes)
+    bump_node = next(n for n in ps.nodes if n.name == "bump")
+    assert ps.inputs == {} and not any(e.startswith("^") for e in bump_node.input)
+    assert not any(n.name.startswith("_ctl/") for p in split for n in p.nodes)
 
 
 def test_control_edges_between_tasks_hold_in_real_steps(engine_cluster):
@@ -164,8 +165,8 @@ def test_a_transfer_between_two_other_tasks_keeps_recv_tensor():
         c = b * 2.0
     parts, split = _split([c], [], set())
     assert split is None
-    assert not any(n["attr"].get("to_master") for p in parts.values() for n in p.nodes
-                   if n["op"] == "_Send" and n["input"][0] == a.name)
+    assert not any(n.attr.get("to_master") for p in parts.values() for n in p.nodes
+                   if n.op == "_Send" and n.input[0] == a.name)
 
 
 def test_a_value_a_later_phase_of_the_ps_uses_waits_in_its_rendezvous():
@@ -180,11 +181,11 @@ def test_a_value_a_later_phase_of_the_ps_uses_waits_in_its_rendezvous():
         out = tf.assign(v, back * twice)
     _, split = _split([out], [], set())
     read, apply = [p for p in split if p.task == PS]
-    [send] = [n for n in read.nodes if n["name"].startswith("_carry_send/")]
-    [recv] = [n for n in apply.nodes if n["name"].startswith("_carry/")]
-    assert send["input"] == ["twice:0"] and not send["attr"].get("to_master")
-    assert recv["op"] == "_Recv" and recv["attr"]["key"] == send["attr"]["key"]
-    assert recv["attr"]["src_task"] == PS and "twice" not in _ops(apply)
+    [send] = [n for n in read.nodes if n.name.startswith("_carry_send/")]
+    [recv] = [n for n in apply.nodes if n.name.startswith("_carry/")]
+    assert send.input == ["twice:0"] and not send.attr.get("to_master")
+    assert recv.op == "_Recv" and recv.attr["key"] == send.attr["key"]
+    assert recv.attr["src_task"] == PS and "twice" not in _ops(apply)
     assert "_carry_send/twice_0" in read.targets()
 
 

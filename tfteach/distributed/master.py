@@ -17,7 +17,7 @@ master does. Steps of one session run concurrently (the lock guards placement an
 registration only). A session with ``isolate_session_state`` registers its parts under its
 ``handle``: the tasks keep its variables and queues apart from every other session's.
 
-An untraced step runs in phases (``partition.split_phases``): stage by stage on the calling
+An untraced step runs in phases (``phases.split_phases``): stage by stage on the calling
 thread, this task's phase k and then the other tasks' phases k, every tensor between this
 task and another travelling in RunGraph requests and answers. A traced step, one that asks
 for its partition graphs, or one that cannot be cut into phases, runs every part at once,
@@ -45,7 +45,8 @@ from tfteach.runtime.session import device_mapping_text
 from . import step_args
 from .client import wait_for_tasks
 from .engine_api import RunResult, TaskInfo, as_run_result, current_cancellation
-from .partition import Partitioner, split_phases
+from .partition import Partitioner
+from .phases import split_phases
 
 
 def cluster_targets(task: TaskInfo, device_filters: list[str]) -> list[tuple[str, str]]:

@@ -19,6 +19,15 @@ from tfteach import errors
 
 DEFAULT_TIMEOUT_S = 300.0
 ABORTED_MEMORY = 1024
+SEND_INCARNATION = "0000000000000001"   # of every sending device (tasks keep no history)
+
+
+def rendezvous_key(src_device: str, dst_device: str, tensor: str,
+                   incarnation: str = SEND_INCARNATION) -> str:
+    """TF's rendezvous key of ``tensor`` sent from ``src_device`` to ``dst_device``:
+    ``src_device;incarnation;dst_device;tensor_name;frame_id:iter_id`` (frame and
+    iteration are always 0: tfteach has no control-flow frames)."""
+    return f"{src_device};{incarnation};{dst_device};{tensor};0:0"
 
 
 class Rendezvous:
