@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from tfteach import errors
-from tfteach.distributed.client import wait_for_task, wait_for_tasks
 from tfteach.distributed.processes import free_ports
+from tfteach.distributed.waiting import wait_for_task, wait_for_tasks
 
 PS0 = "/job:ps/replica:0/task:0"
 

@@ -28,7 +28,7 @@ from .engine_api import RunResult, TaskInfo
 from .rendezvous import Rendezvous
 
 if TYPE_CHECKING:
-    from .client import WorkerClient
+    from .stubs import WorkerClient
 
 CPU_MEMORY_LIMIT = 256 << 20
 _PROBES = ("produce", "fetch", "echo")

@@ -43,10 +43,10 @@ from tfteach.runtime.plan import needed_ops
 from tfteach.runtime.session import device_mapping_text
 
 from . import step_args
-from .client import wait_for_tasks
 from .engine_api import RunResult, TaskInfo, as_run_result, current_cancellation
 from .partition import Partitioner
 from .phases import split_phases
+from .waiting import wait_for_tasks
 
 
 def cluster_targets(task: TaskInfo, device_filters: list[str]) -> list[tuple[str, str]]:

@@ -194,7 +194,8 @@ def spawn_task(entry: dict[str, Any], record: dict[str, Any]) -> int:
 def wait_ready(entry: dict[str, Any], records: list[dict[str, Any]], timeout: float) -> None:
     """Wait until every task in ``records`` answers GetStatus; raise UnavailableError with
     the task's log tail if one exits or ``timeout`` s pass."""
-    from .client import ClusterClient, probe_tasks
+    from .client import ClusterClient
+    from .waiting import probe_tasks
 
     client = ClusterClient(entry["token"])
     pending = {_name(r): r for r in records}

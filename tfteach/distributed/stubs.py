@@ -1,0 +1,327 @@
+"""Typed calls to one task: ``WorkerClient`` (WorkerService) and ``MasterClient``
+(MasterService), made by ``ClusterClient.worker`` / ``ClusterClient.master``.
+
+Their methods take and return Python values and raise ``tfteach.errors`` (a dead task
+becomes UnavailableError naming the task). The segment protocol (``_call_with_segments``):
+between processes on one host, large tensors of a RunStep or RunGraph request go in a
+reused segment of ours (``shm``) and the answer's in a reply segment we offer; gRPC carries
+only the names. RecvTensor: one RecvTensorInline answers with the whole tensor (or a
+segment), a larger one then streams through RecvTensor; a RecvTensorInline the task refuses
+(as many waits as it may) is asked again after a pause.
+"""
+from __future__ import annotations
+
+import functools
+import time
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+import grpc
+
+from . import limits, shm, wire
+from .engine_api import RunResult
+from .protos import tfteach_cluster_pb2 as pb
+from .protos import tfteach_cluster_pb2_grpc as pb_grpc
+from .status import error_from_rpc
+
+if TYPE_CHECKING:
+    from .client import ClusterClient
+
+RECV_TENSOR = "/tfteach.cluster.WorkerService/RecvTensor"
+
+
+class _Stub:
+    """Calls one service of one task; converts failures to tfteach errors."""
+
+    stub_class: Callable[[grpc.Channel], Any]
+
+    def __init__(self, client: "ClusterClient", address: str,
+                 task_name: str | None) -> None:
+        self.client = client
+        self.peer_host = ""     # the task's shm host key, once known (GetStatus, CreateSession)
+        self.address = address
+        self.task_name = task_name
+        self._stub = client.stub(self.stub_class, address)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.address!r}, task_name={self.task_name!r})"
+
+    def _call(self, method: str, request: Any, timeout: float | None = None) -> Any:
+        try:
+            return getattr(self._stub, method)(request, timeout=timeout,
+                                               metadata=self.client.metadata)
+        except grpc.RpcError as err:
+            raise error_from_rpc(err, self.task_name, self.address) from None
+
+    def _call_with_segments(self, send: Callable[[Any], Any], request: Any, field: Any,
+                            tensors: Mapping[str, Any],
+                            reply_bytes: int) -> tuple[Any, Any]:
+        """``send(request)`` with ``tensors`` added to the request's repeated NamedTensor
+        ``field`` (the large ones in a reused segment of ours, or one of their own, if the
+        task shares this host)
+        and a reused segment of ``reply_bytes`` offered for the answer's large tensors.
+        Return ``(answer, reply segment or None)``; the caller copies the tensors out of
+        the reply segment, then gives it back (``shm.give_back``)."""
+        request.shm_host = shm.host_key()
+        same_host = bool(self.peer_host) and self.peer_host == request.shm_host
+        sending = shm.reused_segment(wire.segment_bytes(tensors)) if same_host else None
+        if sending is None:
+            wire.add_named(field, tensors, shm_ok=same_host)
+        else:
+            wire.add_named(field, tensors, sending.view, sending.name, shm_ok=True)
+        reply = shm.reused_segment(reply_bytes)
+        if reply is not None:
+            request.reply_shm, request.reply_shm_bytes = reply.name, reply.size
+        try:
+            response = send(request)
+        except BaseException:   # a late reader or writer must never find them reused
+            shm.give_back(sending, reuse=False)
+            shm.give_back(reply, reuse=False)
+            raise
+        finally:                # taken by the task, or of no more use
+            for name in wire.own_segments(field):
+                shm.release(name)
+        shm.give_back(sending)
+        return response, reply
+
+    def _sender(self, method: str, timeout: float | None) -> Callable[[Any], Any]:
+        """How to send a ``method`` request: on its stream (``method + "Stream"``), or as
+        a unary call when it has a deadline (a stream message has none of its own)."""
+        if timeout is None and self.client.streams_allowed(self.address, method + "Stream"):
+            return functools.partial(self._streamed, method + "Stream")
+        return functools.partial(self._call, method, timeout=timeout)
+
+    def _streamed(self, method: str, request: Any) -> Any:
+        """A call of ``method`` as a message on one of the client's idle streams to this
+        task (``ClusterClient.stream``); a stream that failed is closed, not reused (Ctrl-C
+        closes it too, which cancels the call on the task)."""
+        stream = self.client.stream(self.stub_class, self.address, method)
+        try:
+            answer = stream.call(request)
+        except grpc.RpcError as err:
+            stream.close()
+            if limits.is_busy(err):     # refused before reading the request: send it alone
+                self.client.streams_refused(self.address, method)
+                return self._call(method[:-len("Stream")], request)
+            raise error_from_rpc(err, self.task_name, self.address) from None
+        except BaseException:
+            stream.close()
+            raise
+        self.client.keep_stream(self.address, method, stream)
+        return answer
+
+    def _result(self, call: grpc.Future) -> Any:
+        """The answer of a call started with ``.future()``, errors as ``tfteach.errors``."""
+        try:
+            return call.result()
+        except grpc.RpcError as err:
+            raise error_from_rpc(err, self.task_name, self.address) from None
+
+
+class WorkerClient(_Stub):
+    """WorkerService calls on Python values."""
+
+    stub_class = pb_grpc.WorkerServiceStub
+
+    def get_status(self, timeout: float | None = None) -> dict[str, Any]:
+        """``{"task", "pid", "last_step", "shm_host", "devices": [attribute dicts]}``."""
+        status = status_dict(self._call("GetStatus", pb.GetStatusRequest(), timeout))
+        self.peer_host = status["shm_host"]
+        return status
+
+    def register_graph(self, graph_def: bytes, config: bytes = b"",
+                       session_handle: str = "") -> str:
+        request = pb.RegisterGraphRequest(graph_def=graph_def, config=config,
+                                          session_handle=session_handle)
+        return self._call("RegisterGraph", request).graph_handle
+
+    def run_graph(self, graph_handle: str, step_id: int, feeds: Mapping[str, Any] = {},
+                  fetch_names: Sequence[str] = (), options: bytes = b"",
+                  timeout: float | None = None) -> tuple[dict[str, Any], bytes]:
+        """Run a registered graph; return ``(fetched tensors, metadata)``."""
+        result = self.run_partition(graph_handle, step_id, feeds, fetch_names, options, timeout)
+        return dict(result.tensors), result.metadata
+
+    def run_partition(self, graph_handle: str, step_id: int, feeds: Mapping[str, Any],
+                      fetch_names: Sequence[str], options: bytes = b"",
+                      timeout: float | None = None, reply_bytes: int = 0) -> RunResult:
+        """RunGraph as a blocking call (its answer is polled on this thread: no helper
+        thread per call); a RunResult of the fetches, the metadata and the values of the
+        partition's sends addressed to the caller. Between processes on one host, large
+        tensors travel through shared memory both ways (``_call_with_segments``; answers
+        in a reused segment of ``reply_bytes`` if that is not 0, else a segment per
+        tensor). ``RunResult.shm_bytes`` tells the size to offer next time."""
+        request = pb.RunGraphRequest(graph_handle=graph_handle, step_id=step_id,
+                                     recv_key=list(fetch_names), options=options)
+        response, reply = self._call_with_segments(self._sender("RunGraph", timeout), request,
+                                                   request.send, feeds, reply_bytes)
+        try:
+            sent = {item.name: wire.from_reply(item.tensor, reply)[0] for item in response.sent}
+        finally:
+            shm.give_back(reply)
+        return RunResult(wire.from_named(response.recv), response.metadata, sent,
+                         wire.reply_bytes(response.sent))
+
+    def cleanup_graph(self, step_id: int) -> None:
+        self._call("CleanupGraph", pb.CleanupGraphRequest(step_id=step_id))
+
+    def deregister_graph(self, graph_handle: str) -> None:
+        self._call("DeregisterGraph", pb.DeregisterGraphRequest(graph_handle=graph_handle))
+
+    def cleanup_all(self, containers: Sequence[str] = ()) -> None:
+        self._call("CleanupAll", pb.CleanupAllRequest(container=list(containers)))
+
+    def recv_tensor(self, step_id: int, key: str, timeout: float = 300.0,
+                    use_shm: bool = True) -> tuple[Any, bool]:
+        """Pull tensor ``key`` of ``step_id``; return ``(array, is_dead)``.
+
+        One unary RecvTensorInline answers with the whole tensor (inline, or through shared
+        memory if ``use_shm`` and the sender is on this host); a larger tensor then streams
+        in chunks through RecvTensor."""
+        return self.recv_result(self.start_recv(step_id, key, timeout, use_shm),
+                                step_id, timeout, use_shm)
+
+    def start_recv(self, step_id: int, key: str, timeout: float = 300.0,
+                   use_shm: bool = True) -> grpc.Future:
+        """``recv_tensor``'s unary call, in flight (no thread of ours waits on it)."""
+        request = _recv_request(step_id, key, timeout, use_shm)
+        return _RecvCall(self._stub.RecvTensorInline.future(
+            request, timeout=timeout + 30.0, metadata=self.client.metadata), request)
+
+    @staticmethod
+    def recv_streams(call: grpc.Future) -> bool:
+        """Whether a finished ``start_recv`` call left its tensor to stream, or was
+        refused and must be asked again (so that ``recv_result`` would block)."""
+        error = call.exception()
+        return limits.is_busy(error) if error is not None else bool(call.result().stream_key)
+
+    def recv_result(self, call: grpc.Future, step_id: int, timeout: float = 300.0,
+                    use_shm: bool = True) -> tuple[Any, bool]:
+        """``(array, is_dead)`` of a ``start_recv`` call, streaming it if it must."""
+        reply = self._recv_reply(call, timeout)
+        if not reply.stream_key:
+            return wire.from_reply(reply.tensor)
+        try:
+            return self._recv_stream(_recv_request(step_id, reply.stream_key, timeout, use_shm))
+        except grpc.RpcError as err:
+            raise error_from_rpc(err, self.task_name, self.address) from None
+
+    def _recv_reply(self, call: "_RecvCall", timeout: float) -> Any:
+        """The answer of a ``start_recv`` call, asked again after a pause while the task
+        refuses it (it holds as many waits as it may: ``limits.WaitSlots``)."""
+        deadline, pause = time.monotonic() + timeout, 0.02
+        while True:
+            try:
+                return call.result()
+            except grpc.RpcError as err:
+                if not (limits.is_busy(err) and time.monotonic() < deadline):
+                    raise error_from_rpc(err, self.task_name, self.address) from None
+            time.sleep(pause)
+            pause = min(2 * pause, 0.5)
+            call = _RecvCall(self._stub.RecvTensorInline.future(
+                call.request, timeout=timeout + 30.0, metadata=self.client.metadata),
+                call.request)
+
+    def _recv_stream(self, request: pb.RecvTensorRequest) -> tuple[Any, bool]:
+        raw_call = self.client.channel(self.address).unary_stream(
+            RECV_TENSOR, request_serializer=pb.RecvTensorRequest.SerializeToString,
+            response_deserializer=None)         # raw bytes: wire.assemble parses them
+        responses = raw_call(request, timeout=request.timeout_s + 30.0,
+                             metadata=self.client.metadata)
+        return wire.assemble(iter(responses))
+
+
+class _RecvCall:
+    """A RecvTensorInline call in flight (a ``grpc.Future``) and its request, to ask again;
+    ``add_done_callback`` passes this object."""
+
+    def __init__(self, future: grpc.Future, request: pb.RecvTensorRequest) -> None:
+        self.future, self.request = future, request
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.future, name)
+
+    def add_done_callback(self, fn: Callable[[Any], None]) -> None:
+        self.future.add_done_callback(lambda _future: fn(self))
+
+
+class MasterClient(_Stub):
+    """MasterService calls on Python values (what ``Session('grpc://...')`` uses)."""
+
+    stub_class = pb_grpc.MasterServiceStub
+
+    def __init__(self, client: "ClusterClient", address: str,
+                 task_name: str | None) -> None:
+        super().__init__(client, address, task_name)
+        self._reply_bytes: dict[tuple, int] = {}    # fetches -> reply segment size they need
+
+    def create_session(self, graph_def: bytes, config: bytes = b"",
+                       timeout: float | None = None) -> tuple[str, int]:
+        """Return ``(session_handle, graph_version)``."""
+        response = self._call("CreateSession", pb.CreateSessionRequest(
+            graph_def=graph_def, config=config, target=f"grpc://{self.address}"), timeout)
+        self.peer_host = response.shm_host
+        return response.session_handle, response.graph_version
+
+    def extend_session(self, session_handle: str, graph_def: bytes,
+                       current_graph_version: int) -> int:
+        return self._call("ExtendSession", pb.ExtendSessionRequest(
+            session_handle=session_handle, graph_def=graph_def,
+            current_graph_version=current_graph_version)).new_graph_version
+
+    def run_step(self, session_handle: str, feeds: Mapping[str, Any] = {},
+                 fetches: Sequence[str] = (), targets: Sequence[str] = (),
+                 options: bytes = b"", timeout: float | None = None
+                 ) -> tuple[dict[str, Any], bytes]:
+        """Run one step; return ``(fetched tensors, metadata)``. Ctrl-C cancels the call,
+        and the master then aborts the step on every task. A master on this host (known
+        from ``create_session``) gets large feeds through shared memory and answers
+        large fetches so (``_call_with_segments``)."""
+        request = pb.RunStepRequest(session_handle=session_handle, fetch=list(fetches),
+                                    target=list(targets), options=options)
+        key = tuple(fetches)
+        # A message on a stream (or, with a timeout, a blocking call). Ctrl-C raises
+        # KeyboardInterrupt while it waits, which cancels the stream; the master then
+        # aborts the step on every task.
+        response, reply = self._call_with_segments(self._sender("RunStep", timeout), request,
+                                                   request.feed, feeds,
+                                                   self._reply_bytes.get(key, 0))
+        try:
+            tensors = wire.from_answer(response.tensor, reply)
+        finally:
+            shm.give_back(reply)
+        self._reply_bytes[key] = wire.reply_bytes(response.tensor)
+        return tensors, response.metadata
+
+    def close_session(self, session_handle: str) -> None:
+        self._call("CloseSession", pb.CloseSessionRequest(session_handle=session_handle))
+
+    def list_devices(self, session_handle: str = "") -> tuple[list[dict], list[dict]]:
+        """``(local devices, remote devices)`` as attribute dicts."""
+        response = self._call("ListDevices", pb.ListDevicesRequest(session_handle=session_handle))
+        return ([device_dict(d) for d in response.local_device],
+                [device_dict(d) for d in response.remote_device])
+
+    def reset(self, containers: Sequence[str] = (), device_filters: Sequence[str] = ()) -> None:
+        self._call("Reset", pb.ResetRequest(container=list(containers),
+                                            device_filters=list(device_filters)))
+
+
+def _recv_request(step_id: int, key: str, timeout: float,
+                  use_shm: bool) -> pb.RecvTensorRequest:
+    return pb.RecvTensorRequest(step_id=step_id, rendezvous_key=key, timeout_s=timeout,
+                                shm_host=shm.host_key() if use_shm else "")
+
+
+def device_dict(device: pb.DeviceAttributes) -> dict[str, Any]:
+    """A DeviceAttributes message as the engine's attribute dict."""
+    return {"name": device.name, "device_type": device.device_type,
+            "memory_limit": device.memory_limit,
+            "physical_device_desc": device.physical_device_desc,
+            "incarnation": device.incarnation}
+
+
+def status_dict(response: pb.GetStatusResponse) -> dict[str, Any]:
+    """A GetStatus answer as ``{"task", "pid", "last_step", "shm_host", "devices"}``."""
+    return {"task": response.task, "pid": response.pid, "last_step": response.last_step,
+            "shm_host": response.shm_host,
+            "devices": [device_dict(d) for d in response.device_attributes]}
