@@ -2,7 +2,7 @@
 
 Measures, in one run on this machine:
 - LocalCluster(ps=1, workers=2) ready time (all tasks answer GetStatus), with the
-  transport-only engine and with the default (graph) engine;
+  probe engine (transport only) and with the default (graph) engine;
 - a 1 MiB and a 64 MiB float32 tensor pulled by worker 1 from worker 0 through RecvTensor,
   via shared memory and via the chunked gRPC stream (timed inside worker 1);
 - the baseline: a plain gRPC server process streaming the same bytes in the same 4 MiB
@@ -26,11 +26,11 @@ import grpc  # noqa: E402
 import numpy as np  # noqa: E402
 
 from tfteach.distributed.client import ClusterClient  # noqa: E402
-from tfteach.distributed.default_engine import run_probe  # noqa: E402
 from tfteach.distributed.local_cluster import LocalCluster  # noqa: E402
+from tfteach.distributed.probe_engine import run_probe  # noqa: E402
 from tfteach.distributed.wire import CHUNK_BYTES  # noqa: E402
 
-TRANSPORT = "tfteach.distributed.default_engine:TransportEngine"
+PROBE = "tfteach.distributed.probe_engine:ProbeEngine"
 MiB = 1 << 20
 SIZES = (1 * MiB, 64 * MiB)
 OPTIONS = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
@@ -114,12 +114,12 @@ def main() -> None:
     args = parser.parse_args()
     print(f"tfteach transport benchmark ({len(__import__('os').sched_getaffinity(0))} cores, "
           "loopback, median of repeats)\n")
-    for label, engine in (("transport engine", TRANSPORT), ("default engine", None)):
+    for label, engine in (("probe engine", PROBE), ("default engine", None)):
         print(f"LocalCluster(ps=1, workers=2) ready in {ready_time(3, engine):.2f} s "
               f"({label})")
     print()
     rows = []
-    with LocalCluster(ps=0, workers=2, engine=TRANSPORT) as cluster:
+    with LocalCluster(ps=0, workers=2, engine=PROBE) as cluster:
         for nbytes in SIZES:
             base = raw_grpc_seconds(nbytes, args.repeats)
             rows.append((nbytes, "raw gRPC stream (baseline)", base, base))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from dist_helpers import TRANSPORT_ENGINE
+from dist_helpers import PROBE_ENGINE
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -35,7 +35,7 @@ def make_server():
     servers = []
 
     def make(cluster=None, **kwargs):
-        kwargs.setdefault("engine_factory", TRANSPORT_ENGINE)
+        kwargs.setdefault("engine_factory", PROBE_ENGINE)
         server = Server(cluster or {"local": ["localhost:0"]}, **kwargs)
         servers.append(server)
         return server
@@ -59,7 +59,7 @@ def cluster():
     """One ps and two workers in subprocesses; tests that kill tasks use their own."""
     from tfteach.distributed.local_cluster import LocalCluster
 
-    with LocalCluster(ps=1, workers=2, engine=TRANSPORT_ENGINE) as result:
+    with LocalCluster(ps=1, workers=2, engine=PROBE_ENGINE) as result:
         yield result
 
 

@@ -9,14 +9,14 @@ import json
 import os
 
 from tfteach import errors
-from tfteach.distributed.default_engine import TransportEngine
+from tfteach.distributed.probe_engine import ProbeEngine
 
 ENGINE = "dist_helpers:ReportingEngine"
-TRANSPORT_ENGINE = "tfteach.distributed.default_engine:TransportEngine"
+PROBE_ENGINE = "tfteach.distributed.probe_engine:ProbeEngine"
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
-class ReportingEngine(TransportEngine):
+class ReportingEngine(ProbeEngine):
     """Shows its TFTEACH_* settings in its device description; RegisterGraph of
     ``{"raise": class name, "message": ..., "hint": ...}`` raises that error."""
 
@@ -67,7 +67,7 @@ def port_is_free(port: int) -> bool:
     return True
 
 
-class StuckOnCloseEngine(TransportEngine):
+class StuckOnCloseEngine(ProbeEngine):
     """An engine whose close never returns (a stand-in for an RPC thread that hangs)."""
 
     def close(self) -> None:

@@ -15,8 +15,8 @@ from dist_helpers import ENGINE, TESTS_DIR, tfteach_segments
 from tfteach import errors
 from tfteach.distributed import registry, shm
 from tfteach.distributed.client import ClusterClient
-from tfteach.distributed.default_engine import run_probe
 from tfteach.distributed.local_cluster import LocalCluster
+from tfteach.distributed.probe_engine import run_probe
 from tfteach.distributed.processes import pid_alive
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(60)]

@@ -3,11 +3,11 @@
 import grpc
 import numpy as np
 import pytest
-from dist_helpers import TRANSPORT_ENGINE, tfteach_segments
+from dist_helpers import PROBE_ENGINE, tfteach_segments
 
 from tfteach import errors
 from tfteach.distributed import shm
-from tfteach.distributed.default_engine import run_probe
+from tfteach.distributed.probe_engine import run_probe
 from tfteach.distributed.protos import tfteach_cluster_pb2 as pb
 from tfteach.distributed.protos import tfteach_cluster_pb2_grpc as pb_grpc
 
@@ -94,7 +94,7 @@ def test_a_1_gib_tensor_crosses_between_processes(use_shm):
     from tfteach.distributed.client import ClusterClient
     from tfteach.distributed.local_cluster import LocalCluster
 
-    with LocalCluster(ps=0, workers=2, engine=TRANSPORT_ENGINE) as cluster:
+    with LocalCluster(ps=0, workers=2, engine=PROBE_ENGINE) as cluster:
         pids = _task_pids(cluster)
         client = ClusterClient(cluster.token)
         producer = client.worker(cluster.target("worker", 0))
@@ -135,7 +135,7 @@ def test_killing_the_sender_mid_transfer_leaves_no_shared_memory():
     from tfteach.distributed.client import ClusterClient
     from tfteach.distributed.local_cluster import LocalCluster
 
-    with LocalCluster(ps=0, workers=1, engine=TRANSPORT_ENGINE) as cluster:
+    with LocalCluster(ps=0, workers=1, engine=PROBE_ENGINE) as cluster:
         pids = _task_pids(cluster)
         client = ClusterClient(cluster.token)
         run_probe(client.worker(cluster.target("worker", 0)), 1,
@@ -155,7 +155,7 @@ def test_a_receiver_that_never_takes_its_segment_leaves_nothing_after_close():
     from tfteach.distributed.client import ClusterClient
     from tfteach.distributed.local_cluster import LocalCluster
 
-    cluster = LocalCluster(ps=0, workers=1, engine=TRANSPORT_ENGINE)
+    cluster = LocalCluster(ps=0, workers=1, engine=PROBE_ENGINE)
     try:
         pids = _task_pids(cluster)
         client = ClusterClient(cluster.token)

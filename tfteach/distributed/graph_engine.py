@@ -49,8 +49,8 @@ from tfteach.runtime.resources import ResourceMgr
 
 from . import step_args, transport_ops
 from .engine_api import RunResult, TaskInfo
-from .rendezvous import Rendezvous
 from .sync_stall import explain_timeout
+from .worker_transport import WorkerTransport
 
 if TYPE_CHECKING:
     from .master import MasterSession
@@ -137,11 +137,11 @@ class _Partition:
                 self._idle.append(slot)
 
 
-class GraphEngine:
+class GraphEngine(WorkerTransport):
     """Worker and master roles of one task (see the module docstring)."""
 
     def __init__(self, task: TaskInfo) -> None:
-        self.task = task
+        super().__init__(task)
         _fast_switching.hold()
         self._switching = True
         cfg = _config(task.config)
@@ -151,7 +151,6 @@ class GraphEngine:
         self.config = cfg
         self.resources = ResourceMgr()
         self._isolated: dict[str, ResourceMgr] = {}    # isolated session -> its containers
-        self.rendezvous = Rendezvous()
         self.executor = Executor()
         self.pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="tfteach-rpc")
         self._parts: dict[str, _Partition] = {}
@@ -252,10 +251,9 @@ class GraphEngine:
     def _part(self, handle: str) -> _Partition:
         part = self._parts.get(handle)
         if part is None:
-            raise errors.AbortedError(f"Graph handle is not found: {handle!r} on task "
-                                      f"{self.task.task_name}",
-                                      hint="the task restarted since the session registered its "
-                                           "graph; create a new tf.Session (it registers the graph again).")
+            raise self.unknown_graph(handle, "the task restarted since the session registered "
+                                             "its graph; create a new tf.Session (it registers "
+                                             "the graph again).")
         return part
 
     def pull(self, step_id: int, attrs: dict, device: Device, pending: Any,
@@ -292,9 +290,10 @@ class GraphEngine:
         call.add_done_callback(answered)
 
     def cleanup_graph(self, step_id: int) -> None:
+        """Abort step ``step_id`` here (its waits end with AbortedError) and forget it."""
         self.rendezvous.abort_step(step_id, errors.AbortedError(
             f"Step {step_id} was aborted on {self.task.task_name}"))
-        self.rendezvous.cleanup_step(step_id)
+        super().cleanup_graph(step_id)
 
     def deregister_graph(self, graph_handle: str) -> None:
         """Drop a partition; the last one of an isolated session releases its containers."""
@@ -309,14 +308,8 @@ class GraphEngine:
     def cleanup_all(self, containers: Sequence[str]) -> None:
         """TF's CleanupAll: clear the named containers of this task (the default container
         when none is named)."""
-        self.rendezvous.abort_all()
+        super().cleanup_all(containers)
         self.resources.clear(list(containers) or [""])
-
-    def put_tensor(self, step_id: int, key: str, value: Any, is_dead: bool = False) -> None:
-        self.rendezvous.send(step_id, key, value, is_dead)
-
-    def recv_tensor(self, step_id: int, key: str, timeout: float) -> tuple[Any, bool]:
-        return self.rendezvous.recv(step_id, key, timeout)
 
     # ---- master role ------------------------------------------------------------------
     def create_session(self, graph_def: bytes, config: bytes) -> str:
@@ -383,16 +376,12 @@ class GraphEngine:
             sessions, steps = list(self._sessions.values()), list(self._running)
         for sess in sessions:
             sess.cancel_running()
-        error = errors.CancelledError(
-            f"Task {self.task.task_name} is shutting down",
-            hint="the task was stopped (a signal or Server.stop()) while the step ran; "
-                 "restart it and run the step again.")
+        error = self.shutting_down()
         for step_id in steps:
             self.rendezvous.abort_step(step_id, error)
 
     def close(self) -> None:
-        self.rendezvous.abort_all(errors.CancelledError(
-            f"Task {self.task.task_name} is shutting down"))
+        super().close()
         self.executor.close()
         self.pool.shutdown(wait=False, cancel_futures=True)
         if self._switching:

@@ -1,9 +1,12 @@
-"""``TransportEngine``: the engine a server uses until the graph engine is plugged in.
+"""``ProbeEngine``: a worker without graph execution, for tests and benchmarks.
 
-It implements the transport half of a worker: GetStatus (one CPU device), the rendezvous
-behind RecvTensor, step cleanup, and a few *probe graphs* that tests and benchmarks use to
-move tensors between tasks without the graph runtime. Real graph execution (CreateSession,
-RunStep, other graphs) answers UNIMPLEMENTED with a hint.
+Servers run ``graph_engine.GraphEngine``; tests and benchmarks plug this one in
+(``Server(engine_factory=...)``, ``TFTEACH_ENGINE="tfteach.distributed.probe_engine:ProbeEngine"``)
+to exercise the transport alone. It has the transport half of a worker
+(``worker_transport.WorkerTransport``: the rendezvous behind RecvTensor, step cleanup),
+GetStatus (one CPU device) and a few *probe graphs* that move tensors between tasks
+without the graph runtime. Real graph execution (CreateSession, RunStep, other graphs)
+answers UNIMPLEMENTED with a hint.
 
 Probe graphs are JSON ``graph_def`` bytes:
 - ``{"probe": "produce", "key": K, "shape": [...], "dtype": "float32", "value": 1.0}``:
@@ -20,33 +23,32 @@ import json
 import secrets
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
+
+import numpy as np
 
 from tfteach import errors
 
 from .engine_api import RunResult, TaskInfo
-from .rendezvous import Rendezvous
-
-if TYPE_CHECKING:
-    from .stubs import WorkerClient
+from .stubs import WorkerClient
+from .worker_transport import WorkerTransport
 
 CPU_MEMORY_LIMIT = 256 << 20
 _PROBES = ("produce", "fetch", "echo")
 
 
-class TransportEngine:
+class ProbeEngine(WorkerTransport):
     """Worker transport without graph execution (see the module docstring)."""
 
     def __init__(self, task: TaskInfo) -> None:
-        self.task = task
-        self.rendezvous = Rendezvous()
+        super().__init__(task)
         self._graphs: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
         self._last_step = 0
         self._incarnation = secrets.randbits(63)
 
     def __repr__(self) -> str:
-        return f"TransportEngine(task={self.task.task_name!r})"
+        return f"ProbeEngine(task={self.task.task_name!r})"
 
     # -- worker role --------------------------------------------------------
     def get_status(self) -> list[dict[str, Any]]:
@@ -80,22 +82,10 @@ class TransportEngine:
                 f"Bad probe graph {probe!r} on task {self.task.task_name}: {exc}") from None
         return RunResult({name: feeds[name] for name in fetch_names if name in feeds})
 
-    def cleanup_graph(self, step_id: int) -> None:
-        self.rendezvous.cleanup_step(step_id)
-
     def deregister_graph(self, graph_handle: str) -> None:
         with self._lock:
             if self._graphs.pop(graph_handle, None) is None:
                 raise self._unknown_graph(graph_handle)
-
-    def cleanup_all(self, containers: Sequence[str]) -> None:
-        self.rendezvous.abort_all()
-
-    def put_tensor(self, step_id: int, key: str, value: Any, is_dead: bool = False) -> None:
-        self.rendezvous.send(step_id, key, value, is_dead)
-
-    def recv_tensor(self, step_id: int, key: str, timeout: float) -> tuple[Any, bool]:
-        return self.rendezvous.recv(step_id, key, timeout)
 
     # -- master role ----------------------------------------------------------
     def create_session(self, graph_def: bytes, config: bytes) -> str:
@@ -119,25 +109,16 @@ class TransportEngine:
         self.rendezvous.abort_all()
 
     def cancel_steps(self) -> None:
-        self.rendezvous.abort_all(errors.CancelledError(
-            f"Task {self.task.task_name} is shutting down"))
-
-    def close(self) -> None:
-        self.rendezvous.abort_all(errors.CancelledError(
-            f"Task {self.task.task_name} is shutting down"))
+        self.rendezvous.abort_all(self.shutting_down())
 
     # -- probes and errors ----------------------------------------------------
     def _produce(self, probe: dict[str, Any], step_id: int) -> RunResult:
-        import numpy as np
-
         value = np.full(tuple(probe.get("shape", ())), probe.get("value", 1.0),
                         dtype=probe.get("dtype", "float32"))
         self.put_tensor(step_id, str(probe["key"]), value)
         return RunResult({})
 
     def _fetch(self, probe: dict[str, Any], step_id: int) -> RunResult:
-        import numpy as np
-
         peer = self.task.client.worker(str(probe["peer"]))
         start = time.perf_counter()
         value, _ = peer.recv_tensor(step_id, str(probe["key"]),
@@ -155,19 +136,18 @@ class TransportEngine:
         return probe
 
     def _unknown_graph(self, graph_handle: str) -> errors.OpError:
-        return errors.AbortedError(
-            f"Graph handle is not found: {graph_handle!r} on task {self.task.task_name}",
-            hint="The task may have restarted since the graph was registered; rerun the step.")
+        return self.unknown_graph(graph_handle, "The task may have restarted since the graph "
+                                                "was registered; rerun the step.")
 
     def _no_engine(self, rpc: str) -> errors.OpError:
         return errors.UnimplementedError(
-            f"{rpc} on task {self.task.task_name}: this server runs tfteach's transport-only "
-            "engine, which cannot execute graphs",
-            hint="Start servers through tfteach's runtime (it registers the graph engine), "
-                 "or set TFTEACH_ENGINE='package.module:factory'.")
+            f"{rpc} on task {self.task.task_name}: this server runs tfteach's probe engine "
+            "(tests and benchmarks), which cannot execute graphs",
+            hint="Start the server without engine_factory or TFTEACH_ENGINE (the default "
+                 "engine, graph_engine:GraphEngine, runs graphs).")
 
 
-def run_probe(worker: "WorkerClient", step_id: int, probe: dict[str, Any]) -> dict[str, Any]:
+def run_probe(worker: WorkerClient, step_id: int, probe: dict[str, Any]) -> dict[str, Any]:
     """Register ``probe`` on ``worker``, run it for ``step_id``, deregister; return fetches."""
     handle = worker.register_graph(json.dumps(probe).encode("utf-8"))
     try:
