@@ -13,6 +13,7 @@ from tfteach.framework import dtypes
 from tfteach.framework.graph import Graph, Operation, Tensor, get_default_graph
 from tfteach.framework.indexed_slices import IndexedSlices
 from tfteach.framework.tensor_shape import TensorShape, broadcast_shapes
+from tfteach.ops.constant_op import constant
 
 _conversion_hooks: list = []
 
@@ -31,6 +32,11 @@ def graph_of(values: Sequence[Any]) -> Graph:
         if t is not None:
             return t.graph
     return get_default_graph()
+
+
+def create_op(op_type: str, inputs: list, attrs: dict, name: str | None) -> Operation:
+    """An op of ``op_type`` in the graph its inputs live in (see ``graph_of``)."""
+    return graph_of(inputs).create_op(op_type, inputs, attrs, name=name)
 
 
 def as_tensor_or_none(value: Any) -> Tensor | None:
@@ -54,7 +60,6 @@ def convert_to_tensor(value: Any, dtype: Any = None, name: str | None = None,
     if isinstance(value, Operation):
         raise TypeError(f"Can't convert Operation '{value.name}' to Tensor (target dtype="
                         f"{dtype}, name='{name}', as_ref=False)")
-    from tfteach.ops.array_ops import constant
     g = graph or get_default_graph()
     with g.as_default():
         return constant(value, dtype=dtype, name=name or "Const")
@@ -123,6 +128,12 @@ def const_value(t: Tensor) -> np.ndarray | None:
     if t.op.type == "Const":
         return t.op.attrs["value"]
     return None
+
+
+def host_ints(ctx: Any, t: Any) -> list[int]:
+    """A kernel's integer input (a vector or a scalar) as a list of Python ints on the host."""
+    values = ctx.device.to_host(t).tolist()
+    return values if isinstance(values, list) else [values]
 
 
 def axis_list(axis: Any, rank: int | None) -> list[int] | None:
