@@ -89,7 +89,7 @@ def test_chrome_trace_has_processes_ops_and_flows():
     xs = [e for e in ev if e["ph"] == "X" and e["cat"] == "Op"]
     assert {e["args"]["op"] for e in xs} >= {"Mul", "Add", "Const"}
     assert all("name" in e["args"] for e in xs)
-    assert [e["ph"] for e in ev if e.get("cat") == "DataFlow"] == ["s", "f"]
+    assert [e["ph"] for e in ev if e.get("cat") == "DataFlow"] == ["s", "t", "s", "t"]
 
 
 def test_timeline_data_is_relative_and_complete():
