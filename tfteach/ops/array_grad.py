@@ -13,7 +13,8 @@ from tfteach.framework.registry import not_differentiable, set_gradient
 from tfteach.ops.array_ops import (cast, concat, invert_permutation, pad, range_, reshape, shape,
                                    shape_of, size, slice_, stack, transpose, unstack)
 from tfteach.ops.common import const_value
-from tfteach.ops.math_ops import reduce_sum, subtract, sum_to
+from tfteach.ops.math_grad import sum_to
+from tfteach.ops.math_ops import reduce_sum, subtract
 
 
 def _fill_grad(op, grad):

@@ -39,7 +39,7 @@ from typing import Any
 from tfteach.framework import dtypes
 from tfteach.framework.graph import Graph, Operation, Tensor
 from tfteach.framework.indexed_slices import IndexedSlices
-from tfteach.ops import array_grad  # noqa: F401 (registers the array ops' gradients)
+from tfteach.ops import array_grad, math_grad  # noqa: F401 (they register the gradients)
 from tfteach.ops import array_ops, gather_ops, math_ops
 from tfteach.ops.common import as_tensor_or_none, convert_to_tensor
 from tfteach.ops.control_ops import group
