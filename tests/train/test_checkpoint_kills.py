@@ -10,7 +10,6 @@ re-save of the restored step that CheckpointSaverHook does on restart).
 
 Also: the fallback to an older complete checkpoint, and the atomic state file.
 """
-import json
 import logging
 import os
 import random
@@ -160,9 +159,9 @@ class Restarter:
 def _leftovers(directory: Path) -> set[str]:
     """Files a killed save left: temporary files, and data files no index names."""
     names = set(os.listdir(directory))
-    named = {json.loads((directory / n).read_text())["data_file"]
-             for n in names if n.endswith(".index.json")}
-    return {n for n in names if ".tmp" in n or (n.endswith(".npz") and n not in named)}
+    named = {os.path.basename(path) for n in names if n.endswith(".index")
+             for path in cf.data_files(directory / n[:-len(".index")])}
+    return {n for n in names if ".tmp" in n or (".data-" in n and n not in named)}
 
 
 def _interrupted(new_leftovers: set[str], restored: int | None) -> str:
@@ -229,7 +228,7 @@ def _three_checkpoints(directory: Path) -> list[str]:
 def test_latest_checkpoint_falls_back_to_the_newest_complete_one_with_a_warning(
         tmp_path, caplog):
     prefixes = _three_checkpoints(tmp_path)
-    os.remove(prefixes[2] + ".data.npz")
+    os.remove(prefixes[2] + ".data-00000-of-00001")
     with caplog.at_level(logging.WARNING, logger="tfteach.train"):
         assert tf.train.latest_checkpoint(str(tmp_path)) == prefixes[1]
     assert prefixes[2] in caplog.text and "skipping" in caplog.text
@@ -246,7 +245,7 @@ def test_the_chief_restores_the_newest_complete_checkpoint_when_the_newest_is_go
     step = tf.train.get_or_create_global_step()
     w = tf.get_variable("w", [4], initializer=tf.zeros_initializer())
     prefixes = _three_checkpoints(tmp_path)
-    os.remove(prefixes[2] + ".index.json")
+    os.remove(prefixes[2] + ".index")
     with tf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path),
                                            save_checkpoint_secs=None) as sess:
         assert sess.run(step) == 2 and sess.run(w).tolist() == [2.0] * 4
@@ -261,16 +260,18 @@ def test_re_saving_a_prefix_replaces_it_without_ever_removing_its_index(tmp_path
     monkeypatch.setattr(os, "remove", lambda p: (removed.append(p), real_remove(p)))
     cf.write_checkpoint(prefix, {"w": np.full(4, 9, np.float32)})
     assert cf.read_checkpoint(prefix)["w"].tolist() == [9.0] * 4
-    assert prefix + ".index.json" not in removed
-    assert sorted(os.listdir(tmp_path)) == ["model.ckpt-1.data.1.npz", "model.ckpt-1.index.json"]
+    assert prefix + ".index" not in removed
+    assert sorted(os.listdir(tmp_path)) == ["model.ckpt-1.data-00000-of-00002",
+                                            "model.ckpt-1.data-00001-of-00002", "model.ckpt-1.index"]
 
 
 def test_a_re_save_killed_before_its_index_is_renamed_leaves_the_old_checkpoint(tmp_path):
     prefix = _save(tmp_path, 1)
-    (tmp_path / "model.ckpt-1.data.1.npz").write_bytes(b"data a killed re-save renamed")
+    (tmp_path / "model.ckpt-1.data-00000-of-00002").write_bytes(b"data a killed re-save renamed")
     assert cf.read_checkpoint(prefix)["w"].tolist() == [1.0] * 4
     cf.write_checkpoint(prefix, {"w": np.full(4, 5, np.float32)})   # the next save cleans up
-    assert sorted(os.listdir(tmp_path)) == ["model.ckpt-1.data.1.npz", "model.ckpt-1.index.json"]
+    assert sorted(os.listdir(tmp_path)) == ["model.ckpt-1.data-00000-of-00002",
+                                            "model.ckpt-1.data-00001-of-00002", "model.ckpt-1.index"]
     assert cf.read_checkpoint(prefix)["w"].tolist() == [5.0] * 4
 
 

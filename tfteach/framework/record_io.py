@@ -20,6 +20,7 @@ import struct
 from typing import IO, Iterator
 
 import google_crc32c
+import numpy as np
 
 from tfteach.errors import DataLossError
 
@@ -27,9 +28,13 @@ _MASK_DELTA = 0xA282EAD8
 _U32 = 0xFFFFFFFF
 
 
-def crc32c(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
-    """CRC32C of ``data``, continuing from ``crc`` (the CRC of the bytes before it)."""
-    return google_crc32c.extend(crc, bytes(data)) if crc else google_crc32c.value(bytes(data))
+def crc32c(data: bytes | bytearray | memoryview | np.ndarray, crc: int = 0) -> int:
+    """CRC32C of ``data``, continuing from ``crc`` (the CRC of the bytes before it).
+
+    A NumPy array is read in place (its raw bytes, without a copy)."""
+    if not isinstance(data, (bytes, np.ndarray)):
+        data = bytes(data)
+    return google_crc32c.extend(crc, data)
 
 
 def mask(crc: int) -> int:
@@ -43,7 +48,7 @@ def unmask(masked: int) -> int:
     return ((rot >> 17) | (rot << 15)) & _U32
 
 
-def masked_crc32c(data: bytes | bytearray | memoryview) -> int:
+def masked_crc32c(data: bytes | bytearray | memoryview | np.ndarray) -> int:
     return mask(crc32c(data))
 
 

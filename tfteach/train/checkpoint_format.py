@@ -1,18 +1,18 @@
-"""The on-disk checkpoint format behind ``tf.train.Saver``: NumPy arrays plus a JSON index.
+"""The on-disk checkpoints behind ``tf.train.Saver``: TensorFlow's V2 format, written safely.
 
 A checkpoint is named by its *prefix* ``P`` (e.g. ``/train/model.ckpt-100``, what
-``Saver.save`` returns) and lives in two files:
+``Saver.save`` returns). It is written in TF's V2 format, so real TensorFlow restores it
+(``tf.train.Saver.restore``, ``tf.train.load_checkpoint``) and tfteach restores the ones TF
+wrote; ``tfteach.train.tensor_bundle`` describes the bytes. Two files::
 
-``P.data.npz`` (or ``P.data.1.npz``, see below)
-    A standard uncompressed NumPy ``.npz`` archive: the zip member ``NAME.npy`` holds the
-    variable ``NAME`` (names may contain ``/``) as a little-endian ``.npy`` array. Nothing
-    is pickled; ``np.load(P + ".data.npz", allow_pickle=False)["NAME"]`` reads one by hand.
-``P.index.json``
-    ``{"format": "tfteach-checkpoint", "version": 1, "data_file": "<basename>.data.npz",
-    "tensors": [{"name": "w", "dtype": "float32", "shape": [2, 3], "crc32": 123}, ...]}``
-    with tensors sorted by name; ``crc32`` is ``zlib.crc32`` of the array's bytes in C
-    order as stored. Only bool and numeric (int, uint, float, complex) arrays are saved.
-    ``data_file`` names the data file; it ends in ``.data.npz`` or ``.data.1.npz``.
+    P.index                   a sorted table: "" -> BundleHeaderProto, then one
+                              BundleEntryProto per tensor (dtype, shape, offset, size,
+                              masked crc32c of its bytes)
+    P.data-00000-of-00001     the tensors' raw little-endian bytes, one after another
+
+Only bool and numeric (int, uint, float, complex) arrays are saved. Checkpoints of
+tfteach's first format (``P.index.json`` + ``P.data.npz``, ``tfteach.train
+.legacy_checkpoint``) are still read; a prefix with both reads the V2 one.
 
 The directory's state file ``checkpoint`` is TF's text format. It names the newest
 checkpoint, then all kept ones (oldest first, newest last), relative to the directory
@@ -24,16 +24,17 @@ when they lie inside it and absolute otherwise::
 
 Invariants (crash safety): every file is first written to ``<file>.tmp<random>`` in the
 same directory, fsynced, then renamed over its final name with ``os.replace``, so readers
-see a whole file or none. The data file is renamed into place before the index, and only
-the index names it, so a prefix whose index exists has its complete data (the checksums
-prove it). Saving over an existing prefix writes its data under the *other* data file
-name (``.data.npz`` and ``.data.1.npz`` take turns), then replaces the index: the old
-checkpoint stays whole until the new index replaces it in one rename, and only then is
-the old data file removed. Deleting removes the index first. The state file is updated
-(the same way) only after the checkpoint is complete, and callers delete old checkpoints
-only after the state file no longer names them. A writer killed midway leaves at most
-temporary or unreferenced files, which nothing reads and the next write or delete of
-that prefix removes.
+see a whole file or none. The data files are renamed into place before the index, and
+only the index names them (its header's ``num_shards``), so a prefix whose index exists
+has its complete data (the checksums prove it). Saving over an existing prefix writes its
+data under the *other* data file names: a one-shard checkpoint is replaced by a two-shard
+one (all tensors in ``P.data-00000-of-00002``, an empty ``P.data-00001-of-00002``; TF reads
+both layouts) and the other way round, so the old checkpoint stays whole until the new
+index replaces it in one rename, and only then are the old data files removed. Deleting
+removes the index first. The state file is updated (the same way) only after the
+checkpoint is complete, and callers delete old checkpoints only after the state file no
+longer names them. A writer killed midway leaves at most temporary or unreferenced files,
+which nothing reads and the next write or delete of that prefix removes.
 
 Reading (``latest_checkpoint``): when the state file's newest checkpoint is incomplete
 or missing, the newest complete one it lists is used instead, with a logged warning.
@@ -41,15 +42,12 @@ or missing, the newest complete one it lists is used instead, with a logged warn
 from __future__ import annotations
 
 import glob
-import json
 import logging
 import os
 import re
 import secrets
-import struct
 import warnings
 import zipfile
-import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, NamedTuple
@@ -57,25 +55,30 @@ from typing import IO, NamedTuple
 import numpy as np
 
 from tfteach.errors import DataLossError, InvalidArgumentError, NotFoundError
+from tfteach.train import legacy_checkpoint as legacy
+from tfteach.train import tensor_bundle as bundle
+from tfteach.train.tensor_bundle import TensorEntry
 
-FORMAT = "tfteach-checkpoint"
-VERSION = 1
-DATA_SUFFIX = ".data.npz"
-ALT_DATA_SUFFIX = ".data.1.npz"
-_DATA_SUFFIXES = (DATA_SUFFIX, ALT_DATA_SUFFIX)
-INDEX_SUFFIX = ".index.json"
+INDEX_SUFFIX = bundle.INDEX_SUFFIX
+DATA_SUFFIX = ".data-00000-of-00001"
 STATE_FILENAME = "checkpoint"
 TEMP_MARK = ".tmp"
 _SAVABLE_KINDS = "biufc"  # bool, int, uint, float, complex
+# Every file a checkpoint prefix may have, in either format, finished or temporary.
+_FILE_OF_PREFIX = re.compile(r"\.(index|index\.json|data\.npz|data\.1\.npz|"
+                             r"data-\d{5}-of-\d{5})(" + re.escape(TEMP_MARK) + r"\w+)?")
 _log = logging.getLogger("tfteach.train")
 
+__all__ = ["CheckpointState", "TensorEntry", "checkpoint_complete", "checkpoint_exists",
+           "data_files", "delete_checkpoint", "get_checkpoint_state", "latest_checkpoint",
+           "read_checkpoint", "read_index", "update_checkpoint_state", "write_checkpoint"]
 
-class TensorEntry(NamedTuple):
-    """One saved tensor as the index describes it."""
-    name: str
-    dtype: str
-    shape: tuple[int, ...]
-    crc32: int
+
+class _Index(NamedTuple):
+    """A checkpoint's index as read: its entries and the data files it names, by shard."""
+    entries: dict[str, TensorEntry]
+    data_files: list[str]
+    legacy: bool = False
 
 
 @dataclass
@@ -129,6 +132,12 @@ def _remove_temp_files(path: str) -> None:
         _remove(temp)
 
 
+def _files_on_disk(prefix: str) -> list[str]:
+    """Every file of checkpoint ``prefix`` there is: indexes, data and temporary files."""
+    found = glob.glob(glob.escape(prefix) + ".*")
+    return sorted(p for p in found if _FILE_OF_PREFIX.fullmatch(p[len(prefix):]))
+
+
 # ---------------------------------------------------------------- writing a checkpoint
 
 def _savable(name: object, value: object) -> np.ndarray:
@@ -145,27 +154,6 @@ def _savable(name: object, value: object) -> np.ndarray:
     return np.asarray(array.astype(array.dtype.newbyteorder("<"), copy=False), order="C")
 
 
-def _crc32(array: np.ndarray) -> int:
-    return zlib.crc32(np.asarray(array, order="C").reshape(-1).view(np.uint8))
-
-
-def _write_npz(f: IO[bytes], arrays: Mapping[str, np.ndarray]) -> None:
-    with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
-        for name, array in arrays.items():
-            with archive.open(name + ".npy", "w", force_zip64=True) as member:
-                np.lib.format.write_array(member, array, allow_pickle=False)
-
-
-def _index(prefix: str, arrays: Mapping[str, np.ndarray], data_suffix: str) -> bytes:
-    """The index file's bytes: the header fields, then one line of JSON per tensor."""
-    tensors = [json.dumps({"name": name, "dtype": array.dtype.name, "shape": list(array.shape),
-                           "crc32": _crc32(array)}) for name, array in arrays.items()]
-    header = json.dumps({"format": FORMAT, "version": VERSION,
-                         "data_file": os.path.basename(prefix) + data_suffix})
-    body = ",\n  ".join(tensors)
-    return f'{header[:-1]},\n "tensors": [\n  {body}\n ]}}\n'.encode()
-
-
 def write_checkpoint(prefix: str | os.PathLike, tensors: Mapping[str, np.ndarray]) -> str:
     """Save ``tensors`` (name -> array) as checkpoint ``prefix``, atomically; returns prefix.
 
@@ -175,54 +163,56 @@ def write_checkpoint(prefix: str | os.PathLike, tensors: Mapping[str, np.ndarray
     """
     prefix = os.fspath(prefix)
     arrays = {name: _savable(name, value) for name, value in tensors.items()}
-    arrays = dict(sorted(arrays.items()))
     parent = os.path.dirname(prefix) or "."
     if not os.path.isdir(parent):
         raise NotFoundError(f"Parent directory of {prefix} doesn't exist, can't save.",
                             hint=f"Create it first: os.makedirs({parent!r}, exist_ok=True).")
-    for path in _files_of(prefix):
-        _remove_temp_files(path)
-    suffix = ALT_DATA_SUFFIX if _data_suffix_in_use(prefix) == DATA_SUFFIX else DATA_SUFFIX
-    _atomic_write(prefix + suffix, lambda f: _write_npz(f, arrays))
-    index = _index(prefix, arrays, suffix)
+    for path in _files_on_disk(prefix):
+        if TEMP_MARK in path[len(prefix):]:
+            _remove(path)
+    num_shards = 2 if _shards_in_use(prefix) == 1 else 1
+    data_files = [bundle.data_filename(prefix, s, num_shards) for s in range(num_shards)]
+    _atomic_write(data_files[0], lambda f: bundle.write_data(f, arrays))
+    for empty in data_files[1:]:
+        _atomic_write(empty, lambda f: None)
+    index = bundle.index_bytes(bundle.layout(arrays), num_shards)
     _atomic_write(prefix + INDEX_SUFFIX, lambda f: f.write(index))
-    for other in _DATA_SUFFIXES:  # the replaced data, or what a killed save left
-        if other != suffix:
-            _remove(prefix + other)
+    for path in _files_on_disk(prefix):  # the replaced data, or what a killed save left
+        if path != prefix + INDEX_SUFFIX and path not in data_files:
+            _remove(path)
     return prefix
 
 
-def _files_of(prefix: str) -> list[str]:
-    """The files checkpoint ``prefix`` may have: its index and either data file."""
-    return [prefix + INDEX_SUFFIX] + [prefix + suffix for suffix in _DATA_SUFFIXES]
-
-
-def _data_suffix_in_use(prefix: str) -> str | None:
-    """The data file suffix the existing index of ``prefix`` names (None: no usable index)."""
-    if not checkpoint_exists(prefix):
+def _shards_in_use(prefix: str) -> int | None:
+    """How many data files the existing V2 index of ``prefix`` names (None: no usable one)."""
+    if not os.path.isfile(prefix + INDEX_SUFFIX):
         return None
     try:
-        return _load_index(prefix)[1]
+        index = _load_index(prefix)
     except (NotFoundError, DataLossError):
         return None
+    return len(index.data_files)
 
 
 # ---------------------------------------------------------------- reading a checkpoint
 
 def _checkpoints_in(directory: str) -> list[str]:
-    """Names of the complete checkpoints in ``directory`` (prefix basenames), sorted."""
-    pattern = os.path.join(glob.escape(directory), "*" + INDEX_SUFFIX)
-    return sorted(os.path.basename(p)[:-len(INDEX_SUFFIX)] for p in glob.glob(pattern))
+    """Names of the checkpoints in ``directory`` (prefix basenames), sorted."""
+    names = set()
+    for suffix in (INDEX_SUFFIX, legacy.INDEX_SUFFIX):
+        pattern = os.path.join(glob.escape(directory), "*" + suffix)
+        names.update(os.path.basename(p)[:-len(suffix)] for p in glob.glob(pattern))
+    return sorted(names)
 
 
 def _not_found(prefix: str) -> NotFoundError:
     message = ("Unsuccessful TensorSliceReader constructor: Failed to find any matching "
                f"files for {prefix}")
     directory = os.path.dirname(prefix) or "."
-    for suffix in (INDEX_SUFFIX, DATA_SUFFIX):
-        if prefix.endswith(suffix):
-            return NotFoundError(message, hint="Pass the checkpoint prefix without the file "
-                                 f"suffix: {prefix[:-len(suffix)]!r}.")
+    match = re.search(r"\.(index|index\.json|data-\d{5}-of-\d{5}|data\.npz)$", prefix)
+    if match:
+        return NotFoundError(message, hint="Pass the checkpoint prefix without the file "
+                             f"suffix: {prefix[:match.start()]!r}.")
     if not os.path.isdir(directory):
         hint = f"The directory {directory} does not exist; check the path."
     elif names := _checkpoints_in(directory):
@@ -240,97 +230,89 @@ def _corrupt(path: str, problem: object) -> DataLossError:
                               "(tf.train.latest_checkpoint then finds the previous one).")
 
 
-def _suffix_of(data_file: object) -> str:
-    """Which data file an index names (only the suffix counts: prefixes may be renamed)."""
-    for suffix in _DATA_SUFFIXES:
-        if isinstance(data_file, str) and data_file.endswith(suffix):
-            return suffix
-    raise ValueError(f"data_file {data_file!r} ends in none of {list(_DATA_SUFFIXES)}")
+def _parse_v2(prefix: str, raw: bytes) -> _Index:
+    header, entries = bundle.parse_index(raw)
+    shards = header.num_shards
+    return _Index(entries, [bundle.data_filename(prefix, s, shards) for s in range(shards)])
 
 
-def _parse_index(raw: bytes, path: str) -> tuple[dict[str, TensorEntry], str]:
-    """The entries and the data file suffix of an index file's bytes."""
-    try:
-        index = json.loads(raw)
-        if index.get("format") != FORMAT or index.get("version") != VERSION:
-            raise ValueError(f"unknown format {index.get('format')!r} version "
-                             f"{index.get('version')!r} (expected {FORMAT!r} {VERSION})")
-        entries = [TensorEntry(str(t["name"]), str(t["dtype"]),
-                               tuple(int(d) for d in t["shape"]), int(t["crc32"]))
-                   for t in index["tensors"]]
-        suffix = _suffix_of(index.get("data_file", DATA_SUFFIX))
-    except (ValueError, KeyError, TypeError, AttributeError) as err:
-        raise _corrupt(path, err) from None
-    return {entry.name: entry for entry in entries}, suffix
+def _parse_legacy(prefix: str, raw: bytes) -> _Index:
+    entries, suffix = legacy.parse_index(raw)
+    return _Index(entries, [prefix + suffix], legacy=True)
 
 
-def _load_index(prefix: str) -> tuple[dict[str, TensorEntry], str]:
-    """The entries of checkpoint ``prefix`` and the suffix of the data file it names."""
-    try:
-        with open(prefix + INDEX_SUFFIX, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        raise _not_found(prefix) from None
-    return _parse_index(raw, prefix + INDEX_SUFFIX)
+def _load_index(prefix: str) -> _Index:
+    """The index of checkpoint ``prefix``: V2 if it has one, else the first format's."""
+    for suffix, parse in ((INDEX_SUFFIX, _parse_v2), (legacy.INDEX_SUFFIX, _parse_legacy)):
+        try:
+            with open(prefix + suffix, "rb") as f:
+                raw = f.read()
+        except FileNotFoundError:
+            continue
+        try:
+            return parse(prefix, raw)
+        except Exception as err:  # noqa: BLE001 (any failure to parse is the file's fault)
+            raise _corrupt(prefix + suffix, err) from None
+    raise _not_found(prefix)
+
+
+def data_files(prefix: str | os.PathLike) -> list[str]:
+    """The data files the index of checkpoint ``prefix`` names, in shard order."""
+    return _load_index(os.fspath(prefix)).data_files
 
 
 def read_index(prefix: str | os.PathLike) -> dict[str, TensorEntry]:
-    """Name -> TensorEntry (dtype, shape, crc32) of checkpoint ``prefix``, without its data."""
-    return _load_index(os.fspath(prefix))[0]
+    """Name -> TensorEntry (dtype, shape, checksum) of checkpoint ``prefix``, without data."""
+    return _load_index(os.fspath(prefix)).entries
 
 
-def _read_tensor(archive: zipfile.ZipFile, entry: TensorEntry, path: str) -> np.ndarray:
-    with archive.open(entry.name + ".npy") as member:
-        array = np.lib.format.read_array(member, allow_pickle=False)
-    if array.dtype.name != entry.dtype or array.shape != entry.shape:
-        raise _corrupt(path, f"tensor '{entry.name}' is {array.dtype.name} {list(array.shape)}"
-                             f" but the index says {entry.dtype} {list(entry.shape)}")
-    if _crc32(array) != entry.crc32:
-        raise _corrupt(path, f"the checksum of tensor '{entry.name}' does not match")
-    return array
+def _read_shard(path: str, entries: list[TensorEntry]) -> dict[str, np.ndarray]:
+    with open(path, "rb") as f:
+        return {e.name: bundle.read_tensor(f, e) for e in entries}
 
 
 def read_checkpoint(prefix: str | os.PathLike) -> dict[str, np.ndarray]:
     """All tensors of checkpoint ``prefix`` (name -> array), checksums verified."""
-    prefix = os.fspath(prefix)
-    entries, suffix = _load_index(prefix)
-    path = prefix + suffix
-    try:
-        with zipfile.ZipFile(path) as archive:
-            members = set(archive.namelist())
-            expected = {name + ".npy" for name in entries}
-            if members != expected:
-                raise _corrupt(path, f"it holds {sorted(members)}, the index lists "
-                                     f"{sorted(expected)}")
-            return {name: _read_tensor(archive, e, path) for name, e in entries.items()}
-    except FileNotFoundError:
-        raise _corrupt(path, "the file is missing although its index exists") from None
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError, struct.error) as err:
-        raise _corrupt(path, err) from None
+    index = _load_index(os.fspath(prefix))
+    out: dict[str, np.ndarray] = {}
+    for shard, path in enumerate(index.data_files):
+        entries = [e for e in index.entries.values() if e.shard_id == shard]
+        try:
+            if index.legacy:
+                out.update(legacy.read_tensors(path, index.entries))
+            elif entries:
+                out.update(_read_shard(path, entries))
+        except FileNotFoundError:
+            raise _corrupt(path, "the file is missing although its index exists") from None
+        except (zipfile.BadZipFile, ValueError, OSError, EOFError) as err:
+            raise _corrupt(path, err) from None
+    return out
 
 
 def checkpoint_exists(prefix: str | os.PathLike) -> bool:
     """Whether checkpoint ``prefix`` exists (its index file is the marker, as in TF)."""
-    return os.path.isfile(os.fspath(prefix) + INDEX_SUFFIX)
+    prefix = os.fspath(prefix)
+    return os.path.isfile(prefix + INDEX_SUFFIX) or os.path.isfile(prefix + legacy.INDEX_SUFFIX)
 
 
 def checkpoint_complete(prefix: str | os.PathLike) -> bool:
-    """Whether ``prefix`` has a readable index and the data file that index names."""
+    """Whether ``prefix`` has a readable index and every data file that index names."""
     prefix = os.fspath(prefix)
     if not checkpoint_exists(prefix):
         return False
     try:
-        suffix = _load_index(prefix)[1]
+        return all(os.path.isfile(path) for path in _load_index(prefix).data_files)
     except (NotFoundError, DataLossError, OSError):
         return False
-    return os.path.isfile(prefix + suffix)
 
 
 def delete_checkpoint(prefix: str | os.PathLike) -> None:
     """Delete checkpoint ``prefix`` (index first) and any temporary files it left."""
-    for path in _files_of(os.fspath(prefix)):
+    prefix = os.fspath(prefix)
+    for index in (prefix + INDEX_SUFFIX, prefix + legacy.INDEX_SUFFIX):
+        _remove(index)
+    for path in _files_on_disk(prefix):
         _remove(path)
-        _remove_temp_files(path)
 
 
 # ---------------------------------------------------------------- the state file
