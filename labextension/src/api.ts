@@ -24,6 +24,8 @@ export interface IClusterInfo {
   owner_pid: number | null;
   owner_uid: number | null;
   created: number | null;
+  /** Which runtime runs the tasks: tfteach's or TensorFlow's own servers. */
+  backend: 'tfteach' | 'tensorflow';
   mine: boolean;
   tasks: ITaskInfo[];
 }

@@ -86,10 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, jobs = parse_args(sys.argv[1:] if argv is None else argv)
     if args.virtual_gpus is not None:
         os.environ["TFTEACH_VIRTUAL_GPUS"] = str(args.virtual_gpus)
-    stop = StopFlag()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, stop.on_signal)
-    _watch_parent(stop)
+    stop = stop_on_signal_or_owner_exit()
     from .server import Server  # after the signal handlers: a quick ^C still exits 0
 
     try:
@@ -103,6 +100,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     _exit_if_stuck(EXIT_GRACE_S)
     server.stop()
     return 0
+
+
+def stop_on_signal_or_owner_exit() -> StopFlag:
+    """A StopFlag set by SIGINT/SIGTERM and, for a task started by an owner that set
+    ``TFTEACH_PARENT_PID``, when that owner dies (also the TensorFlow tasks' stop)."""
+    stop = StopFlag()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, stop.on_signal)
+    _watch_parent(stop)
+    return stop
 
 
 class StopFlag:

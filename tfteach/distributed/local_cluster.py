@@ -8,6 +8,10 @@ and returns once all answer GetStatus. Tasks exit when their owner dies (parent 
 for task pids), a temp dir with ``cluster.json`` and one log file per task.
 Invariants: the token is never in argv, a repr or a log; after ``kill``/``close`` no
 ``/dev/shm`` segment of a dead task remains.
+
+``backend="tensorflow"`` starts real ``tf.train.Server`` processes instead (TensorFlow's
+compat.v1 runtime; see ``tf_task``), with the same spec, targets, logs, kill, restart, close
+and registry entry (its ``backend`` says which runtime runs the tasks).
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ import weakref
 from pathlib import Path
 from typing import Any, Sequence
 
-from . import lifetime, registry, shm
+from . import lifetime, registry, shm, tf_task
 from .cluster_spec import ClusterSpec
 
 STARTUP_TIMEOUT_S = 60.0
@@ -34,12 +38,46 @@ class LocalCluster:
     ``gpus_per_task`` and ``worker_speeds[i]`` reach each task's engine as
     ``TFTEACH_VIRTUAL_GPUS`` / ``TFTEACH_DEVICE_SPEED``; ``engine`` (``"module:attr"``) as
     ``TFTEACH_ENGINE``.
+
+    ``backend="tensorflow"`` runs each task as a real TensorFlow server
+    (``tf.train.Server``, one process per task; TensorFlow must be installed:
+    ``pip install "tfteach[conformance]"``), so lessons 7-12 can run on TF's own distributed
+    runtime. Its tasks speak TF's protocol only, so the learner's code must then be real
+    TensorFlow too::
+
+        import tensorflow.compat.v1 as tf
+        tf.disable_v2_behavior()
+        cluster = LocalCluster(ps=1, workers=2, backend="tensorflow")
+        spec = tf.train.ClusterSpec(cluster.spec.as_dict())
+        with tf.Session(cluster.target("worker", 0)) as sess: ...
+
+    A tfteach ``Session`` aimed at such a task from this process raises UnimplementedError
+    with a hint (from another process it fails on TF's answer instead). TF's servers have
+    no cluster token, virtual GPUs, device speeds or step counter: ``gpus_per_task``,
+    ``worker_speeds`` and ``engine`` are tfteach's only, and the status shows no last step.
+    The tasks' logs hold TensorFlow's own output (``TF_CPP_MIN_LOG_LEVEL=1`` quiets it).
+
+    A class that outgrows one machine moves to TF's engine, not to tfteach's: make a
+    TensorFlow copy of the capstone's program (lesson 12) by changing its import line, and
+    start one task per machine with the same hosts (README.md, "Several machines on real
+    TensorFlow")::
+
+        src=$(python -c 'import tfteach.examples.distributed_digits as m; print(m.__file__)')
+        sed 's/^import tfteach as tf$/import tensorflow.compat.v1 as tf; tf.disable_v2_behavior()/' \\
+            "$src" > digits_tf.py                           # on every machine
+        python digits_tf.py --ps_hosts=a:2222 --worker_hosts=b:2222,c:2222 \\
+            --job_name=ps --task_index=0                    # on a; on b and c: worker 0, 1
+
+    On one machine, ``--master cluster.target("worker", i)`` runs a worker's client of that
+    copy against this cluster's TF servers instead of starting its own.
     """
 
     def __init__(self, ps: int = 1, workers: int = 2, gpus_per_task: int = 0,
                  worker_speeds: Sequence[float] | None = None, *, engine: str | None = None,
-                 startup_timeout: float = STARTUP_TIMEOUT_S) -> None:
+                 startup_timeout: float = STARTUP_TIMEOUT_S, backend: str = "tfteach") -> None:
         _check_sizes(ps, workers, worker_speeds)
+        _check_backend(backend, gpus_per_task, worker_speeds, engine)
+        self.backend = backend
         self._dir = Path(tempfile.mkdtemp(prefix="tfteach-cluster-"))
         self._token = secrets.token_urlsafe(32)
         self.id = f"{os.getpid()}-{secrets.token_hex(4)}"
@@ -48,9 +86,8 @@ class LocalCluster:
         self._closer = weakref.finalize(self, _close_quietly, self.id, self._dir)
         lifetime.closing(self, LocalCluster.close, "cluster")
         shm.sweep_dead()            # what earlier, killed clusters left behind
-        from .remote_session import remember_token
         for record in self._entry["tasks"]:
-            remember_token(record["address"], self._token)   # sessions here may reach it
+            self._introduce(record, True)       # to sessions of this process
             record["pid"] = registry.spawn_task(self._entry, record)
         registry.write_entry(self._entry)
         try:
@@ -70,7 +107,8 @@ class LocalCluster:
         tasks = [self._task_record(job, index, address, gpus, speeds, engine)
                  for job, addresses in jobs.items() for index, address in enumerate(addresses)]
         return {"id": self.id, "owner_pid": os.getpid(), "owner_uid": os.getuid(),
-                "created": time.time(), "token": self._token, "tasks": tasks}
+                "created": time.time(), "backend": self.backend, "token": self._token,
+                "tasks": tasks}
 
     def _task_record(self, job: str, index: int, address: str, gpus: int,
                      speeds: Sequence[float] | None, engine: str | None) -> dict[str, Any]:
@@ -81,15 +119,29 @@ class LocalCluster:
             env["TFTEACH_ENGINE"] = engine
         argv = [sys.executable, "-m", "tfteach.server", "--cluster",
                 str(self._dir / "cluster.json"), "--job", job, "--task", str(index)]
+        if self.backend == tf_task.TENSORFLOW:
+            argv = tf_task.task_argv(str(self._dir / "cluster.json"), job, index)
         return {"job": job, "task": index, "address": address, "pid": 0, "argv": argv,
                 "env": env, "log": str(self._dir / f"{job}-{index}.log")}
+
+    def _introduce(self, record: dict[str, Any], running: bool) -> None:
+        """Tell sessions of this process about a task: its token (tfteach), or that it
+        runs TensorFlow's server, which they must not call (``running=False``: forget)."""
+        from . import remote_session
+
+        if self.backend == tf_task.TENSORFLOW:
+            what = f"/job:{record['job']}/task:{record['task']} of LocalCluster {self.id}"
+            remote_session.remember_tensorflow_task(record["address"], what if running else None)
+        elif running:
+            remote_session.remember_token(record["address"], self._token)
 
     # -- inspection -----------------------------------------------------------
     def __repr__(self) -> str:
         jobs = self.spec.as_dict() if self._entry else {}
         state = "closed" if self._logs_at_close is not None else \
             f"{sum(self._alive(r) for r in self._entry['tasks'])}/{len(self._entry['tasks'])} alive"
-        return f"LocalCluster(id={self.id!r}, jobs={jobs}, {state})"
+        backend = f", backend={self.backend!r}" if self.backend != "tfteach" else ""
+        return f"LocalCluster(id={self.id!r}, jobs={jobs}{backend}, {state})"
 
     @property
     def spec(self) -> ClusterSpec:
@@ -142,6 +194,8 @@ class LocalCluster:
         _close_quietly(self.id, None)
         self._logs_at_close = {(r["job"], r["task"]): _read(r["log"])
                                for r in self._entry["tasks"]}
+        for record in self._entry["tasks"]:
+            self._introduce(record, False)
         shutil.rmtree(self._dir, ignore_errors=True)
 
     def __enter__(self) -> "LocalCluster":
@@ -185,6 +239,18 @@ def _pythonpath() -> str:
     root = str(Path(__file__).resolve().parents[2])
     rest = os.environ.get("PYTHONPATH", "")
     return os.pathsep.join([root] + ([rest] if rest else []))
+
+
+def _check_backend(backend: str, gpus: int, speeds: Sequence[float] | None,
+                   engine: str | None) -> None:
+    if backend not in ("tfteach", tf_task.TENSORFLOW):
+        raise ValueError(f"backend must be 'tfteach' or 'tensorflow', not {backend!r}")
+    if backend == tf_task.TENSORFLOW:
+        tf_task.require_tensorflow("LocalCluster(backend='tensorflow')")
+        if gpus or speeds is not None or engine:
+            raise ValueError("gpus_per_task, worker_speeds and engine set tfteach's engine; "
+                             "TensorFlow's servers use this machine's real devices. Leave "
+                             "them out with backend='tensorflow'.")
 
 
 def _check_sizes(ps: int, workers: int, worker_speeds: Sequence[float] | None) -> None:

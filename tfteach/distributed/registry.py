@@ -1,13 +1,15 @@
 """The registry of live LocalClusters, shared with the JupyterLab server extension.
 
 Each LocalCluster writes ``<registry dir>/<cluster_id>.json`` (dir 0700, file 0600):
-``{id, owner_pid, owner_uid, created, token, tasks: [{job, task, address, pid, argv, env,
-log}]}``, where ``env`` holds the task's non-secret ``TFTEACH_*`` settings and ``log`` its
-output file. Tasks start with the owner's environment, their ``env``, the token, a short
-OpenBLAS spin (``BLAS_SPIN``) and their share of this machine's cores as BLAS threads
-(``blas_threads``). The registry dir is ``$TFTEACH_REGISTRY_DIR``, else
-``<jupyter runtime dir>/tfteach-clusters``. The file is the source of truth for task pids,
-so a task restarted by the extension is seen by its LocalCluster and the other way round.
+``{id, owner_pid, owner_uid, created, backend, token, tasks: [{job, task, address, pid, argv,
+env, log}]}``, where ``backend`` is ``"tfteach"`` or ``"tensorflow"`` (TF's own servers, see
+``tf_task``; an entry without it is tfteach's), ``env`` holds the task's non-secret
+``TFTEACH_*`` settings and ``log`` its output file. Tasks start with the owner's
+environment, their ``env``, the token, a short OpenBLAS spin (``BLAS_SPIN``) and their share
+of this machine's cores as BLAS threads (``blas_threads``). The registry dir is
+``$TFTEACH_REGISTRY_DIR``, else ``<jupyter runtime dir>/tfteach-clusters``. The file is the
+source of truth for task pids, so a task restarted by the extension is seen by its
+LocalCluster and the other way round.
 
 Functions for the extension: ``list_clusters()`` (public entries, token removed; entries of
 dead owners are deleted), ``task_health``, ``kill_task``, ``restart_task``, ``stop_cluster``.
@@ -16,11 +18,13 @@ return values of ``list_clusters`` or logs; files are replaced atomically.
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from tfteach import errors
 
@@ -122,21 +126,21 @@ def public_entry(entry: dict[str, Any]) -> dict[str, Any]:
 
 def task_health(cluster: str | dict[str, Any], job: str, task: int,
                 timeout: float = 1.0) -> dict[str, Any]:
-    """``{"alive", "devices", "last_step"}`` of a task, asked over gRPC with the token."""
-    from .client import ClusterClient
-
+    """``{"alive", "devices", "last_step"}`` of a task, asked over gRPC (tfteach's GetStatus
+    with the token; TF's GetStatus for a TensorFlow task, which reports no step)."""
     entry = read_entry(cluster if isinstance(cluster, str) else cluster["id"])
     record = find_task(entry, job, task)
     health = {"alive": False, "devices": [], "last_step": None}
     if task_pid(record) is None:
         return health
-    client = ClusterClient(entry["token"])
-    try:
-        status = client.worker(record["address"]).get_status(timeout=timeout)
-    except errors.OpError:
+    name = _name(record)
+    with _prober(entry) as probe:
+        try:
+            status = probe({name: record["address"]}, timeout).get(name)
+        except errors.OpError:
+            status = None
+    if status is None:
         return health
-    finally:
-        client.close()
     return {"alive": True, "devices": status["devices"], "last_step": status["last_step"]}
 
 
@@ -194,13 +198,9 @@ def spawn_task(entry: dict[str, Any], record: dict[str, Any]) -> int:
 def wait_ready(entry: dict[str, Any], records: list[dict[str, Any]], timeout: float) -> None:
     """Wait until every task in ``records`` answers GetStatus; raise UnavailableError with
     the task's log tail if one exits or ``timeout`` s pass."""
-    from .client import ClusterClient
-    from .waiting import probe_tasks
-
-    client = ClusterClient(entry["token"])
     pending = {_name(r): r for r in records}
     deadline = time.monotonic() + timeout
-    try:
+    with _prober(entry) as probe:
         while pending:
             for name, record in list(pending.items()):
                 if task_pid(record) is None:
@@ -208,9 +208,35 @@ def wait_ready(entry: dict[str, Any], records: list[dict[str, Any]], timeout: fl
             if time.monotonic() > deadline:
                 name, record = next(iter(pending.items()))
                 raise _start_failed(name, record, f"did not answer in {timeout:g} s")
-            answers = probe_tasks(client, {n: r["address"] for n, r in pending.items()}, 0.1)
+            answers = probe({n: r["address"] for n, r in pending.items()}, 0.1)
             for name in answers:
                 del pending[name]
+
+
+def backend(entry: dict[str, Any]) -> str:
+    """The runtime of a cluster's tasks: ``"tfteach"`` or ``"tensorflow"``."""
+    return str(entry.get("backend", "tfteach"))
+
+
+@contextlib.contextmanager
+def _prober(entry: dict[str, Any]) -> Iterator[Callable[[dict[str, str], float], dict]]:
+    """``probe({task_name: address}, timeout)`` -> ``{task_name: {"devices", "last_step"}}``
+    of the tasks that answered GetStatus, for the cluster's backend."""
+    from . import tf_task
+    from .client import ClusterClient
+    from .waiting import probe_tasks
+
+    if backend(entry) == tf_task.TENSORFLOW:
+        client: Any = tf_task.StatusClient()
+
+        def probe(targets: dict[str, str], timeout: float) -> dict:
+            return {name: {"devices": devices, "last_step": None}
+                    for name, devices in client.probe_tasks(targets, timeout).items()}
+    else:
+        client = ClusterClient(entry["token"])
+        probe = functools.partial(probe_tasks, client)
+    try:
+        yield probe
     finally:
         client.close()
 

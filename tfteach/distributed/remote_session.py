@@ -11,7 +11,10 @@ the client prints TF's waiting line every 10 s with a hint; after
 ``operation_timeout_in_ms`` the master gives up with UnavailableError.
 
 Tokens: ``TFTEACH_CLUSTER_TOKEN`` from the environment, or the token of a LocalCluster started
-in this process whose task owns the address (``remember_token``).
+in this process whose task owns the address (``remember_token``). A task of a
+``LocalCluster(backend="tensorflow")`` of this process runs TF's own server, which speaks
+TF's protocol, not ours: a session (or ``Session.reset``) aimed at it is refused at once
+with UnimplementedError and a hint (``remember_tensorflow_task``).
 """
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ from . import security
 from .client import ClusterClient, strip_scheme
 
 _tokens: dict[str, str] = {}
+_tensorflow_tasks: dict[str, str] = {}      # "localhost:port" -> what runs there
 _clients: dict[str, ClusterClient] = {}
 _lock = threading.Lock()
 WAIT_LOG_PERIOD_S = 10.0
@@ -42,6 +46,33 @@ def remember_token(address: str, token: str) -> None:
     with _lock:
         _tokens[strip_scheme(address)] = token
         _clients.pop(strip_scheme(address), None)
+
+
+def remember_tensorflow_task(address: str, what: str | None) -> None:
+    """``address`` runs TensorFlow's own server (``what`` names it; None: no longer)."""
+    with _lock:
+        if what is None:
+            _tensorflow_tasks.pop(_loopback_key(address), None)
+        else:
+            _tensorflow_tasks[_loopback_key(address)] = what
+
+
+def _loopback_key(address: str) -> str:
+    host, _, port = strip_scheme(address).rpartition(":")
+    loopback = host.strip("[]") in ("localhost", "127.0.0.1", "::1", "0.0.0.0")
+    return f"localhost:{port}" if loopback else f"{host}:{port}"
+
+
+def refuse_tensorflow_task(target: str) -> None:
+    """Raise UnimplementedError if ``target`` is a TensorFlow server of a LocalCluster."""
+    what = _tensorflow_tasks.get(_loopback_key(target))
+    if what is not None:
+        raise errors.UnimplementedError(
+            f"{target} is {what}, which runs TensorFlow's own server "
+            "(LocalCluster(backend='tensorflow')); a tfteach Session cannot talk to it",
+            hint="Run this cluster's sessions on real TensorFlow: `import tensorflow.compat.v1 "
+                 "as tf`, `tf.disable_v2_behavior()`, then `tf.Session(cluster.target(...))`; "
+                 "or start LocalCluster(...) without backend='tensorflow' for tfteach.")
 
 
 def client_for(address: str) -> ClusterClient:
@@ -58,6 +89,7 @@ class RemoteSession(BaseSession):
     """A session run by a cluster's master task."""
 
     def __init__(self, target: str, graph: Any = None, config: ConfigProto | None = None) -> None:
+        refuse_tensorflow_task(target)
         super().__init__(target, graph, config)
         self.address = strip_scheme(target)
         self._master = client_for(self.address).master(self.address)
@@ -131,6 +163,7 @@ class RemoteSession(BaseSession):
 
     @staticmethod
     def reset(target: str, containers: list | None = None, config: Any = None) -> None:
+        refuse_tensorflow_task(target)
         address = strip_scheme(target)
         filters = list(getattr(config, "device_filters", []) or [])
         client_for(address).master(address).reset(containers or [], filters)

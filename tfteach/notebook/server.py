@@ -32,7 +32,7 @@ from jupyter_server.utils import url_path_join
 API_ROOT = "tfteach/api"
 FIRST_LESSON = "01_device_placement.ipynb"
 _TASK_FIELDS = ("job", "task", "address", "pid")
-_CLUSTER_FIELDS = ("id", "owner_pid", "owner_uid", "created")
+_CLUSTER_FIELDS = ("id", "owner_pid", "owner_uid", "created", "backend")
 _DEAD = {"alive": False, "devices": [], "last_step": None}
 
 
@@ -55,9 +55,11 @@ async def _blocking(func: Callable[..., Any], *args: Any) -> Any:
 
 def public_cluster(entry: dict[str, Any], uid: int) -> dict[str, Any]:
     """The fields of a registry entry that may reach a browser (whitelisted), with
-    ``mine`` telling whether ``uid`` owns it."""
+    ``mine`` telling whether ``uid`` owns it and ``backend`` which runtime runs its tasks
+    (``"tfteach"`` or ``"tensorflow"``)."""
     cluster = {key: entry.get(key) for key in _CLUSTER_FIELDS}
     cluster["id"] = str(cluster["id"])
+    cluster["backend"] = str(cluster["backend"] or "tfteach")
     cluster["mine"] = entry.get("owner_uid") == uid
     cluster["tasks"] = [{key: task.get(key) for key in _TASK_FIELDS}
                         for task in entry.get("tasks", [])]

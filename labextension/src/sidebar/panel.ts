@@ -1,5 +1,6 @@
 /**
- * The left sidebar panel listing live LocalClusters: per task its address,
+ * The left sidebar panel listing live LocalClusters (each with the runtime of
+ * its tasks: tfteach or TensorFlow's own servers): per task its address,
  * whether it answers its health check, its devices and last step, with
  * buttons to kill or restart a task and to stop a cluster you own.
  * Re-renders whenever the model changes; disposing the panel disposes the
@@ -73,10 +74,13 @@ export class ClusterPanel extends Widget {
     const owner = cluster.mine
       ? `started by pid ${cluster.owner_pid}`
       : `owned by uid ${cluster.owner_uid}`;
+    const backend = cluster.backend === 'tensorflow' ? 'TensorFlow servers' : 'tfteach';
     head.append(
       htmlEl('span', 'tft-cluster-name', `${cluster.id}`),
+      htmlEl('span', 'tft-cluster-backend', backend),
       htmlEl('span', 'tft-cluster-owner', owner)
     );
+    box.dataset.backend = cluster.backend;
     if (cluster.mine) {
       const stop = htmlEl('button', 'tft-button tft-stop', 'Stop cluster');
       stop.addEventListener('click', () => {
