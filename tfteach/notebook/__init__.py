@@ -5,13 +5,15 @@ import this package without loading IPython, ipywidgets or matplotlib):
 
 - ``magics``: ``%%placement`` and ``%tfteach`` (``%load_ext tfteach``);
 - ``placement_cell``: what ``%%placement`` does, without IPython;
+- ``tf_backend`` / ``backend_compare``: ``%%placement --backend tensorflow`` (the cell on real
+  TensorFlow, read into the same views) and ``--backend compare`` (what differs);
 - ``placement_view`` / ``timeline_view``: the placement graph and device timeline views
   (custom MIME JSON + SVG + deterministic text, live controls), on ``view.View``;
 - ``graphviz_svg``: DOT to SVG with system Graphviz or its WebAssembly build;
 - ``loss_curves``: sync vs async loss curves and staleness (matplotlib);
 - ``cluster_view``: the cluster status table/widget and the kernel's LocalCluster;
 - ``progress``: progress with ETA for long runs, stoppable with the stop button;
-- ``displays``: error boxes, fetched values, the device table;
+- ``displays``: error boxes, notes, fetched values, the device table;
 - ``server``: the JupyterLab extension's REST handlers.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Small display objects: learner-friendly errors, fetched values, the device table.
+"""Small display objects: learner-friendly errors, notes, fetched values, the device table.
 
 Each has ``_repr_mimebundle_`` with ``text/html`` for notebooks and a deterministic
 ``text/plain`` for nbval, GitHub and terminals. No state beyond what they were built with.
@@ -54,6 +54,19 @@ class ErrorBox:
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
         return {"text/html": self.html(), "text/plain": self.text()}
+
+
+class Note:
+    """A plain sentence worth seeing before the pictures (e.g. a device TensorFlow lacks)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
+        style = _BOX.format(color="#2E86C1", bg="#EBF5FB")
+        return {"text/html": f'<div class="tfteach-note" style="{style}">'
+                             f"{html_escape(self.text)}</div>",
+                "text/plain": f"Note: {self.text}"}
 
 
 def format_value(value: Any) -> str:

@@ -1,11 +1,16 @@
 """IPython magics: ``%%placement`` and ``%tfteach``; loaded by ``%load_ext tfteach``.
 
 ``%%placement [--soft] [--log] [--run] [--trace] [--virtual-gpus N] [--target grpc://...]
-[--config EXPR]`` builds the cell's graph in a fresh default graph (in the notebook's
-namespace), places it as such a session would and shows the placement view; ``--run`` also
-shows the fetched values and the step's device timeline, ``--trace`` the timeline only,
-``--log`` TF's log lines. The result stays in ``_placement`` (graph, session, views, values,
-error). tfteach errors are shown as a short box with the message and its ``Hint:``.
+[--config EXPR] [--backend tfteach|tensorflow|compare] [--gpus-as-cpus]`` builds the cell's
+graph in a fresh default graph (in the notebook's namespace), places it as such a session
+would and shows the placement view; ``--run`` also shows the fetched values and the step's
+device timeline, ``--trace`` the timeline only, ``--log`` TF's log lines. The result stays in
+``_placement`` (graph, session, views, values, error). tfteach errors are shown as a short box
+with the message and its ``Hint:``. ``--backend tensorflow`` runs the cell on real TensorFlow
+instead (``tf_backend``; notes say which devices TF lacks here, ``--gpus-as-cpus`` maps
+tfteach's GPUs onto TF CPUs standing in for them); ``--backend compare`` runs it on both and
+shows both, then the differences (``backend_compare``; TF's result in ``_placement_tf``, the
+differences in ``_comparison``).
 
 ``%tfteach devices [--virtual-gpus N]`` shows the device table.
 ``%tfteach cluster start [--ps N] [--workers N] [--gpus-per-task N] [--speeds 1,1,0.3]``,
@@ -13,8 +18,8 @@ error). tfteach errors are shown as a short box with the message and its ``Hint:
 (also bound to the name ``cluster``); it stops when the kernel shuts down.
 ``%tfteach errors friendly|full`` chooses how tfteach errors raised by ordinary cells look.
 
-State (per shell): the magics object holds the last ``PlacementResult`` (its session is
-closed when the next ``%%placement`` runs) and the ``ClusterController``.
+State (per shell): the magics object holds the last ``PlacementResult`` of each backend (their
+sessions are closed when the next ``%%placement`` runs) and the ``ClusterController``.
 """
 from __future__ import annotations
 
@@ -30,10 +35,14 @@ from IPython.display import display
 from tfteach.errors import OpError
 from tfteach.notebook import graphviz_svg
 from tfteach.notebook.cluster_view import ClusterController, parse_task
-from tfteach.notebook.displays import DeviceTable, ErrorBox
+from tfteach.notebook.backend_compare import compare
+from tfteach.notebook.displays import DeviceTable, ErrorBox, Note
 from tfteach.notebook.placement_cell import (PlacementOptions, PlacementResult, is_fetchable,
                                              result_displays, run_placement_cell, virtual_gpus)
+from tfteach.notebook.tf_backend import run_tf_cell
 from tfteach.notebook.view import View
+
+BACKENDS = ("tfteach", "tensorflow", "compare")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -64,6 +73,15 @@ def _tfteach_parser() -> _Parser:
     return parser
 
 
+def _stand_ins(virtual_gpus: int | None) -> int:
+    """How many TF CPUs stand in for tfteach's GPUs: this cell's or the kernel's GPU count."""
+    if virtual_gpus is not None:
+        return virtual_gpus
+    import tfteach.config
+
+    return sum(d.device_type == "GPU" for d in tfteach.config.list_devices())
+
+
 def _speeds(text: str) -> list[float]:
     try:
         return [float(s) for s in text.split(",") if s.strip()]
@@ -79,6 +97,7 @@ class TfteachMagics(Magics):
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
         self.last: PlacementResult | None = None
+        self.last_tf: PlacementResult | None = None
         self.clusters = ClusterController()
         self.friendly_errors = True
 
@@ -92,22 +111,62 @@ class TfteachMagics(Magics):
     @argument("--virtual-gpus", type=int, default=None, help="virtual GPUs for this cell")
     @argument("--target", default="", help="session target, e.g. grpc://localhost:2222")
     @argument("--config", default=None, help="a tf.ConfigProto expression")
+    @argument("--backend", choices=BACKENDS, default="tfteach",
+              help="tfteach, real TensorFlow (compat.v1, graph mode), or compare: both, and "
+              "what differs")
+    @argument("--gpus-as-cpus", action="store_true", help="TensorFlow: run tfteach's virtual "
+              "GPU:i on a TF CPU device CPU:i+1 standing in for it")
     @cell_magic
     def placement(self, line: str, cell: str) -> None:
         """Place (and optionally run) the graph this cell builds, and show where ops went."""
         args = parse_argstring(self.placement, line)
         options = PlacementOptions(args.soft, args.log, args.run, args.trace,
-                                   args.virtual_gpus, args.target, args.config)
-        if self.last is not None:
-            self.last.close()
+                                   args.virtual_gpus, args.target, args.config, args.backend,
+                                   _stand_ins(args.virtual_gpus) if args.gpus_as_cpus else 0)
+        for result in (self.last, self.last_tf):
+            if result is not None:
+                result.close()
+        self.last = self.last_tf = None
+        source = self.shell.transform_cell(cell)
+        ours = theirs = None
+        if options.backend != "tensorflow":
+            ours = self._placement_tfteach(source, options)
+        if options.backend != "tfteach":
+            theirs = self._placement_tensorflow(source, options)
+        if ours is not None and theirs is not None:
+            self.shell.user_ns["_comparison"] = comparison = compare(
+                ours, theirs, options.gpus_as_cpus)
+            display(comparison)
+
+    def _placement_tfteach(self, source: str, options: PlacementOptions
+                           ) -> PlacementResult | None:
+        if options.backend == "compare":
+            print("tfteach:")
         try:
-            result = run_placement_cell(self.shell.transform_cell(cell), options,
-                                        self.shell.user_ns)
+            result = run_placement_cell(source, options, self.shell.user_ns)
         except OpError as err:
             display(ErrorBox(err, "building the graph"))
-            return
+            return None
         self.last = self.shell.user_ns["_placement"] = result
         self._show(result)
+        return result
+
+    def _placement_tensorflow(self, source: str, options: PlacementOptions
+                              ) -> PlacementResult | None:
+        if options.backend == "compare":
+            print("TensorFlow:")
+        try:
+            result = run_tf_cell(source, options, self.shell.user_ns)
+        except OpError as err:
+            display(ErrorBox(err, "starting TensorFlow"))
+            return None
+        self.last_tf = result
+        self.shell.user_ns["_placement_tf" if options.backend == "compare"
+                           else "_placement"] = result
+        for note in result.notes:
+            display(Note(note))
+        self._show(result)
+        return result
 
     def _show(self, result: PlacementResult) -> None:
         if result.session is None and result.error is None:
@@ -120,7 +179,7 @@ class TfteachMagics(Magics):
         if result.error is not None:
             display(ErrorBox(result.error, result.stage))
         value = result.last_value
-        if value is not None and not is_fetchable(value):
+        if value is not None and not is_fetchable(value) and result.backend == "tfteach":
             display(value)
 
     # -- %tfteach -----------------------------------------------------------------------
@@ -217,6 +276,7 @@ def unload_ipython_extension(ipython: Any) -> None:
     magics = _loaded.pop(id(ipython), None)
     if magics is not None:
         magics.clusters.stop()
-        if magics.last is not None:
-            magics.last.close()
+        for result in (magics.last, magics.last_tf):
+            if result is not None:
+                result.close()
     install_error_display(ipython, False)

@@ -41,11 +41,17 @@ class PlacementOptions:
     virtual_gpus: int | None = None
     target: str = ""
     config: str | None = None
+    backend: str = "tfteach"
+    gpus_as_cpus: int = 0
 
 
 @dataclass
 class PlacementResult:
-    """Everything a ``%%placement`` cell produced (``_placement`` in the notebook)."""
+    """Everything a ``%%placement`` cell produced (``_placement`` in the notebook).
+
+    ``backend`` is ``"tfteach"`` or ``"tensorflow"`` (then ``graph`` and ``session`` are
+    TensorFlow's, ``namespace`` the copy the cell ran in, ``log`` TF's placement lines,
+    ``step_stats`` TF's step read as tfteach's ``StepStats``, ``notes`` what TF lacks here)."""
 
     graph: Any
     session: Any = None
@@ -57,6 +63,11 @@ class PlacementResult:
     last_value: Any = None
     run_metadata: Any = None
     fetched: list = field(default_factory=list)
+    backend: str = "tfteach"
+    notes: list = field(default_factory=list)
+    namespace: dict | None = None
+    log: str = ""
+    step_stats: Any = None
 
     @property
     def devices(self) -> dict[str, str]:

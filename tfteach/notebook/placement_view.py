@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+import numpy as np
+
 from tfteach.notebook import graphviz_svg
 from tfteach.notebook.graphviz_svg import escape
 from tfteach.notebook.style import TRANSFER_COLOR, colors_for, format_bytes
@@ -51,11 +53,13 @@ def _device_list(devices: Iterable[Any], where: dict[str, str]) -> list[dict]:
 
 
 def tensor_bytes(tensor: Any) -> int | None:
-    """Bytes of a tensor of fully known shape and fixed-size dtype, else None."""
+    """Bytes of a tensor of fully known shape and fixed-size dtype, else None (tfteach's
+    tensors, and TensorFlow's for ``--backend tensorflow``)."""
     shape = tensor.shape
     if not shape.is_fully_defined():
         return None
-    dtype = tensor.dtype.np
+    own = getattr(tensor.dtype, "np", None)
+    dtype = np.dtype(tensor.dtype.as_numpy_dtype if own is None else own)
     if dtype.kind in "OSU":
         return None
     n = shape.num_elements()

@@ -1,0 +1,131 @@
+"""``%%placement --backend compare``: what tfteach and real TensorFlow each did with one cell.
+
+``compare(ours, theirs, gpus)`` takes the two ``PlacementResult`` objects (tfteach's and
+``tf_backend``'s) and returns a ``Comparison``: the errors (class name and message) when either
+side raised and they differ, the ops the two placed on different devices (TF's stand-in
+``CPU:i+1`` named back as the ``GPU:i`` it stands for when ``gpus`` > 0, i.e. with
+``--gpus-as-cpus``), the op names only one graph has, and the fetched values that differ
+(NumPy ``allclose``, rtol 1e-5). It displays as a short box: each difference on its own line, or
+one line saying that the two agree. No state beyond what it was built with.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tfteach.notebook.displays import format_value
+from tfteach.notebook.style import count, html_escape
+from tfteach.notebook.tf_backend import as_tfteach_device
+from tfteach.timeline import short_device
+
+_BOX = ("border-left:4px solid {color};background:{bg};padding:6px 10px;margin:4px 0;"
+        "font-family:var(--jp-code-font-family,monospace);font-size:12px;white-space:pre-wrap")
+
+
+@dataclass
+class Comparison:
+    """The differences between tfteach's and TensorFlow's run of one cell."""
+
+    errors: tuple[str, str] | None = None
+    placement: list[tuple[str, str, str]] = field(default_factory=list)
+    only: dict[str, list[str]] = field(default_factory=dict)
+    values: list[tuple[str, str, str]] = field(default_factory=list)
+    agreed_ops: int = 0
+    agreed_values: int = 0
+    both_raised: str | None = None
+
+    @property
+    def differs(self) -> bool:
+        return bool(self.errors or self.placement or self.only or self.values)
+
+    def lines(self) -> list[str]:
+        """One line per difference (placement, then values, then errors)."""
+        out = [f"placement of {name}: tfteach {ours}, TensorFlow {theirs}"
+               for name, ours, theirs in self.placement]
+        out += [f"only {side} has {', '.join(names)}" for side, names in self.only.items()]
+        out += [f"value of {name}: tfteach {ours}, TensorFlow {theirs}"
+                for name, ours, theirs in self.values]
+        if self.errors:
+            out.append(f"error: tfteach {self.errors[0]}; TensorFlow {self.errors[1]}")
+        return out
+
+    def text(self) -> str:
+        if self.differs:
+            n = len(self.lines())
+            return "\n".join([f"tfteach and TensorFlow differ ({n} "
+                              f"difference{'s' if n != 1 else ''}):"]
+                             + [f"  {line}" for line in self.lines()])
+        raised = f"; both raised {self.both_raised}" if self.both_raised else ", no errors"
+        return (f"tfteach and TensorFlow agree: {count(self.agreed_ops, 'op')} on the same "
+                f"devices, {count(self.agreed_values, 'fetched value')} the same{raised}.")
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
+        color, bg = ("#C0392B", "#FDEDEC") if self.differs else ("#1E8449", "#E9F7EF")
+        html = (f'<div class="tfteach-compare" style="{_BOX.format(color=color, bg=bg)}">'
+                f"{html_escape(self.text())}</div>")
+        return {"text/html": html, "text/plain": self.text()}
+
+
+def compare(ours: Any, theirs: Any, gpus: int = 0) -> Comparison:
+    """How ``theirs`` (TensorFlow's ``PlacementResult``) differs from ``ours`` (tfteach's)."""
+    result = Comparison()
+    _compare_errors(result, ours.error, theirs.error)
+    if ours.view is not None and theirs.view is not None:
+        _compare_placement(result, ours.view.devices, theirs.view.devices, gpus)
+    _compare_values(result, ours.values or {}, theirs.values or {})
+    return result
+
+
+def _error_text(error: Any) -> str:
+    if error is None:
+        return "raised nothing"
+    first = (getattr(error, "message", None) or str(error)).splitlines()[0]
+    return f"raised {type(error).__name__}: {first}"
+
+
+def _compare_errors(result: Comparison, ours: Any, theirs: Any) -> None:
+    if ours is None and theirs is None:
+        return
+    if ours is not None and theirs is not None and type(ours).__name__ == type(theirs).__name__:
+        result.both_raised = type(ours).__name__
+        return
+    result.errors = (_error_text(ours), _error_text(theirs))
+
+
+def _compare_placement(result: Comparison, ours: dict, theirs: dict, gpus: int) -> None:
+    for name, device in ours.items():
+        if name not in theirs:
+            continue
+        mine, tfs = short_device(device), short_device(as_tfteach_device(theirs[name], gpus))
+        if mine == tfs:
+            result.agreed_ops += 1
+        else:
+            shown = short_device(theirs[name])
+            result.placement.append((name, mine, tfs if shown == tfs else
+                                     f"{shown} (standing in for {tfs})"))
+    for side, names in (("tfteach", set(ours) - set(theirs)),
+                        ("TensorFlow", set(theirs) - set(ours))):
+        if names:
+            result.only[side] = sorted(names)
+
+
+def _compare_values(result: Comparison, ours: dict, theirs: dict) -> None:
+    for name in ours.keys() & theirs.keys():
+        if _same(ours[name], theirs[name]):
+            result.agreed_values += 1
+        else:
+            result.values.append((name, format_value(ours[name]), format_value(theirs[name])))
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    try:
+        x, y = np.asarray(a), np.asarray(b)
+        if x.dtype.kind in "biufc" and y.dtype.kind in "biufc":
+            return x.shape == y.shape and bool(np.allclose(x, y, rtol=1e-5, atol=1e-6))
+        return x.shape == y.shape and bool(np.all(x == y))
+    except (TypeError, ValueError):
+        return False
