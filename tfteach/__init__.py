@@ -13,6 +13,7 @@ from tfteach.framework.dtypes import (DType, as_dtype, bool_ as bool, double, fl
                                       float64, half, int32, int64, string)
 from tfteach.framework.graph import (Graph, GraphKeys, Operation, Tensor, get_default_graph,
                                      reset_default_graph)
+from tfteach.framework.graph_def import GraphDef, import_graph_def
 from tfteach.framework.tensor_shape import TensorShape
 from tfteach.ops.init_ops import (constant_initializer, glorot_normal_initializer,
                                   glorot_uniform_initializer, ones_initializer,
@@ -74,8 +75,9 @@ __all__ = [
     "get_collection", "get_collection_ref", "get_default_graph", "get_default_session",
     "get_local_variable", "get_seed", "get_variable", "get_variable_scope", "global_variables",
     "global_variables_initializer", "glorot_normal_initializer", "glorot_uniform_initializer",
-    "GPUOptions", "gradients", "Graph", "GraphKeys", "GraphOptions", "greater", "greater_equal",
-    "group", "half", "identity", "IndexedSlices", "initialize_all_variables", "initializers",
+    "GPUOptions", "gradients", "Graph", "GraphDef", "GraphKeys", "GraphOptions", "greater",
+    "greater_equal", "group", "half", "identity", "import_graph_def", "IndexedSlices",
+    "initialize_all_variables", "initializers",
     "int32", "int64", "InteractiveSession", "invert_permutation", "is_variable_initialized",
     "layers", "less", "less_equal", "local_variables", "local_variables_initializer", "log",
     "log1p", "logical_and", "logical_not", "logical_or", "matmul", "maximum", "minimum", "mod",

@@ -484,6 +484,12 @@ class Graph:
             self._control_stack = old
 
     # ---- lookup ---------------------------------------------------------------------
+    def as_graph_def(self, from_version: int | None = None, add_shapes: bool = False) -> Any:
+        """TF's ``GraphDef`` protobuf of this graph (see ``tfteach.framework.graph_def``);
+        ``from_version``: only the ops added since ``graph.version`` was that number."""
+        from tfteach.framework.graph_def import as_graph_def  # it imports this module
+        return as_graph_def(self._ops[from_version or 0:], add_shapes=add_shapes)
+
     def get_operations(self) -> list[Operation]:
         return list(self._ops)
 

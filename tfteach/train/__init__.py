@@ -4,6 +4,7 @@ The cluster classes (``ClusterSpec``, ``Server``) belong to ``tfteach.distribute
 attached by the top-level package; this module never imports the distributed layer.
 """
 from tfteach.framework.graph import GraphKeys
+from tfteach.framework.graph_def import write_graph
 from tfteach.train.checkpoint_format import CheckpointState
 from tfteach.train.learning_rate_decay import exponential_decay
 from tfteach.train.optimizer import Optimizer
@@ -19,7 +20,8 @@ __all__ = ["AdagradOptimizer", "AdamOptimizer", "CheckpointState", "GradientDesc
            "GraphKeys", "MomentumOptimizer", "Optimizer", "RMSPropOptimizer", "Saver",
            "checkpoint_exists", "create_global_step", "exponential_decay",
            "get_checkpoint_state", "get_global_step", "get_or_create_global_step",
-           "global_step", "latest_checkpoint", "list_variables", "load_variable"]
+           "global_step", "latest_checkpoint", "list_variables", "load_variable",
+           "write_graph"]
 
 # Distributed training: device setter, sync replicas, sessions, hooks.
 from tfteach.train.coordinator import Coordinator
