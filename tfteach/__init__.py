@@ -90,7 +90,7 @@ __all__ = [
     "RunMetadata", "RunOptions", "scatter_add", "scatter_sub", "scatter_update", "Session",
     "set_random_seed", "shape", "sigmoid", "sign", "size", "slice", "SparseConditionalAccumulator",
     "split", "sqrt", "square", "squared_difference", "squeeze", "stack", "stop_gradient", "string",
-    "sub", "subtract", "tanh", "Tensor", "TensorShape", "tile", "to_float", "train",
+    "sub", "subtract", "summary", "tanh", "Tensor", "TensorShape", "tile", "to_float", "train",
     "trainable_variables", "transpose", "truediv", "truncated_normal",
     "truncated_normal_initializer", "tuple", "UnconnectedGradients", "unique",
     "unsorted_segment_sum", "unstack", "Variable", "variable_scope", "variables_initializer",
@@ -172,7 +172,8 @@ def get_seed(op_seed):
 _LAZY = {"train": "tfteach.train", "nn": "tfteach.nn", "layers": "tfteach.layers",
          "data": "tfteach.data", "config": "tfteach.config", "timeline": "tfteach.timeline",
          "cluster": "tfteach.cluster", "notebook": "tfteach.notebook",
-         "initializers": "tfteach.ops.init_ops", "lessons": "tfteach.lessons"}
+         "initializers": "tfteach.ops.init_ops", "lessons": "tfteach.lessons",
+         "summary": "tfteach.summary"}
 
 
 def _grpc_session(target, graph=None, config=None):

@@ -13,7 +13,7 @@ rank  layer         modules
                     re-exports of ops)
 2     devices       tfteach.devices.*, tfteach.config (virtual GPUs: a front to devices)
 3     runtime       tfteach.runtime.*, tfteach.timeline (re-export of runtime.timeline)
-4     train         tfteach.train.*
+4     train         tfteach.train.*, tfteach.summary (event files for TensorBoard)
 5     distributed   tfteach.distributed.*, tfteach.cluster, tfteach.server (re-exports)
 6     notebook      tfteach.notebook.*, tfteach.lessons (a lesson's checks: notebook-facing),
                     tfteach (the package itself: the public ``import tfteach as tf`` API,
@@ -40,7 +40,7 @@ LAYERS = ["framework", "ops", "devices", "runtime", "train", "distributed", "not
 PLACES = {
     "tfteach.errors": "framework", "tfteach._late": "framework", "tfteach.data": "framework",
     "tfteach.layers": "ops", "tfteach.nn": "ops",
-    "tfteach.config": "devices", "tfteach.timeline": "runtime",
+    "tfteach.config": "devices", "tfteach.timeline": "runtime", "tfteach.summary": "train",
     "tfteach.cluster": "distributed", "tfteach.server": "distributed",
     "tfteach.lessons": "notebook", "tfteach": "notebook",
     "tfteach.cli": "apps", "tfteach.experiments": "apps", "tfteach.examples": "apps",

@@ -1,10 +1,11 @@
 """NumPy arrays and shapes as TensorFlow's ``TensorProto`` and ``TensorShapeProto``.
 
-``make_tensor_proto`` writes what TF's ``tf.make_tensor_proto`` writes: int and float arrays
-of more than one element as raw little-endian bytes (``tensor_content``), a single value
-(and bool and complex values) in the typed field (``float_val``, ``int_val``, ``half_val`` as the float16 bit pattern, ...),
-strings in ``string_val``. ``to_ndarray`` reads any of those, including TF's short form
-where fewer values than elements are given and the last one fills the rest.
+``make_tensor_proto`` writes what TF's ``tf.make_tensor_proto`` writes (byte for byte): int
+and float arrays of more than one element as raw little-endian bytes (``tensor_content``);
+a single value, and bool and complex values, in the typed field (``float_val``,
+``int_val``, ``half_val`` as the float16 bit pattern, ...); strings in ``string_val``.
+``to_ndarray`` reads any of those, including TF's short form where fewer values than
+elements are given and the last one fills the rest.
 
 ``DATATYPE_OF`` / ``numpy_dtype`` map NumPy dtypes to TF's ``DataType`` numbers and back.
 """

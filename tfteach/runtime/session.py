@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+import weakref
 from collections.abc import Mapping
 from typing import Any, Callable, Iterator
 
@@ -182,6 +183,15 @@ class DeviceAttributes:
                 f"{self.memory_limit_bytes}, {self.incarnation})")
 
 
+_LOCAL_SESSIONS: "weakref.WeakSet[Session]" = weakref.WeakSet()
+
+
+def local_sessions_of(graph: Graph) -> list["Session"]:
+    """The open local sessions that run ``graph`` (e.g. to show where they placed it)."""
+    return [s for s in list(_LOCAL_SESSIONS)
+            if s.graph is graph and not getattr(s, "_closed", True)]
+
+
 class Session(BaseSession):
     """A TF 1.x session. ``Session()`` runs here; ``Session('grpc://...')`` on a cluster."""
 
@@ -206,6 +216,7 @@ class Session(BaseSession):
         self._pinned: dict[str, str] = {}
         self._plans: dict[tuple, Any] = {}
         self._lock = threading.RLock()
+        _LOCAL_SESSIONS.add(self)
         if self.config.log_device_placement:
             print(device_mapping_text(self.devices), file=sys.stdout)
 

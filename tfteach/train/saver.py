@@ -9,8 +9,9 @@ restore ops to the graph, under ``save/``: one placeholder and one ``Assign`` pe
   variables on any device or task) and writes checkpoint ``path-N`` with
   ``tfteach.train.checkpoint_format`` (TF's V2 format, ``path-N.index`` and
   ``path-N.data-00000-of-00001``, written atomically; real TF restores it), then records
-  it in the directory's ``checkpoint`` state file (also atomically) and only then deletes the oldest checkpoints beyond ``max_to_keep``, as TF does: a save killed at
-  any point leaves the state file naming a complete checkpoint.
+  it in the directory's ``checkpoint`` state file (also atomically) and only then deletes
+  the oldest checkpoints beyond ``max_to_keep``, as TF does: a save killed at any point
+  leaves the state file naming a complete checkpoint.
 - ``restore(sess, path)`` reads the checkpoint (TF's V2 format, whoever wrote it, or
   tfteach's first ``.npz`` + JSON format; none at ``path``: ``ValueError``, as TF),
   checks every variable against it first (missing: ``NotFoundError``; other shape or
