@@ -246,11 +246,11 @@ def _check_backend(backend: str, gpus: int, speeds: Sequence[float] | None,
     if backend not in ("tfteach", tf_task.TENSORFLOW):
         raise ValueError(f"backend must be 'tfteach' or 'tensorflow', not {backend!r}")
     if backend == tf_task.TENSORFLOW:
-        tf_task.require_tensorflow("LocalCluster(backend='tensorflow')")
         if gpus or speeds is not None or engine:
             raise ValueError("gpus_per_task, worker_speeds and engine set tfteach's engine; "
                              "TensorFlow's servers use this machine's real devices. Leave "
                              "them out with backend='tensorflow'.")
+        tf_task.require_tensorflow("LocalCluster(backend='tensorflow')")
 
 
 def _check_sizes(ps: int, workers: int, worker_speeds: Sequence[float] | None) -> None:

@@ -164,16 +164,19 @@ def train_worker(target: str, model: Model, steps: int, batch_size: int = 32, se
 
 def _step(sess: Any, model: Model, xb: np.ndarray, yb: np.ndarray) -> dict:
     fetches = {"after": model.step_after, "loss": model.loss}
-    if model.sync:
-        fetches["accepted"] = model.optimizer.gradients_accepted
-    else:
+    # tfteach's SyncReplicasOptimizer tells whether this worker's gradients counted; TF's
+    # does not (the program's TensorFlow copy then records accepted=None)
+    accepted = getattr(model.optimizer, "gradients_accepted", None) if model.sync else None
+    if accepted is not None:
+        fetches["accepted"] = accepted
+    elif not model.sync:
         fetches["read"] = model.global_step
     out = sess.run(fetches, {model.x: xb, model.y: yb})
     record = {"global_step": int(out["after"]), "loss": float(out["loss"]),
               "staleness": None, "accepted": None}
-    if model.sync:
+    if accepted is not None:
         record["accepted"] = bool(np.all(out["accepted"]))
-    else:
+    elif not model.sync:
         record["staleness"] = int(out["after"]) - 1 - int(out["read"])
     return record
 
