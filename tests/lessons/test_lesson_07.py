@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 import pytest
-from lesson_tools import LESSONS, assert_passes_nbval, assert_stopped_every_task, svgs
+from lesson_tools import (LESSONS, assert_passes_nbval, assert_stopped_every_task,
+                          output_texts, stored_outputs, svgs)
 
 LESSON = LESSONS / "07_local_cluster.ipynb"
+
+PLACEMENT_MIME = "application/vnd.tfteach.placement+json"
+TIMELINE_MIME = "application/vnd.tfteach.timeline+json"
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster]
 
@@ -21,3 +25,19 @@ def test_export_shows_hello_and_placements_boxed_by_task(exported):
     assert "worker 0 exited with code 0" in exported and "worker 1 exited with code 0" in exported
     assert "Correct: the placement. Well done!" in exported
     assert "Stopped the cluster" in exported
+
+
+def test_try_it_on_tensorflow_runs_the_example_on_tensorflow_servers():
+    """The text: TF's runtime puts the product on worker 0, the log on worker 1 and the sum on
+    worker 0, and the tensor crossing tasks is a _Send/_Recv transfer."""
+    outputs = stored_outputs(LESSON, "%%placement --backend tensorflow --run")
+    placed = next(o["data"][PLACEMENT_MIME] for o in outputs
+                  if PLACEMENT_MIME in o.get("data", {}))
+    where = {n["name"]: n["assigned_device"].split("/device:")[0] for n in placed["nodes"]}
+    assert where["product"] == where["total"] == "/job:worker/replica:0/task:0"
+    assert where["logged"] == "/job:worker/replica:0/task:1"
+    assert "total:0 = [[15.65396]]" in output_texts(outputs)
+    timeline = next(o["data"][TIMELINE_MIME] for o in outputs
+                    if TIMELINE_MIME in o.get("data", {}))
+    assert [(t["tensor"], t["src_device"].split("/device:")[0]) for t in timeline["transfers"]] \
+        == [("logged:0", "/job:worker/replica:0/task:1")]

@@ -9,7 +9,10 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lessons"))
-from lesson_tools import LESSONS, assert_passes_nbval, export_html, svgs  # noqa: E402
+from lesson_tools import (LESSONS, assert_passes_nbval, export_html, output_texts,  # noqa: E402
+                          stored_outputs, svgs)
+
+PLACEMENT_MIME = "application/vnd.tfteach.placement+json"
 
 LESSON = LESSONS / "01_device_placement.ipynb"
 
@@ -55,3 +58,19 @@ def test_exported_lesson_draws_in_chromium(exported, tmp_path):
     device_colours = {(0x56, 0xB4, 0xE9), (0xE6, 0x9F, 0x00), (0x00, 0x9E, 0x73)}
     assert device_colours <= colours, "the CPU:0, GPU:0 and GPU:1 node colours are drawn"
     assert (0xC0, 0x39, 0x2B) in colours, "transfer arrows and the error box are drawn"
+
+
+def test_try_it_on_tensorflow_shows_tf_lacking_the_gpus_and_every_op_it_moved():
+    """The text: TF here has no GPU, says so, puts every op on CPU:0 with --soft, and the
+    comparison lists each op that went elsewhere."""
+    outputs = stored_outputs(LESSON, "%%placement --backend compare --soft")
+    text = output_texts(outputs)
+    assert "Note: TensorFlow on this machine has no GPU:0, GPU:1 (it has CPU:0)." in text
+    ours, theirs = [o["data"][PLACEMENT_MIME] for o in outputs
+                    if PLACEMENT_MIME in o.get("data", {})]
+    assert {n["assigned_device"][-5:] for n in theirs["nodes"]} == {"CPU:0"}
+    moved = [n["name"] for n in ours["nodes"] if not n["assigned_device"].endswith("CPU:0")]
+    assert "tfteach and TensorFlow differ (6 differences):" in text
+    for name, node in ((n["name"], n) for n in ours["nodes"] if n["name"] in moved):
+        assert f"placement of {name}: tfteach {node['assigned_device'][-5:]}, TensorFlow " \
+               "CPU:0" in text

@@ -1,4 +1,4 @@
-"""Small display objects: learner-friendly errors, notes, fetched values, the device table.
+"""Small display objects: learner-friendly errors, headings, notes, fetched values, the device table.
 
 Each has ``_repr_mimebundle_`` with ``text/html`` for notebooks and a deterministic
 ``text/plain`` for nbval, GitHub and terminals. No state beyond what they were built with.
@@ -54,6 +54,16 @@ class ErrorBox:
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
         return {"text/html": self.html(), "text/plain": self.text()}
+
+
+class Heading:
+    """A short title above a group of outputs (e.g. ``tfteach:`` / ``TensorFlow:``)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
+        return {"text/html": f"<h4>{html_escape(self.text)}</h4>", "text/plain": self.text}
 
 
 class Note:

@@ -36,7 +36,7 @@ from tfteach.errors import OpError
 from tfteach.notebook import graphviz_svg
 from tfteach.notebook.cluster_view import ClusterController, parse_task
 from tfteach.notebook.backend_compare import compare
-from tfteach.notebook.displays import DeviceTable, ErrorBox, Note
+from tfteach.notebook.displays import DeviceTable, ErrorBox, Heading, Note
 from tfteach.notebook.placement_cell import (PlacementOptions, PlacementResult, is_fetchable,
                                              result_displays, run_placement_cell, virtual_gpus)
 from tfteach.notebook.tf_backend import run_tf_cell
@@ -141,7 +141,7 @@ class TfteachMagics(Magics):
     def _placement_tfteach(self, source: str, options: PlacementOptions
                            ) -> PlacementResult | None:
         if options.backend == "compare":
-            print("tfteach:")
+            display(Heading("tfteach:"))
         try:
             result = run_placement_cell(source, options, self.shell.user_ns)
         except OpError as err:
@@ -154,7 +154,7 @@ class TfteachMagics(Magics):
     def _placement_tensorflow(self, source: str, options: PlacementOptions
                               ) -> PlacementResult | None:
         if options.backend == "compare":
-            print("TensorFlow:")
+            display(Heading("TensorFlow:"))
         try:
             result = run_tf_cell(source, options, self.shell.user_ns)
         except OpError as err:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import io
 import os
 import re
 import sys
@@ -84,7 +85,9 @@ def captured_fd(fd: int = 1) -> Iterator[list[str]]:
     sys.stdout.flush()
     sys.stderr.flush()
     saved = os.dup(fd)
-    with tempfile.TemporaryFile() as f:
+    python = io.StringIO()          # TF's log listener writes some lines through Python
+    redirect = contextlib.redirect_stdout if fd == 1 else contextlib.redirect_stderr
+    with tempfile.TemporaryFile() as f, redirect(python):
         os.dup2(f.fileno(), fd)
         try:
             yield out
@@ -93,7 +96,7 @@ def captured_fd(fd: int = 1) -> Iterator[list[str]]:
             os.dup2(saved, fd)
             os.close(saved)
             f.seek(0)
-            out.append(f.read().decode(errors="replace"))
+            out.append(python.getvalue() + f.read().decode(errors="replace"))
 
 
 # ---- GPUs TF lacks -------------------------------------------------------------------------------
