@@ -29,6 +29,15 @@ from tfteach.framework.tensor_shape import TensorShape, as_shape
 _OPERATORS: dict[str, Callable] = {}
 
 
+# Graph.as_graph_def's writer, installed by tfteach.framework.graph_def (which imports this).
+_GRAPH_DEF_WRITER: list[Callable] = []
+
+
+def register_graph_def_writer(fn: Callable) -> None:
+    """Install ``fn(ops, add_shapes=...)`` as the writer behind ``Graph.as_graph_def``."""
+    _GRAPH_DEF_WRITER[:] = [fn]
+
+
 def register_operator(name: str, fn: Callable) -> None:
     """Install ``fn`` as ``Tensor.<name>`` (``__add__``, ``__matmul__``, ...)."""
     _OPERATORS[name] = fn
@@ -487,8 +496,9 @@ class Graph:
     def as_graph_def(self, from_version: int | None = None, add_shapes: bool = False) -> Any:
         """TF's ``GraphDef`` protobuf of this graph (see ``tfteach.framework.graph_def``);
         ``from_version``: only the ops added since ``graph.version`` was that number."""
-        from tfteach.framework.graph_def import as_graph_def  # it imports this module
-        return as_graph_def(self._ops[from_version or 0:], add_shapes=add_shapes)
+        if not _GRAPH_DEF_WRITER:
+            raise RuntimeError("GraphDef support is not loaded: import tfteach first")
+        return _GRAPH_DEF_WRITER[0](self._ops[from_version or 0:], add_shapes=add_shapes)
 
     def get_operations(self) -> list[Operation]:
         return list(self._ops)

@@ -34,7 +34,8 @@ import numpy as np
 
 from tfteach.errors import NotFoundError
 from tfteach.framework import dtypes, registry, tensor_proto
-from tfteach.framework.graph import Graph, Operation, Tensor, get_default_graph
+from tfteach.framework.graph import (Graph, Operation, Tensor, get_default_graph,
+                                     register_graph_def_writer)
 from tfteach.framework.protos import tfteach_tf_formats_pb2 as pb
 from tfteach.framework.tensor_shape import TensorShape
 
@@ -198,6 +199,9 @@ def as_graph_def(ops: Graph | Iterable[Operation], devices: Mapping[str, str] | 
         nodes = _one_hot_nodes(op, node, by_name) if op.type == "OneHot" else [node]
         graph_def.node.extend(nodes)
     return graph_def
+
+
+register_graph_def_writer(as_graph_def)
 
 
 # ---------------------------------------------------------------- import
