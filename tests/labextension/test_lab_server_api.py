@@ -46,6 +46,18 @@ def test_cluster_list_shows_a_registered_cluster_and_its_tasks(server):
     assert all(t["alive"] is False and t["devices"] == [] for t in cluster["tasks"])
 
 
+def test_cluster_list_says_which_runtime_runs_the_tasks(server):
+    old_entry, tf_entry = fake_entry(), fake_entry()
+    old_entry.pop("backend", None)          # written before clusters recorded their backend
+    tf_entry["backend"] = "tensorflow"
+    write_entry(old_entry)
+    write_entry(tf_entry)
+    status, body, _ = server.api("GET", "tfteach/api/clusters")
+    assert status == 200
+    backends = {c["id"]: c["backend"] for c in body["clusters"]}
+    assert backends == {old_entry["id"]: "tfteach", tf_entry["id"]: "tensorflow"}
+
+
 def test_cluster_list_never_contains_the_token_argv_or_env(server):
     entry = fake_entry()
     write_entry(entry)
