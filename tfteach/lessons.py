@@ -42,12 +42,13 @@ class Feedback:
         return "\n".join(lines + [f"Hint: {h}" for h in dict.fromkeys(self.hints)])
 
     def html(self) -> str:
-        from html import escape
+        """The box: themed colours (``palette.feedback_style``), `code` in hints as code."""
+        from tfteach.notebook.palette import feedback_style
+        from tfteach.notebook.style import inline_code
 
-        color, bg = ("#1E8449", "#E9F7EF") if self.passed else ("#C0392B", "#FDEDEC")
-        body = escape(self.text()).replace("\n", "<br>")
-        return (f"<div class='tfteach-check' style='border-left:4px solid {color};"
-                f"background:{bg};padding:6px 10px;margin:4px 0'>{body}</div>")
+        style = feedback_style("success" if self.passed else "error")
+        body = "<br>".join(inline_code(line) for line in self.text().split("\n"))
+        return f"<div class='tfteach-check' style='{style}'>{body}</div>"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
         return {"text/html": self.html(), "text/plain": self.text()}

@@ -10,7 +10,8 @@ from nbkernel import TOWERS
 import tfteach as tf
 from tfteach.notebook.placement_cell import PlacementOptions, run_placement_cell
 from tfteach.notebook.placement_view import PLACEMENT_MIME, PlacementView, placement_dot
-from tfteach.notebook.timeline_view import TIMELINE_MIME, TimelineView, timeline_text
+from tfteach.notebook.timeline_view import (TIMELINE_MIME, TimelineView, timeline_svg,
+                                            timeline_text, transfer_arrows)
 
 
 @pytest.fixture
@@ -99,9 +100,36 @@ def test_timeline_text_is_stable_and_svg_has_lanes_bars_and_arrows(towers):
     assert timeline_text(shuffled) == text
     svg = timeline.svg()
     assert svg.count("<title>") >= 7 + 2 + 3
-    assert svg.count("marker-end=") == 3, "two transfer arrows and the legend's"
+    assert svg.count("marker-end=") == 5, "send and deliver per transfer, and the legend's"
     assert ">GPU:1</text>" in svg and ">MatMul</text>" in svg
     assert "marker-end=" not in timeline.svg(show_transfers=False)
+
+
+def test_timeline_arrows_leave_the_producers_bar_and_enter_the_consumers(towers):
+    data = towers.timeline.data
+    ops = {o["name"]: o for o in data["ops"]}
+    arrows = transfer_arrows(data)
+    assert sorted((a["kind"], a["consumer"]) for a in arrows) == [
+        ("deliver", "AddN"), ("deliver", "AddN"), ("send", None), ("send", None)]
+    for a in arrows:
+        t = data["transfers"][a["transfer"]]
+        assert a["x1_us"] >= a["x0_us"], "no arrow goes back in time"
+        if a["kind"] == "send":
+            assert a["x0_us"] == ops[t["src_op"]]["end_us"]
+            assert a["src"] == ops[t["src_op"]]["device"]
+        else:
+            consumer = ops[a["consumer"]]
+            assert consumer["start_us"] <= a["x1_us"] <= consumer["end_us"]
+            assert a["x0_us"] >= ops[t["src_op"]]["end_us"]
+
+
+def test_timeline_lane_labels_are_elided_with_the_full_name_in_the_tooltip():
+    long = "/job:worker/replica:0/task:0/device:CPU:0"
+    data = {"devices": [{"name": long, "short": "a-very-long-job-name:0/CPU:0" * 2}],
+            "ops": [], "transfers": [], "step_us": 10}
+    svg = timeline_svg(data)
+    label = re.search(r"<title>" + re.escape(long) + r"</title>([^<]*)</text>", svg).group(1)
+    assert label.endswith("/CPU:0") and "…" in label and len(label) == 32
 
 
 def test_timeline_bundle_and_chrome_trace(towers, tmp_path):

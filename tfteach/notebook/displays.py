@@ -10,11 +10,11 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from tfteach.notebook.style import format_bytes, html_escape
+from tfteach.notebook.palette import feedback_style
+from tfteach.notebook.style import format_bytes, html_escape, inline_code
 from tfteach.timeline import short_device
 
-_BOX = ("border-left:4px solid {color};background:{bg};padding:6px 10px;margin:4px 0;"
-        "font-family:var(--jp-code-font-family,monospace);font-size:12px;white-space:pre-wrap")
+_TEXT = "font-family:var(--jp-code-font-family,monospace);font-size:12px;white-space:pre-wrap"
 
 
 class ErrorBox:
@@ -47,9 +47,9 @@ class ErrorBox:
         head = f"<b>{html_escape(self.title)}</b>"
         if self.context:
             head += f" while {html_escape(self.context)}"
-        hint = (f'<div style="margin-top:6px"><b>Hint:</b> {html_escape(self.hint)}</div>'
+        hint = (f'<div style="margin-top:6px"><b>Hint:</b> {inline_code(self.hint)}</div>'
                 if self.hint else "")
-        return (f'<div class="tfteach-error" style="{_BOX.format(color="#C0392B", bg="#FDEDEC")}">'
+        return (f'<div class="tfteach-error" style="{feedback_style("error")};{_TEXT}">'
                 f"{head}<div>{html_escape(self.message)}</div>{hint}</div>")
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
@@ -73,9 +73,9 @@ class Note:
         self.text = text
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
-        style = _BOX.format(color="#2E86C1", bg="#EBF5FB")
+        style = f"{feedback_style('note')};{_TEXT}"
         return {"text/html": f'<div class="tfteach-note" style="{style}">'
-                             f"{html_escape(self.text)}</div>",
+                             f"{inline_code(self.text)}</div>",
                 "text/plain": f"Note: {self.text}"}
 
 

@@ -227,7 +227,8 @@ def _run(result: PlacementResult, options: PlacementOptions) -> None:
     result.run_metadata = metadata
     if options.run:
         result.values = {_fetch_name(f): v for f, v in zip(fetches, values, strict=True)}
-    result.timeline = TimelineView.from_step_stats(metadata.step_stats)
+    result.timeline = TimelineView.from_step_stats(
+        metadata.step_stats, [d.name for d in sess.list_devices()])
 
 
 def result_displays(result: PlacementResult) -> list[Any]:

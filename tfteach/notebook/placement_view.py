@@ -7,9 +7,12 @@ payload that the JupyterLab renderer draws::
      "edges":   [{"src", "dst", "cross_device", "bytes"}],   # data edges; bytes None if unknown
      "devices": [{"name", "device_type", "description"}]}     # the session's, sorted
 
-``PlacementView(data)`` draws it with Graphviz: nodes coloured by device, job or op type,
-boxed by job, task (only when there are several) and device, cross-device edges (transfers)
-thick and red with their size, requested vs assigned device in each node's tooltip. Its text
+``PlacementView(data)`` draws it with Graphviz: nodes coloured by device or job (``palette``'s
+device colours, in the payload's device order, as the extension does) or by op type (greys,
+bordered differently past the fourth type), each label in the colour that contrasts with
+its fill; boxed by job, task (only when there are several) and device, cross-device edges
+(transfers) thick and red with their size, requested vs assigned device in each node's
+tooltip; the legend lists the colours the graph uses. Its text
 form is one ``name (Type) -> device`` line per node, in graph order. No state beyond the view
 settings (see ``tfteach.notebook.view``).
 """
@@ -21,7 +24,8 @@ import numpy as np
 
 from tfteach.notebook import graphviz_svg
 from tfteach.notebook.graphviz_svg import escape
-from tfteach.notebook.style import TRANSFER_COLOR, colors_for, format_bytes
+from tfteach.notebook.palette import TRANSFER_COLOR, device_fill, label_color, op_style
+from tfteach.notebook.style import format_bytes
 from tfteach.notebook.view import View
 from tfteach.timeline import short_device
 
@@ -83,22 +87,31 @@ def _color_key(node: dict, color_by: str) -> str:
     if color_by == "type":
         return node["type"]
     job, task, _ = _parts(node["assigned_device"])
-    return f"{job}:{task}" if color_by == "job" else short_device(node["assigned_device"])
+    return f"{job}:{task}" if color_by == "job" else node["assigned_device"]
 
 
-def _color_keys(data: dict, color_by: str) -> list[str]:
-    """Every key that gets a colour: for devices and jobs all of the session's, so a device
-    keeps its colour from cell to cell; for op types the ones in the graph."""
-    keys = [_color_key(n, color_by) for n in data["nodes"]]
-    if color_by != "type":
-        keys += [_color_key({"assigned_device": d["name"], "type": ""}, color_by)
-                 for d in data["devices"]]
-    return keys
+_BORDERS = {"solid": "", "stripes": ",dashed", "dots": ",dotted"}
+
+
+def node_colors(data: dict, color_by: str) -> dict[str, tuple[str, str]]:
+    """Colour key -> (fill, extra Graphviz style). Devices in the payload's device order
+    (then devices seen only on nodes), so a device keeps its colour from view to view; jobs
+    in sorted order; op types as greys, with dashed or dotted borders past the fourth."""
+    if color_by == "type":
+        types = sorted({n["type"] for n in data["nodes"]})
+        return {k: (op_style(i)[0], _BORDERS[op_style(i)[1]]) for i, k in enumerate(types)}
+    names = [d["name"] for d in data["devices"]]
+    names += sorted({n["assigned_device"] for n in data["nodes"]} - set(names))
+    keys = list(dict.fromkeys(_color_key({"assigned_device": n, "type": ""}, color_by)
+                              for n in names))
+    if color_by == "job":
+        keys.sort()
+    return {k: (device_fill(i), "") for i, k in enumerate(keys)}
 
 
 def placement_dot(data: dict, color_by: str = "device", show_transfers: bool = True) -> str:
     """The DOT source of the placement picture."""
-    colors = colors_for(_color_keys(data, color_by))
+    colors = node_colors(data, color_by)
     lines = ['digraph placement {', 'rankdir=TB; compound=true; newrank=true;',
              'graph [fontname="Helvetica", fontsize=11, style=rounded, color="#888888"];',
              'node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=10, '
@@ -106,7 +119,8 @@ def placement_dot(data: dict, color_by: str = "device", show_transfers: bool = T
              'fontsize=9];']
     lines += _clusters(data, colors, color_by)
     lines += _edges(data, show_transfers)
-    lines += _legend(colors, color_by)
+    used = dict.fromkeys(_color_key(n, color_by) for n in data["nodes"])
+    lines += _legend({k: colors[k] for k in colors if k in used}, color_by)
     lines.append("}")
     return "\n".join(lines)
 
@@ -116,7 +130,13 @@ def _node_line(node: dict, colors: dict, color_by: str) -> str:
            f"\nassigned: {node['assigned_device']}")
     label = node["name"] if node["name"] == node["type"] else f"{node['name']}\n{node['type']}"
     return (f'"{escape(node["name"])}" [label="{escape(label)}", tooltip="{escape(tip)}", '
-            f'fillcolor="{colors[_color_key(node, color_by)]}"];')
+            f'{_fill_attrs(*colors[_color_key(node, color_by)])}];')
+
+
+def _fill_attrs(fill: str, border: str) -> str:
+    """Fill, contrasting label colour and (for hatched op types) border style of a node."""
+    style = f', style="rounded,filled{border}"' if border else ""
+    return f'fillcolor="{fill}", fontcolor="{label_color(fill)}"{style}'
 
 
 def _clusters(data: dict, colors: dict, color_by: str) -> list[str]:
@@ -162,13 +182,18 @@ def _legend(colors: dict, color_by: str) -> list[str]:
     title = {"device": "device", "job": "job:task", "type": "op type"}[color_by]
     lines = [f'subgraph "cluster_legend" {{ label="colour = {title}"; style="rounded"; '
              'color="#BBBBBB"; node [shape=box, style="filled", fontsize=9, height=0.2];']
-    lines += [f'"__legend_{i}" [label="{escape(k)}", fillcolor="{c}"];'
-              for i, (k, c) in enumerate(colors.items())]
+    lines += [f'"__legend_{i}" [label="{escape(_legend_label(k, color_by))}", '
+              f'{_fill_attrs(fill, border).replace("rounded,", "")}];'
+              for i, (k, (fill, border)) in enumerate(colors.items())]
     if len(colors) > 1:
         chain = " -> ".join(f'"__legend_{i}"' for i in range(len(colors)))
         lines.append(f"{{ rank=same; {chain} [style=invis]; }}")
     lines.append("}")
     return lines
+
+
+def _legend_label(key: str, color_by: str) -> str:
+    return short_device(key) if color_by == "device" else key
 
 
 # ---- the view ---------------------------------------------------------------------------------

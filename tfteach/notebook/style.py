@@ -1,21 +1,10 @@
-"""Colours and number formats shared by the notebook views.
-
-Colours come from one fixed palette (Okabe-Ito's colour-blind-safe set, then softer tones),
-handed out in sorted key order, so the same devices or op types get the same colours in
-every view and every run. No state.
+"""Number formats and HTML helpers shared by the notebook views (colours: ``palette``). No state.
 """
 from __future__ import annotations
 
-from typing import Iterable
+import re
 
-PALETTE = ("#56B4E9", "#E69F00", "#009E73", "#CC79A7", "#0072B2", "#D55E00", "#F0E442",
-           "#999999", "#8DD3C7", "#BEBADA", "#FB8072", "#80B1D3", "#FDB462", "#B3DE69")
-TRANSFER_COLOR = "#C0392B"
-
-
-def colors_for(keys: Iterable[str]) -> dict[str, str]:
-    """A colour per distinct key, in sorted order (stable across runs)."""
-    return {k: PALETTE[i % len(PALETTE)] for i, k in enumerate(sorted(set(keys)))}
+_BACKTICKS = re.compile(r"`([^`\n]+)`")
 
 
 def format_us(us: float) -> str:
@@ -47,6 +36,11 @@ def format_bytes(n: int | None) -> str:
 def html_escape(text: str) -> str:
     return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
             .replace('"', "&quot;"))
+
+
+def inline_code(text: str) -> str:
+    """``text`` as HTML, with each span between backticks shown as ``<code>``."""
+    return _BACKTICKS.sub(r"<code>\1</code>", html_escape(text))
 
 
 def kernel_running() -> bool:

@@ -13,7 +13,9 @@ receiving device (consumers read from the ops' ``timeline_label`` inputs).
 series per allocator (``cpu``, ``GPU_0_bfc``) of the bytes of live tensors.
 
 ``Timeline.to_data()`` is the ``application/vnd.tfteach.timeline+json`` form the notebook and
-JupyterLab renderers draw: times in microseconds from the step's first event.
+JupyterLab renderers draw: times in microseconds from the step's first event; each transfer
+names its producer (``src_op``) and the ops that read it on the receiving device
+(``consumers``), so arrows can start at the producer's bar and end in the consumers'.
 """
 from __future__ import annotations
 
@@ -44,6 +46,12 @@ class Timeline:
                 if n not in names:
                     names.append(n)
         return sorted(names)
+
+    def _consumers(self, t: Any) -> list[str]:
+        """Ops on a transfer's receiving device that read it (by producer or _Recv name)."""
+        return [n.node_name for ds in self.step_stats.dev_stats if ds.device == t.dst_device
+                for n in ds.node_stats
+                if {t.src_op, t.dst_op} & set(_label_inputs(n.timeline_label)) - {""}]
 
     def _t0(self) -> int:
         starts = [n.all_start_micros for d in self.step_stats.dev_stats for n in d.node_stats]
@@ -80,7 +88,8 @@ class Timeline:
             s = t.all_start_micros - t0
             transfers.append({"src_device": t.src_device, "dst_device": t.dst_device,
                               "tensor": t.tensor_name, "start_us": s,
-                              "end_us": s + t.all_end_rel_micros, "bytes": t.bytes})
+                              "end_us": s + t.all_end_rel_micros, "bytes": t.bytes,
+                              "src_op": t.src_op, "consumers": self._consumers(t)})
             end = max(end, s + t.all_end_rel_micros)
         ops.sort(key=lambda o: (o["start_us"], o["name"]))
         return {"devices": [{"name": d, "short": short_device(d)} for d in self._devices()],
