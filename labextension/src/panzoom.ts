@@ -3,8 +3,9 @@
  *
  * `ViewBox` is the pure part (the visible rectangle in drawing coordinates).
  * `PanZoom` binds it to an <svg>: wheel zooms about the pointer, dragging the
- * background pans, `reset()` fits the whole drawing. A drag sets
- * `dragged` so that the click that ends it is not taken as a selection.
+ * background pans, `reset()` fits the whole drawing; with the keyboard focus
+ * on the <svg>, `+`/`-` zoom, the arrow keys pan and `0` fits again. A drag
+ * sets `dragged` so that the click that ends it is not taken as a selection.
  */
 import { IDisposable } from '@lumino/disposable';
 
@@ -46,6 +47,7 @@ export class PanZoom implements IDisposable {
     _svg.addEventListener('pointermove', this._onPointerMove);
     _svg.addEventListener('pointerup', this._onPointerUp);
     _svg.addEventListener('pointercancel', this._onPointerUp);
+    _svg.addEventListener('keydown', this._onKey);
   }
 
   /** True when the last pointer gesture moved the view (not a click). */
@@ -79,6 +81,24 @@ export class PanZoom implements IDisposable {
     this._svg.removeEventListener('pointermove', this._onPointerMove);
     this._svg.removeEventListener('pointerup', this._onPointerUp);
     this._svg.removeEventListener('pointercancel', this._onPointerUp);
+    this._svg.removeEventListener('keydown', this._onKey);
+  }
+
+  /** Zoom by `factor` (> 1 zooms in) about the middle of the view, within the limits. */
+  zoomBy(factor: number): void {
+    const scale = this._full.width / (this._view.width / factor);
+    if (scale < MIN_SCALE || scale > MAX_SCALE) {
+      return;
+    }
+    const v = this._view;
+    v.zoomAt(v.x + v.width / 2, v.y + v.height / 2, factor);
+    this._apply();
+  }
+
+  /** Move the view by a fraction of its size (arrow keys: a tenth). */
+  panByFraction(fx: number, fy: number): void {
+    this._view.panBy(-fx * this._view.width, -fy * this._view.height);
+    this._apply();
   }
 
   /** Drawing units per screen pixel (the viewBox is fitted with `meet`). */
@@ -142,6 +162,27 @@ export class PanZoom implements IDisposable {
     this._drag = null;
     if (this._svg.hasPointerCapture?.(event.pointerId)) {
       this._svg.releasePointerCapture(event.pointerId);
+    }
+  };
+
+  private _onKey = (event: KeyboardEvent): void => {
+    if (event.target !== this._svg) {
+      return;
+    }
+    const moves: { [key: string]: () => void } = {
+      '+': () => this.zoomBy(1.25),
+      '=': () => this.zoomBy(1.25),
+      '-': () => this.zoomBy(0.8),
+      '0': () => this.reset(),
+      ArrowLeft: () => this.panByFraction(-0.1, 0),
+      ArrowRight: () => this.panByFraction(0.1, 0),
+      ArrowUp: () => this.panByFraction(0, -0.1),
+      ArrowDown: () => this.panByFraction(0, 0.1)
+    };
+    const move = moves[event.key];
+    if (move) {
+      event.preventDefault();
+      move();
     }
   };
 

@@ -72,7 +72,7 @@ describe('timeline model', () => {
   it('colours ops by type, the same type the same colour', () => {
     const model = new TimelineModel(twoLaneTimeline());
     expect(model.opTypes).toEqual(['Const', 'Identity', 'MatMul']);
-    expect(model.opColor('MatMul')).not.toBe(model.opColor('Const'));
+    expect(model.opStyle('MatMul')).not.toEqual(model.opStyle('Const'));
   });
 
   it('zooms to a dragged range in either direction and resets', () => {
@@ -126,18 +126,18 @@ describe('timeline settings from the kernel', () => {
     expect(parseTimelineSettings({ color_by: 'job' })).toEqual(DEFAULT_TIMELINE_SETTINGS);
   });
 
-  it('colours bars by lane when asked to colour by device', () => {
+  it('colours bars by lane when asked to colour by device, by grey and hatch by type', () => {
     const data = twoLaneTimeline();
     const [a, c, d] = data.ops;
     const byType = new TimelineModel(data);
-    expect(byType.barColor(c)).not.toBe(byType.barColor(d));
+    expect(byType.barStyle(c)).not.toEqual(byType.barStyle(d));
     expect(byType.colorKeys().map(k => k.label)).toEqual(['Const', 'Identity', 'MatMul']);
     const byDevice = new TimelineModel(data, { colorBy: 'device', showTransfers: true });
-    expect(byDevice.barColor(c)).toBe(byDevice.barColor(d));
-    expect(byDevice.barColor(a)).not.toBe(byDevice.barColor(c));
+    expect(byDevice.barStyle(c)).toEqual(byDevice.barStyle(d));
+    expect(byDevice.barStyle(a)).not.toEqual(byDevice.barStyle(c));
     expect(byDevice.colorKeys()).toEqual([
-      { label: 'GPU:0', color: byDevice.barColor(a) },
-      { label: 'GPU:1', color: byDevice.barColor(c) }
+      { label: 'GPU:0', color: byDevice.barStyle(a).fill, hatch: 'solid' },
+      { label: 'GPU:1', color: byDevice.barStyle(c).fill, hatch: 'solid' }
     ]);
     expect(byDevice.laneIndex(GPU0)).toBe(0);
   });

@@ -213,7 +213,9 @@ class GraphEngine(WorkerTransport):
                       for t, v in fed.items()}
             try:
                 raw, stats = self.executor.run(plan, values, slot.resources,
-                                               trace=bool(opts.get("trace")))
+                                               trace=bool(opts.get("trace")),
+                                               timeout_s=slot.resources.timeout_s,
+                                               step_id=step_id, timeout_ends_step=False)
             except errors.DeadlineExceededError as e:   # a sync step lacking gradients?
                 raise explain_timeout(e, part.mgr, self.task.cluster) from None
         self._steps += bool(opts.get("first", True))     # a step's later phases: the same step
@@ -291,8 +293,9 @@ class GraphEngine(WorkerTransport):
 
     def cleanup_graph(self, step_id: int) -> None:
         """Abort step ``step_id`` here (its waits end with AbortedError) and forget it."""
-        self.rendezvous.abort_step(step_id, errors.AbortedError(
-            f"Step {step_id} was aborted on {self.task.task_name}"))
+        error = errors.AbortedError(f"Step {step_id} was aborted on {self.task.task_name}")
+        self.rendezvous.abort_step(step_id, error)
+        self.executor.cancel(step_id, error)      # its waiting kernels: on_cancel
         super().cleanup_graph(step_id)
 
     def deregister_graph(self, graph_handle: str) -> None:
@@ -379,6 +382,7 @@ class GraphEngine(WorkerTransport):
         error = self.shutting_down()
         for step_id in steps:
             self.rendezvous.abort_step(step_id, error)
+            self.executor.cancel(step_id, error)
 
     def close(self) -> None:
         super().close()

@@ -16,7 +16,7 @@
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { deviceLabels, parseDevice, shortDevice, taskOf } from '../devices';
-import { paletteColor } from '../format';
+import { opStyle, paletteColor } from '../format';
 
 /** The MIME type a kernel sends a placed graph with. */
 export const PLACEMENT_MIME = 'application/vnd.tfteach.placement+json';
@@ -69,6 +69,8 @@ export interface IColorKey {
   key: string;
   label: string;
   color: string;
+  /** `solid`, or the hatch of an op type past the fourth (see `opStyle`). */
+  hatch: string;
 }
 
 /** A device as the view shows it: its colour, short name and legend label. */
@@ -170,17 +172,21 @@ export function collectColorKeys(
   colorBy: ColorBy
 ): IColorKey[] {
   if (colorBy === 'device') {
-    return devices.map(d => ({ key: d.name, label: d.label, color: d.color }));
+    return devices.map(d => ({ key: d.name, label: d.label, color: d.color, hatch: 'solid' }));
   }
   const keys =
     colorBy === 'job'
       ? devices.map(d => taskOf(d.name))
       : data.nodes.map(n => colorKeyOf(n, colorBy));
-  return [...new Set(keys)].sort().map((key, i) => ({
-    key,
-    label: key || (colorBy === 'job' ? '(no job)' : '(no type)'),
-    color: paletteColor(i)
-  }));
+  return [...new Set(keys)].sort().map((key, i) => {
+    const style = colorBy === 'type' ? opStyle(i) : { fill: paletteColor(i), hatch: 'solid' };
+    return {
+      key,
+      label: key || (colorBy === 'job' ? '(no job)' : '(no type)'),
+      color: style.fill,
+      hatch: style.hatch
+    };
+  });
 }
 
 /** The declared devices, then any device seen only on a node, coloured in order. */
@@ -294,7 +300,7 @@ export class PlacementModel {
       this._nodes.set(node.name, node);
     }
     for (const entry of this.colorKeys) {
-      this._colors.set(entry.key, entry.color);
+      this._colors.set(entry.key, entry);
     }
   }
 
@@ -332,7 +338,18 @@ export class PlacementModel {
 
   /** A node's fill colour under the current settings. */
   nodeColor(node: IPlacementNode): string {
-    return this._colors.get(colorKeyOf(node, this.settings.colorBy)) ?? '#999';
+    return this.nodeKey(node)?.color ?? '#999999';
+  }
+
+  /** The colour-key entry a node is drawn with. */
+  nodeKey(node: IPlacementNode): IColorKey | undefined {
+    return this._colors.get(colorKeyOf(node, this.settings.colorBy));
+  }
+
+  /** The devices that hold at least one node, in legend order. */
+  usedDevices(): IDeviceInfo[] {
+    const used = new Set(this.data.nodes.map(n => n.assigned_device || ''));
+    return this.devices.filter(d => used.has(d.name));
   }
 
   /** Whether the edge at `index` is drawn: transfers only while they are shown. */
@@ -398,7 +415,7 @@ export class PlacementModel {
   }
 
   private _nodes = new Map<string, IPlacementNode>();
-  private _colors = new Map<string, string>();
+  private _colors = new Map<string, IColorKey>();
   private _hidden = new Set<string>();
   private _selected: string | null = null;
   private _visibilityChanged = new Signal<this, void>(this);

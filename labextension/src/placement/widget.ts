@@ -4,9 +4,13 @@
  * Nodes are coloured by assigned device (or by job/task or op type, when the
  * output's metadata says so: the kernel's "Colour by" control) and boxed by
  * job, task and device; transfers are drawn unless the metadata hides them;
- * the legend's checkboxes hide a device's nodes; hovering shows a node's type,
- * requested and assigned device and bytes; clicking a node lights up its
- * inputs, outputs and cross-device transfers. Wheel zooms, drag pans.
+ * the legend lists the devices the graph uses (a toggle adds the session's
+ * other devices) and its checkboxes hide a device's nodes; hovering shows a
+ * node's type, requested and assigned device and bytes; clicking a node (or
+ * Enter on a focused one) lights up its inputs, outputs and cross-device
+ * transfers, Escape clears. Wheel or `+`/`-` zoom, drag or arrow keys pan.
+ * Node labels take the palette's contrasting colour for their fill; op types
+ * are greys (hatched past the fourth), never device colours.
  * The kernel redraws with new settings by updating the output, which calls
  * renderModel() again. The widget owns its model, pan-zoom controller and
  * tooltip and releases them in dispose().
@@ -15,11 +19,21 @@ import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
 import { shortDevice } from '../devices';
-import { formatBytes, htmlEl, svgEl } from '../format';
+import {
+  formatBytes,
+  hatchPatterns,
+  htmlEl,
+  labelColor,
+  opPaint,
+  plural,
+  svgEl,
+  swatchBackground
+} from '../format';
 import { PanZoom } from '../panzoom';
 import { Tooltip, TooltipRow } from '../tooltip';
 import { computeLayout, ILayout, IPoint } from './layout';
 import {
+  IColorKey,
   ILayoutInput,
   IPlacementNode,
   nodeId,
@@ -54,7 +68,8 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
     this._svg = svgEl('svg', {
       class: 'tft-svg',
       preserveAspectRatio: 'xMidYMin meet',
-      role: 'img'
+      role: 'group',
+      tabindex: 0
     });
     this._canvas.appendChild(this._svg);
     this._status = htmlEl('div', 'tft-status');
@@ -64,6 +79,7 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
     this._svg.addEventListener('mousemove', this._onHover);
     this._svg.addEventListener('mouseleave', () => this._tooltip.hide());
     this._svg.addEventListener('click', this._onClick);
+    this._svg.addEventListener('keydown', this._onKey);
   }
 
   /** The model of the last rendered bundle (null before the first). */
@@ -90,8 +106,10 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
     this.node.dataset.showTransfers = String(showTransfers);
     this._svg.setAttribute(
       'aria-label',
-      `placement graph: ${this._model.data.nodes.length} ops on ` +
-        `${this._model.devices.length} devices, coloured by ${COLOR_TITLES[colorBy]}`
+      `placement graph: ${plural(this._model.data.nodes.length, 'op')} on ` +
+        `${plural(this._model.usedDevices().length, 'device')}, coloured by ` +
+        `${COLOR_TITLES[colorBy]}. Tab to a node, Enter selects it; +, - and arrow keys ` +
+        'zoom and pan.'
     );
     this._buildLegend();
     this._buildColorKey();
@@ -113,7 +131,8 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
   private _buildLegend(): void {
     const model = this._model!;
     this._legend.replaceChildren();
-    for (const device of model.devices) {
+    const used = model.usedDevices();
+    for (const device of this._showAll ? model.devices : used) {
       const count = model.data.nodes.filter(n => (n.assigned_device || '') === device.name).length;
       const item = htmlEl('label', 'tft-legend-item');
       item.title = device.description ? `${device.name}\n${device.description}` : device.name;
@@ -131,6 +150,23 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
       item.appendChild(htmlEl('span', 'tft-legend-text', `${device.label} (${count})`));
       this._legend.appendChild(item);
     }
+    if (used.length < model.devices.length) {
+      this._legend.appendChild(this._allToggle(model.devices.length));
+    }
+  }
+
+  /** The toggle that lists every device of the session, not only the used ones. */
+  private _allToggle(total: number): HTMLElement {
+    const item = htmlEl('label', 'tft-legend-item tft-all-devices');
+    const box = htmlEl('input', 'tft-all-toggle');
+    box.type = 'checkbox';
+    box.checked = this._showAll;
+    box.addEventListener('change', () => {
+      this._showAll = box.checked;
+      this._buildLegend();
+    });
+    item.append(box, htmlEl('span', 'tft-legend-text', `all ${plural(total, 'device')}`));
+    return item;
   }
 
   /** The colour key, shown when nodes are coloured by something other than device. */
@@ -149,7 +185,7 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
       const item = htmlEl('span', 'tft-legend-item tft-color-item');
       item.dataset.key = entry.key;
       const swatch = htmlEl('span', 'tft-swatch');
-      swatch.style.background = entry.color;
+      swatch.style.background = swatchBackground(entry);
       item.append(swatch, htmlEl('span', 'tft-legend-text', entry.label));
       this._colorKey.appendChild(item);
     }
@@ -171,7 +207,7 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
       orient: 'auto-start-reverse'
     });
     marker.appendChild(svgEl('path', { d: 'M0,0 L10,5 L0,10 z', class: 'tft-arrowhead' }));
-    defs.appendChild(marker);
+    defs.append(marker, ...hatchPatterns(this._hatchPrefix));
     this._svg.replaceChildren(
       defs,
       this._drawGroups(input, layout),
@@ -237,7 +273,10 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
       const g = svgEl('g', {
         class: 'tft-node',
         'data-name': node.name,
-        'data-device': node.assigned_device || ''
+        'data-device': node.assigned_device || '',
+        tabindex: 0,
+        role: 'button',
+        'aria-label': `${node.name} (${node.type}) on ${shortDevice(node.assigned_device)}`
       });
       const rect = svgEl('rect', {
         x: box.x,
@@ -246,7 +285,9 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
         height: box.height,
         rx: 5
       });
-      rect.style.fill = this._model!.nodeColor(node);
+      const key: IColorKey | undefined = this._model!.nodeKey(node);
+      const fill = key?.color ?? '#999999';
+      rect.style.fill = key ? opPaint({ fill, hatch: key.hatch }, this._hatchPrefix) : fill;
       const name = svgEl('text', {
         x: box.x + box.width / 2,
         y: box.y + 16,
@@ -259,6 +300,7 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
         class: 'tft-node-type'
       });
       type.textContent = node.type;
+      name.style.fill = type.style.fill = labelColor(fill);
       g.append(rect, name, type);
       layer.appendChild(g);
     }
@@ -297,9 +339,10 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
         model.hiddenDevices.has(n.assigned_device || '')
       ).length;
       return (
-        `${model.data.nodes.length} nodes on ${model.devices.length} devices` +
+        `${plural(model.data.nodes.length, 'node')} on ` +
+        `${plural(model.usedDevices().length, 'device')}` +
         (hidden ? ` (${hidden} hidden)` : '') +
-        `, ${cross} cross-device edges` +
+        `, ${plural(cross, 'cross-device edge')}` +
         (model.settings.showTransfers ? '. ' : ' (not drawn). ') +
         'Click a node to see its inputs, outputs and transfers; drag to pan, wheel to zoom.'
       );
@@ -356,8 +399,26 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
     this._model.select(nodeEl ? (nodeEl.dataset.name ?? null) : null);
   };
 
+  private _onKey = (event: KeyboardEvent): void => {
+    const nodeEl = (event.target as Element).closest?.<SVGGElement>('.tft-node');
+    if (!this._model) {
+      return;
+    }
+    if (nodeEl && (event.key === 'Enter' || event.key === ' ')) {
+      event.preventDefault();
+      this._model.select(nodeEl.dataset.name ?? null);
+    } else if (event.key === 'Escape') {
+      this._model.select(null);
+    }
+  };
+
   private _mimeType: string;
   private _markerId: string;
+  private _showAll = false;
+
+  private get _hatchPrefix(): string {
+    return `${this._markerId}-hatch`;
+  }
   private _model: PlacementModel | null = null;
   private _legend: HTMLElement;
   private _colorKey: HTMLElement;

@@ -1,8 +1,10 @@
 /**
  * The timeline view's model: one step's op executions and transfers per
- * device, the kernel's view settings (bars coloured by op type or device;
- * transfers shown or hidden), the visible time range and the time <-> pixel
- * scale.
+ * device, the kernel's view settings (bars by op type: palette greys and
+ * hatches, never a device colour; or by device: the device colours, each lane
+ * keeping the colour its device has in the placement view), the arrows of
+ * each transfer (`transferArrows`, the geometry the Python view draws too),
+ * the visible time range and the time <-> pixel scale.
  *
  * State: `view` = [start, end] in microseconds. Invariants: `full` covers
  * every op and transfer and the step (it is never empty); `view` always lies
@@ -13,7 +15,7 @@
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { deviceLabels, shortDevice } from '../devices';
-import { paletteColor } from '../format';
+import { IOpStyle, opStyle, paletteColor } from '../format';
 
 /** The MIME type a kernel sends step stats with. */
 export const TIMELINE_MIME = 'application/vnd.tfteach.timeline+json';
@@ -21,6 +23,8 @@ export const TIMELINE_MIME = 'application/vnd.tfteach.timeline+json';
 export interface ITimelineDevice {
   name: string;
   short: string;
+  /** The device's place among the session's devices: its colour (else its lane's). */
+  color_index?: number;
 }
 
 export interface ITimelineOp {
@@ -39,6 +43,26 @@ export interface ITimelineTransfer {
   start_us: number;
   end_us: number;
   bytes: number | null;
+  /** The op that produced the tensor, on `src_device`. */
+  src_op?: string;
+  /** The ops on `dst_device` that read it. */
+  consumers?: string[];
+}
+
+/**
+ * One arrow of a transfer, in step time and lanes: `send` from the end of the
+ * producer's bar (or the transfer's start when the producer is not in the
+ * step) to the start of the transfer slice on the receiving lane; `deliver`
+ * from the end of the slice into a consumer's bar. Never backwards in time.
+ */
+export interface ITransferArrow {
+  kind: 'send' | 'deliver';
+  transfer: number;
+  x0_us: number;
+  src: string;
+  x1_us: number;
+  dst: string;
+  consumer: string | null;
 }
 
 export interface ITimelineData {
@@ -130,6 +154,42 @@ export class TimeScale {
   }
 }
 
+/** Every transfer's arrows (as `transfer_arrows` in tfteach/notebook/timeline_view.py). */
+export function transferArrows(data: ITimelineData): ITransferArrow[] {
+  const ops = new Map(data.ops.map(o => [`${o.device}\n${o.name}`, o]));
+  const arrows: ITransferArrow[] = [];
+  data.transfers.forEach((t, i) => {
+    const producer = ops.get(`${t.src_device}\n${t.src_op || t.tensor.split(':')[0]}`);
+    const ready = producer ? producer.end_us : t.start_us;
+    const arrive = Math.max(t.end_us, ready);
+    arrows.push({
+      kind: 'send',
+      transfer: i,
+      x0_us: ready,
+      src: t.src_device,
+      x1_us: Math.min(Math.max(t.start_us, ready), arrive),
+      dst: t.dst_device,
+      consumer: null
+    });
+    for (const name of t.consumers ?? []) {
+      const consumer = ops.get(`${t.dst_device}\n${name}`);
+      if (consumer) {
+        const enter = Math.min(Math.max(arrive, consumer.start_us), consumer.end_us);
+        arrows.push({
+          kind: 'deliver',
+          transfer: i,
+          x0_us: arrive,
+          src: t.dst_device,
+          x1_us: enter,
+          dst: t.dst_device,
+          consumer: name
+        });
+      }
+    }
+  });
+  return arrows;
+}
+
 /** The range that covers the step and every op and transfer. */
 export function fullRange(data: ITimelineData): Range {
   const items = [...data.ops, ...data.transfers];
@@ -191,23 +251,45 @@ export class TimelineModel {
     return this.lanes.findIndex(l => l.name === device);
   }
 
-  opColor(op: string): string {
-    return paletteColor(this.opTypes.indexOf(op));
+  /** An op type's grey and hatch. */
+  opStyle(op: string): IOpStyle {
+    return opStyle(this.opTypes.indexOf(op));
   }
 
-  /** An op's bar colour: its type's, or its lane's when colouring by device. */
-  barColor(op: ITimelineOp): string {
+  /** A lane's device colour (the device's colour in every view). */
+  laneColor(index: number): string {
+    const lane = this.lanes[index];
+    return paletteColor(lane?.color_index ?? index);
+  }
+
+  /** An op's bar style: its type's grey and hatch, or its lane's colour by device. */
+  barStyle(op: ITimelineOp): IOpStyle {
     return this.settings.colorBy === 'device'
-      ? paletteColor(this.laneIndex(op.device))
-      : this.opColor(op.op);
+      ? { fill: this.laneColor(this.laneIndex(op.device)), hatch: 'solid' }
+      : this.opStyle(op.op);
   }
 
-  /** What each bar colour stands for: op types, or devices (lane labels). */
-  colorKeys(): { label: string; color: string }[] {
+  /** What each bar style stands for: op types, or devices (lane labels). */
+  colorKeys(): { label: string; color: string; hatch: string }[] {
     if (this.settings.colorBy === 'device') {
-      return this.lanes.map((lane, i) => ({ label: lane.short, color: paletteColor(i) }));
+      return this.lanes.map((lane, i) => ({
+        label: lane.short,
+        color: this.laneColor(i),
+        hatch: 'solid'
+      }));
     }
-    return this.opTypes.map(op => ({ label: op, color: this.opColor(op) }));
+    return this.opTypes.map(op => {
+      const style = this.opStyle(op);
+      return { label: op, color: style.fill, hatch: style.hatch };
+    });
+  }
+
+  /** Move the view by `fraction` of its span (keyboard panning), inside the full range. */
+  panBy(fraction: number): void {
+    const [v0, v1] = this._view;
+    const span = v1 - v0;
+    const start = Math.min(this.full[1] - span, Math.max(this.full[0], v0 + fraction * span));
+    this._setView([start, start + span]);
   }
 
   /** Show [a, b] (in either order), clamped to the full range. */

@@ -1,19 +1,33 @@
 /**
- * The timeline view: one swimlane per device, ops as bars coloured by op
- * type (or by device, when the output's metadata says so: the kernel's
- * "Colour by" control), transfers as arrows between lanes (unless the
- * metadata hides them), a time axis.
+ * The timeline view: one swimlane per device, its label (elided when long,
+ * the full name as its tooltip) with the device's colour; ops as bars by op
+ * type (greys and hatches) or by device (when the output's metadata says so:
+ * the kernel's "Colour by" control); each transfer as a slice in a band at
+ * the top of the receiving lane, with an arrow from the end of the producer's
+ * bar to it and arrows from its end into the consumers' bars (unless the
+ * metadata hides transfers); a time axis.
  *
  * Drag across the lanes to zoom into that range, use the wheel to zoom about
- * the pointer, `Reset zoom` to see the whole step; hover shows an op's type,
- * duration and bytes. Redraws when the model's view changes or the canvas is
- * resized. Owns the model, tooltip and resize observer; dispose() releases
- * them.
+ * the pointer, `Reset zoom` to see the whole step; with the focus on the
+ * drawing `+`/`-` zoom, the arrow keys pan and `0` resets. Hover shows an
+ * op's type, duration and bytes in a tooltip placed off the hovered bar.
+ * Redraws when the model's view changes or the canvas is resized. Owns the
+ * model, tooltip and resize observer; dispose() releases them.
  */
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
-import { formatBytes, formatDuration, htmlEl, svgEl } from '../format';
+import {
+  elide,
+  formatBytes,
+  formatDuration,
+  hatchPatterns,
+  htmlEl,
+  opPaint,
+  plural,
+  svgEl,
+  swatchBackground
+} from '../format';
 import { Tooltip } from '../tooltip';
 import {
   ITimelineOp,
@@ -21,21 +35,22 @@ import {
   parseTimeline,
   parseTimelineSettings,
   TimelineModel,
-  TimeScale
+  TimeScale,
+  transferArrows
 } from './model';
-
-/** Pixel geometry of the drawing. */
-const LABEL_WIDTH = 96;
-const AXIS_HEIGHT = 26;
-const LANE_HEIGHT = 26;
-const LANE_GAP = 12;
-const RIGHT_PAD = 28;
+import {
+  AXIS_HEIGHT,
+  arrowPoints,
+  BAND_HEIGHT,
+  barSpan,
+  labelWidth,
+  LANE_HEIGHT,
+  laneTop,
+  MAX_LABEL_CHARS,
+  RIGHT_PAD
+} from './geometry';
 
 let idCount = 0;
-
-function laneTop(index: number): number {
-  return AXIS_HEIGHT + index * (LANE_HEIGHT + LANE_GAP);
-}
 
 export class TimelineView extends Widget implements IRenderMime.IRenderer {
   constructor(options: IRenderMime.IRendererOptions) {
@@ -51,7 +66,7 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
     const toolbar = htmlEl('div', 'tft-toolbar');
     toolbar.append(this._legend, this._range, this._reset);
     this._canvas = htmlEl('div', 'tft-canvas');
-    this._svg = svgEl('svg', { class: 'tft-svg', role: 'img' });
+    this._svg = svgEl('svg', { class: 'tft-svg', role: 'img', tabindex: 0 });
     this._canvas.appendChild(this._svg);
     this._status = htmlEl('div', 'tft-status');
     this.node.append(toolbar, this._canvas, this._status);
@@ -61,6 +76,7 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
     this._svg.addEventListener('pointermove', this._onPointerMove);
     this._svg.addEventListener('pointerup', this._onPointerUp);
     this._svg.addEventListener('mouseleave', () => this._tooltip.hide());
+    this._svg.addEventListener('keydown', this._onKey);
     this._resizeObserver = new ResizeObserver(() => {
       if (this._canvas.clientWidth !== this._lastWidth) {
         this._lastWidth = this._canvas.clientWidth;
@@ -92,9 +108,11 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
     this.node.dataset.showTransfers = String(showTransfers);
     this._svg.setAttribute(
       'aria-label',
-      `device timeline: ${this._model.data.ops.length} ops on ${this._model.lanes.length} ` +
-        `devices, step ${formatDuration(this._model.data.step_us)}`
+      `device timeline: ${plural(this._model.data.ops.length, 'op')} on ` +
+        `${plural(this._model.lanes.length, 'device')}, step ` +
+        `${formatDuration(this._model.data.step_us)}. +, - and arrow keys zoom and pan, 0 resets.`
     );
+    this._labelWidth = labelWidth(this._model.lanes.map(l => l.short));
     this._buildLegend();
     this._draw();
     return Promise.resolve();
@@ -114,10 +132,11 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
   private _buildLegend(): void {
     const model = this._model!;
     this._legend.replaceChildren();
-    for (const { label, color } of model.colorKeys()) {
+    for (const entry of model.colorKeys()) {
       const item = htmlEl('span', 'tft-legend-item');
       const swatch = htmlEl('span', 'tft-swatch');
-      swatch.style.background = color;
+      swatch.style.background = swatchBackground(entry);
+      const label = entry.label;
       item.append(swatch, htmlEl('span', 'tft-legend-text', label));
       this._legend.appendChild(item);
     }
@@ -132,8 +151,8 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
   }
 
   private _scale(): TimeScale {
-    const width = Math.max(LABEL_WIDTH + 100, this._canvas.clientWidth || 800);
-    return new TimeScale(this._model!.view, [LABEL_WIDTH, width - RIGHT_PAD]);
+    const width = Math.max(this._labelWidth + 100, this._canvas.clientWidth || 800);
+    return new TimeScale(this._model!.view, [this._labelWidth, width - RIGHT_PAD]);
   }
 
   private _draw(): void {
@@ -150,7 +169,12 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
     const defs = svgEl('defs');
     const clip = svgEl('clipPath', { id: clipId });
     clip.appendChild(
-      svgEl('rect', { x: LABEL_WIDTH, y: 0, width: scale.range[1] - LABEL_WIDTH, height })
+      svgEl('rect', {
+        x: this._labelWidth,
+        y: 0,
+        width: scale.range[1] - this._labelWidth,
+        height
+      })
     );
     const marker = svgEl('marker', {
       id: arrowId,
@@ -163,7 +187,7 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
       orient: 'auto'
     });
     marker.appendChild(svgEl('path', { d: 'M0,0 L10,5 L0,10 z', class: 'tft-arrowhead' }));
-    defs.append(clip, marker);
+    defs.append(clip, marker, ...hatchPatterns(this._hatchPrefix));
     const plot = svgEl('g', { 'clip-path': `url(#${clipId})` });
     plot.append(this._drawOps(scale), this._drawTransfers(scale, arrowId));
     this._selection = svgEl('rect', {
@@ -183,8 +207,9 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
     this._range.textContent = `${formatDuration(v0)} – ${formatDuration(v1)}`;
     this._reset.disabled = !model.isZoomed;
     this._status.textContent =
-      `${model.data.ops.length} ops and ${model.data.transfers.length} transfers on ` +
-      `${model.lanes.length} devices; step ${formatDuration(model.data.step_us)}. Drag or scroll to zoom.`;
+      `${plural(model.data.ops.length, 'op')} and ${plural(model.data.transfers.length, 'transfer')}` +
+      ` on ${plural(model.lanes.length, 'device')}; step ${formatDuration(model.data.step_us)}.` +
+      ' Drag or scroll to zoom.';
   }
 
   private _drawLanes(scale: TimeScale): SVGGElement {
@@ -194,19 +219,29 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
       layer.appendChild(
         svgEl('rect', {
           class: 'tft-lane',
-          x: LABEL_WIDTH,
+          x: this._labelWidth,
           y,
-          width: scale.range[1] - LABEL_WIDTH,
+          width: scale.range[1] - this._labelWidth,
           height: LANE_HEIGHT
         })
       );
+      const swatch = svgEl('rect', {
+        class: 'tft-lane-swatch',
+        x: 4,
+        y: y + LANE_HEIGHT / 2 - 5,
+        width: 10,
+        height: 10,
+        rx: 2
+      });
+      swatch.style.fill = this._model!.laneColor(i);
+      layer.appendChild(swatch);
       const label = svgEl('text', {
         class: 'tft-lane-label',
-        x: LABEL_WIDTH - 8,
+        x: this._labelWidth - 6,
         y: y + LANE_HEIGHT / 2 + 4,
         'data-device': lane.name
       });
-      label.textContent = lane.short;
+      label.textContent = elide(lane.short, MAX_LABEL_CHARS);
       const title = svgEl('title');
       title.textContent = lane.name;
       label.appendChild(title);
@@ -239,17 +274,19 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
       if (lane < 0 || x1 < scale.range[0] || x0 > scale.range[1]) {
         return;
       }
+      const [top, bottom] = barSpan(lane);
       const rect = svgEl('rect', {
         class: 'tft-op',
         'data-op': i,
         'data-name': op.name,
         x: x0,
-        y: laneTop(lane) + 3,
+        y: top,
         width: Math.max(1, x1 - x0),
-        height: LANE_HEIGHT - 6,
-        rx: 2
+        height: bottom - top,
+        rx: 2,
+        'aria-label': `${op.name} (${op.op}), ${formatDuration(op.end_us - op.start_us)}`
       });
-      rect.style.fill = model.barColor(op);
+      rect.style.fill = opPaint(model.barStyle(op), this._hatchPrefix);
       layer.appendChild(rect);
     });
     return layer;
@@ -262,46 +299,76 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
       return layer;
     }
     model.data.transfers.forEach((tr, i) => {
-      const src = model.laneIndex(tr.src_device);
-      const dst = model.laneIndex(tr.dst_device);
-      if (src < 0 || dst < 0) {
+      const lane = model.laneIndex(tr.dst_device);
+      if (lane < 0 || model.laneIndex(tr.src_device) < 0) {
         return;
       }
-      const down = dst >= src;
-      const y1 = laneTop(src) + (down ? LANE_HEIGHT : 0);
-      const y2 = laneTop(dst) + (down ? 0 : LANE_HEIGHT);
-      const attrs = { x1: scale.toX(tr.start_us), y1, x2: scale.toX(tr.end_us), y2 };
-      const g = svgEl('g', { class: 'tft-transfer-arrow', 'data-transfer': i });
+      const x0 = scale.toX(tr.start_us);
+      layer.appendChild(
+        svgEl('rect', {
+          class: 'tft-transfer-slice',
+          'data-transfer': i,
+          x: x0,
+          y: laneTop(lane) + 1,
+          width: Math.max(1.5, scale.toX(tr.end_us) - x0),
+          height: BAND_HEIGHT
+        })
+      );
+    });
+    for (const arrow of transferArrows(model.data)) {
+      const src = model.laneIndex(arrow.src);
+      const dst = model.laneIndex(arrow.dst);
+      if (src < 0 || dst < 0) {
+        continue;
+      }
+      const attrs = arrowPoints(arrow, src, dst, t => scale.toX(t));
+      const g = svgEl('g', {
+        class: 'tft-transfer-arrow',
+        'data-transfer': arrow.transfer,
+        'data-kind': arrow.kind,
+        'data-consumer': arrow.consumer ?? ''
+      });
       g.appendChild(svgEl('line', { ...attrs, class: 'tft-transfer-hit' }));
       g.appendChild(
         svgEl('line', { ...attrs, class: 'tft-transfer-line', 'marker-end': `url(#${arrowId})` })
       );
       layer.appendChild(g);
-    });
+    }
     return layer;
   }
 
   private _showDetails(event: MouseEvent): void {
     const target = event.target as Element;
     const opEl = target.closest<SVGElement>('.tft-op');
-    const trEl = target.closest<SVGElement>('.tft-transfer-arrow');
+    const trEl = target.closest<SVGElement>('.tft-transfer-arrow, .tft-transfer-slice');
+    const avoid = (opEl ?? trEl)?.getBoundingClientRect();
     if (opEl) {
       const op: ITimelineOp = this._model!.data.ops[Number(opEl.dataset.op)];
-      this._tooltip.show(event, op.name, [
-        ['op', op.op],
-        ['device', op.device],
-        ['start', formatDuration(op.start_us)],
-        ['duration', formatDuration(op.end_us - op.start_us)],
-        ['bytes', formatBytes(op.bytes)]
-      ]);
+      this._tooltip.show(
+        event,
+        op.name,
+        [
+          ['op', op.op],
+          ['device', op.device],
+          ['start', formatDuration(op.start_us)],
+          ['duration', formatDuration(op.end_us - op.start_us)],
+          ['bytes', formatBytes(op.bytes)]
+        ],
+        avoid
+      );
     } else if (trEl) {
       const tr: ITimelineTransfer = this._model!.data.transfers[Number(trEl.dataset.transfer)];
-      this._tooltip.show(event, `transfer ${tr.tensor}`, [
-        ['from', tr.src_device],
-        ['to', tr.dst_device],
-        ['duration', formatDuration(tr.end_us - tr.start_us)],
-        ['bytes', formatBytes(tr.bytes)]
-      ]);
+      this._tooltip.show(
+        event,
+        `transfer ${tr.tensor}`,
+        [
+          ['from', tr.src_device],
+          ['to', tr.dst_device],
+          ['duration', formatDuration(tr.end_us - tr.start_us)],
+          ['bytes', formatBytes(tr.bytes)]
+        ],
+        avoid
+      );
     } else {
       this._tooltip.hide();
     }
@@ -311,9 +378,30 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
     return event.clientX - this._svg.getBoundingClientRect().left;
   }
 
+  private _onKey = (event: KeyboardEvent): void => {
+    const model = this._model;
+    if (!model || event.target !== this._svg) {
+      return;
+    }
+    const [v0, v1] = model.view;
+    const moves: { [key: string]: () => void } = {
+      '+': () => model.zoomAt((v0 + v1) / 2, 1.25),
+      '=': () => model.zoomAt((v0 + v1) / 2, 1.25),
+      '-': () => model.zoomAt((v0 + v1) / 2, 0.8),
+      '0': () => model.reset(),
+      ArrowLeft: () => model.panBy(-0.1),
+      ArrowRight: () => model.panBy(0.1)
+    };
+    const move = moves[event.key];
+    if (move) {
+      event.preventDefault();
+      move();
+    }
+  };
+
   private _onWheel = (event: WheelEvent): void => {
     const x = this._localX(event);
-    if (!this._model || x < LABEL_WIDTH) {
+    if (!this._model || x < this._labelWidth) {
       return;
     }
     event.preventDefault();
@@ -322,7 +410,7 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
 
   private _onPointerDown = (event: PointerEvent): void => {
     const x = this._localX(event);
-    if (event.button === 0 && x >= LABEL_WIDTH) {
+    if (event.button === 0 && x >= this._labelWidth) {
       this._dragStart = x;
       this._svg.setPointerCapture?.(event.pointerId);
     }
@@ -333,7 +421,7 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
       this._showDetails(event);
       return;
     }
-    const x = Math.max(LABEL_WIDTH, this._localX(event));
+    const x = Math.max(this._labelWidth, this._localX(event));
     this._selection?.setAttribute('x', String(Math.min(x, this._dragStart)));
     this._selection?.setAttribute('width', String(Math.abs(x - this._dragStart)));
   };
@@ -345,7 +433,7 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
       this._svg.releasePointerCapture(event.pointerId);
     }
     this._selection?.setAttribute('width', '0');
-    const x = Math.max(LABEL_WIDTH, this._localX(event));
+    const x = Math.max(this._labelWidth, this._localX(event));
     if (start !== null && this._model && Math.abs(x - start) > 4) {
       const scale = this._scale();
       this._model.zoomTo(scale.toTime(start), scale.toTime(x));
@@ -366,4 +454,9 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
   private _resizeObserver: ResizeObserver;
   private _dragStart: number | null = null;
   private _lastWidth = 0;
+  private _labelWidth = labelWidth([]);
+
+  private get _hatchPrefix(): string {
+    return `tft-thatch-${this._ids}`;
+  }
 }
