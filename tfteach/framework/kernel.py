@@ -1,25 +1,70 @@
-"""What a kernel may hand back besides a value: a ``Pending``, a result that arrives later.
+"""The kernel contract: what a kernel may use (``KernelContext``) and what it may hand back
+besides a value (``Pending``, a result that arrives later).
+
+A kernel is ``kernel(ctx, *inputs) -> outputs``. It uses only what ``KernelContext`` lists;
+it never reaches into the runtime or the cluster engine (their objects are free to change).
 
 Waiting kernels (queues, accumulators, a Recv from another task) return a ``Pending``
 instead of blocking a device thread; the executor (tfteach.runtime) completes the node when
-it resolves. It lives in the lowest layer so that ops can make one without importing the
-runtime.
+it resolves. Cancellation is driven from the top: the engine tells the executor that a step
+is aborted or cancelled, and the executor tells each kernel still waiting in that step
+through the hooks the kernel set on its ``Pending``:
+
+- ``on_cancel()``: the step failed, was aborted (another task's part failed, a task died)
+  or cancelled (Ctrl-C, a closing session, a stopping server). End the wait with
+  ``CancelledError`` and take nothing.
+- ``on_deadline()``: the step's deadline (``ctx.deadline``: ``operation_timeout_in_ms`` or
+  ``RunOptions.timeout_in_ms``) passed. End the wait with ``DeadlineExceededError``. A
+  kernel whose wait has its own timeout leaves it None.
+
+Both are called at most once each, only while the Pending is unresolved, from whichever
+thread ends the step. This module is in the lowest layer so that ops can use it without
+importing the runtime.
 """
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Mapping
+from typing import Any, Callable, Protocol
+
+
+class KernelContext(Protocol):
+    """What a kernel may use (the runtime's ``plan.KernelContext`` implements it).
+
+    ``deadline`` is the most a kernel may wait in one step, in seconds (None: no limit); the
+    executor enforces it for waiting kernels (see ``Pending.on_deadline``), so a kernel only
+    reads it to give a wait of its own (an RPC) the same limit. Cancellation is not on the
+    context: a waiting kernel sets ``on_cancel`` on the ``Pending`` it returns.
+    """
+
+    op: Any                     # the Operation (None for the executor's copy nodes)
+    attrs: Mapping[str, Any]    # the op's attrs
+    device: Any                 # the Device it runs on: to_host, from_host, memory
+    xp: Any                     # the device's array module (NumPy, or CuPy on a GPU)
+    resources: Any              # the step's resource containers (``shared_resource``)
+
+    @property
+    def deadline(self) -> float | None: ...
 
 
 class Pending:
-    """A kernel's result that arrives later (queues, accumulators). Resolve exactly once."""
+    """A kernel's result that arrives later (queues, accumulators). Resolve exactly once.
+
+    ``on_cancel`` and ``on_deadline`` are the kernel's cancellation hooks (see the module
+    docstring); the executor calls them through ``cancel`` and ``expire``.
+    """
 
     def __init__(self) -> None:
         self._callbacks: list[Callable] = []
         self._lock = threading.Lock()
         self._result: tuple | None = None
         self.on_cancel: Callable[[], None] | None = None
+        self.on_deadline: Callable[[], None] | None = None
         self.started_ns: int | None = None
+
+    @property
+    def done(self) -> bool:
+        return self._result is not None
 
     def resolve(self, value: Any = None, error: BaseException | None = None) -> None:
         with self._lock:
@@ -36,3 +81,19 @@ class Pending:
                 self._callbacks.append(cb)
                 return
         cb(*self._result)
+
+    def cancel(self) -> None:
+        """The step ended without this result: let the kernel end its wait (on_cancel)."""
+        self._call("on_cancel")
+
+    def expire(self) -> None:
+        """The step's deadline passed: let the kernel time its wait out (on_deadline)."""
+        self._call("on_deadline")
+
+    def _call(self, hook_name: str) -> None:
+        with self._lock:
+            hook = getattr(self, hook_name)
+            setattr(self, hook_name, None)      # at most once
+            if self._result is not None or hook is None:
+                return
+        hook()

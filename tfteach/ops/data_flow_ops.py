@@ -1,7 +1,9 @@
-"""Queues and the waiting machinery of shared resources: ``FIFOQueue``, ``dynamic_partition``.
+"""Shared resources and waiting kernels: what queues and accumulators are built on; and
+``dynamic_partition``.
 
-The gradient accumulators (``ConditionalAccumulator``, ``SparseConditionalAccumulator``) are
-built on the same machinery in ``tfteach.ops.accumulator_ops`` (importable from here too).
+The queues are in ``tfteach.ops.queue_ops``, the gradient accumulators
+(``ConditionalAccumulator``, ``SparseConditionalAccumulator``) in
+``tfteach.ops.accumulator_ops``; both are importable from here too.
 
 Resources. A queue or an accumulator lives in the resource container of the task that runs
 its handle op (``FIFOQueueV2`` / ``ConditionalAccumulator``), keyed by ``shared_name`` (else
@@ -14,21 +16,20 @@ every op that uses it (enqueue, dequeue, apply_grad, take_grad, ...) on the hand
 Waiting kernels. Dequeue from an empty queue, enqueue into a full one and ``take_grad`` with
 too few gradients return a ``Pending`` that the resource resolves when its state changes: a
 device thread never blocks. A waiting *attempt* ends exactly once, in one of: its value;
-``OutOfRangeError`` (queue closed); ``CancelledError`` (the step failed or was cancelled,
-via ``Pending.on_cancel``; the cluster step was aborted; the container was reset);
-``DeadlineExceededError`` (the cluster step's timeout). A cancelled attempt is removed
-before it takes anything, so no element (no sync token) is lost to a dead step.
+``OutOfRangeError`` (queue closed); ``CancelledError`` (the executor called the Pending's
+``on_cancel``: the step failed, was aborted or cancelled; or the container was reset);
+``DeadlineExceededError`` (the executor called ``on_deadline``: the step's timeout passed).
+Kernels learn all of it through the ``Pending`` (``tfteach.framework.kernel``), never by
+looking into the runtime. A cancelled attempt is removed before it takes anything, so no
+element (no sync token) is lost to a dead step.
 
-State of a queue: ``items`` (deque of component tuples), ``enqueuers``/``dequeuers``
-(deques of attempts, served strictly first-come first-served), ``closed``. Invariants:
-state changes only under the resource's lock, and Pendings are resolved only after it is
-released (their callbacks run executor code).
+Invariants: a resource's state changes only under its lock, and Pendings are resolved only
+after it is released (their callbacks run executor code).
 """
 from __future__ import annotations
 
 import collections
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -36,11 +37,11 @@ import numpy as np
 
 from tfteach import errors
 from tfteach.framework import dtypes as _dtypes
-from tfteach.framework.graph import Operation, Tensor, get_default_graph
+from tfteach.framework.graph import Operation, Tensor
 from tfteach.framework.kernel import Pending
 from tfteach.framework.registry import ALL_TYPES, not_differentiable, register_op
-from tfteach.framework.tensor_shape import TensorShape, as_shape, unknown_shape
-from tfteach.ops.common import const_value, convert_to_tensor, graph_of
+from tfteach.framework.tensor_shape import TensorShape, unknown_shape
+from tfteach.ops.common import convert_to_tensor, graph_of
 
 CPU_ONLY: frozenset = frozenset()
 _TABLE_LOCK = threading.Lock()
@@ -145,269 +146,50 @@ def _resolve_all(done: list) -> None:
         attempt.pending.resolve(value, error)
 
 
-class _Watchdog:
-    """One daemon thread that ends attempts whose cluster step was aborted or timed out."""
-
-    PERIOD_S = 0.1
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._watched: list = []
-        self._running = False
-
-    def watch(self, resource: _Waitable, attempt: _Attempt, aborted: Callable[[], bool],
-              deadline: float | None) -> None:
-        with self._lock:
-            self._watched.append((resource, attempt, aborted, deadline))
-            if not self._running:
-                self._running = True
-                threading.Thread(target=self._loop, daemon=True,
-                                 name="tfteach-queue-watchdog").start()
-
-    def _loop(self) -> None:
-        while True:
-            time.sleep(self.PERIOD_S)
-            with self._lock:
-                self._watched = [w for w in self._watched if not w[1].finished]
-                watched = list(self._watched)
-                if not watched:
-                    self._running = False
-                    return
-            for resource, attempt, aborted, deadline in watched:
-                self._check(resource, attempt, aborted, deadline)
-
-    @staticmethod
-    def _check(resource: _Waitable, attempt: _Attempt, aborted: Callable[[], bool],
-               deadline: float | None) -> None:
-        if aborted():
-            resource.cancel(attempt, errors.CancelledError(
-                f"{attempt.op_name} was cancelled: its step was aborted",
-                hint="another part of the step failed (a task died or an op raised); the "
-                     "first error of the step says why."))
-        elif deadline is not None and time.monotonic() > deadline:
-            resource.cancel(attempt, errors.DeadlineExceededError(
-                f"Timed out waiting in {attempt.op_name} on '{resource.name}'",
-                hint="it waits for another worker or the chief (a token, enough gradients, "
-                     "a free slot); is every worker still running? Raise "
-                     "ConfigProto(operation_timeout_in_ms=...) if they are just slow."))
-
-
-_WATCHDOG = _Watchdog()
-
-
 def _start_waiting(ctx: Any, resource: _Waitable, attempt: _Attempt,
                    queue: collections.deque) -> Any:
-    """Hook ``attempt`` up to cancellation (step failure, cluster abort, timeout); queue it."""
-    attempt.pending.on_cancel = lambda: resource.cancel(attempt, errors.CancelledError(
-        f"{attempt.op_name} was cancelled", hint="the step it belonged to failed or was "
-        "interrupted; the queue keeps its elements for the next step."))
-    step = _cluster_step(ctx)
-    if step is not None:
-        _WATCHDOG.watch(resource, attempt, *step)
+    """Set the cancellation hooks of ``attempt``'s Pending, then queue the attempt.
+
+    The executor calls ``on_cancel`` when the step ends without this result (it failed, was
+    aborted or cancelled) and ``on_deadline`` when the step's deadline passes: either ends
+    the attempt unless it already ended (see ``tfteach.framework.kernel``)."""
+    pending = attempt.pending
+    pending.on_cancel = lambda: resource.cancel(attempt, errors.CancelledError(
+        f"{attempt.op_name} was cancelled", hint="the step it belonged to failed, was aborted "
+        "or was interrupted (the first error of the step says why); the queue keeps its "
+        "elements for the next step."))
+    pending.on_deadline = lambda: resource.cancel(attempt, errors.DeadlineExceededError(
+        f"Timed out waiting in {attempt.op_name} on '{resource.name}'",
+        hint="it waits for what another step must give (an element, a free slot, enough "
+             "gradients: another worker, the chief, an input thread); is that step running? "
+             "Raise RunOptions(timeout_in_ms=...) or ConfigProto(operation_timeout_in_ms=...) "
+             "if it is just slow."))
     resource.wait(attempt, queue)
-    return attempt.pending
-
-
-def _cluster_step(ctx: Any) -> tuple | None:
-    """(aborted probe, deadline) when the kernel runs for a cluster step, else None.
-
-    On a cluster task ``ctx.resources`` is the engine's per-partition view with ``engine``,
-    ``step_id`` and ``timeout_s``; the engine marks a step aborted in its rendezvous when
-    the master cleans the step up (a failed part, a dead task).
-    """
-    res = ctx.resources
-    engine = getattr(res, "engine", None)
-    rendezvous = getattr(engine, "rendezvous", None)
-    if rendezvous is None:
-        return None
-    step_id = res.step_id
-    timeout = getattr(res, "timeout_s", None)
-    deadline = time.monotonic() + timeout if timeout else None
-    return (lambda: _step_aborted(rendezvous, step_id)), deadline
-
-
-def _step_aborted(rendezvous: Any, step_id: int) -> bool:
-    """Whether ``step_id`` was aborted: a zero-timeout receive fails fast with its error."""
-    try:
-        rendezvous.recv(step_id, "_tfteach/abort-probe", 0.0)
-    except errors.DeadlineExceededError:
-        return False
-    except errors.OpError:
-        return True
-    return False
+    return pending
 
 
 def _new_pending() -> Any:
     return Pending()
 
 
-# ---- the queue ---------------------------------------------------------------------------------
-class FIFOQueueResource(_Waitable):
-    """A first-in first-out queue of component tuples (see the module docstring)."""
-
-    def __init__(self, name: str, capacity: int, component_types: list, shapes: list) -> None:
-        super().__init__(name)
-        self.capacity = capacity if capacity >= 0 else None
-        self.component_types = list(component_types)
-        self.shapes = list(shapes)
-        self.items: collections.deque = collections.deque()
-        self.enqueuers: collections.deque = collections.deque()
-        self.dequeuers: collections.deque = collections.deque()
-        self.closed = False
-
-    def _lists(self) -> list:
-        return [self.enqueuers, self.dequeuers]
-
-    def size(self) -> int:
-        with self.lock:
-            return len(self.items)
-
-    def check_compatible(self, component_types: list, op: Any) -> None:
-        if [t.name for t in component_types] != [t.name for t in self.component_types]:
-            raise errors.InvalidArgumentError(
-                f"Shared queue '{self.name}' has component types "
-                f"{[t.name for t in self.component_types]} but requested component types "
-                f"were {[t.name for t in component_types]}", op=op,
-                hint="every graph that shares a queue (same shared_name) must create it with "
-                     "the same dtypes.")
-
-    def close(self, cancel_pending_enqueues: bool) -> None:
-        with self.lock:
-            self.closed = True
-            done = []
-            if cancel_pending_enqueues:
-                done = [(a, None, errors.CancelledError("Enqueue operation was cancelled"))
-                        for a in self.enqueuers]
-                self.enqueuers.clear()
-            done += self._progress()
-        _resolve_all(done)
-
-    def _progress(self) -> list:
-        done: list = []
-        moved = True
-        while moved:
-            moved = self._serve_enqueuers(done) | self._serve_dequeuers(done)
-        return done
-
-    def _refusal(self, attempt: _Attempt, queue: collections.deque) -> BaseException | None:
-        if queue is self.enqueuers and self.closed and not self.released:
-            return self._closed_error()
-        return super()._refusal(attempt, queue)
-
-    def _serve_enqueuers(self, done: list) -> bool:
-        """Move elements of waiting enqueues in while there is room (also after close)."""
-        moved = False
-        while self.enqueuers:
-            attempt = self.enqueuers[0]
-            while attempt.items and (self.capacity is None or len(self.items) < self.capacity):
-                self.items.append(attempt.items.pop(0))
-                moved = True
-            if attempt.items:
-                break
-            self.enqueuers.popleft()
-            done.append(self._finish(attempt, None, None))
-        return moved
-
-    def _serve_dequeuers(self, done: list) -> bool:
-        moved = False
-        while self.dequeuers:
-            attempt = self.dequeuers[0]
-            if len(self.items) < attempt.need:
-                if self.closed and not self.enqueuers:
-                    self.dequeuers.popleft()
-                    done.append(self._finish(attempt, None, self._insufficient(attempt)))
-                    continue
-                break
-            self.dequeuers.popleft()
-            taken = [self.items.popleft() for _ in range(attempt.need)]
-            moved = True
-            done.append(self._finish(attempt, self._value(attempt, taken), None))
-        return moved
-
-    @staticmethod
-    def _finish(attempt: _Attempt, value: Any, error: BaseException | None) -> tuple:
-        attempt.finished = True
-        return attempt, value, error
-
-    def _value(self, attempt: _Attempt, taken: list) -> Any:
-        if attempt.items is None:        # dequeue: one element, its components
-            parts = list(taken[0])
-        elif taken:                      # dequeue_many: components stacked
-            parts = [np.stack([t[i] for t in taken]) for i in range(len(taken[0]))]
-        else:
-            parts = [np.zeros((0,), dt.np) for dt in self.component_types]
-        return parts[0] if len(parts) == 1 else tuple(parts)
-
-    def _closed_error(self) -> errors.CancelledError:
-        return errors.CancelledError(
-            f"FIFOQueue '{self.name}' is closed.",
-            hint="nothing can be enqueued after queue.close(); create a new queue.")
-
-    def _insufficient(self, attempt: _Attempt) -> errors.OutOfRangeError:
-        return errors.OutOfRangeError(
-            f"FIFOQueue '{self.name}' is closed and has insufficient elements (requested "
-            f"{attempt.need}, current size {len(self.items)})",
-            hint="the queue was closed and emptied: this is how input pipelines say "
-                 "'end of data'; catch tf.errors.OutOfRangeError to stop.")
-
-
-# ---- kernels ---------------------------------------------------------------------------------
-def _queue_kernel(ctx: Any) -> FIFOQueueResource:
-    a = ctx.attrs
-    queue = shared_resource(ctx.resources, "queue", a["shared_name"] or ctx.op.name,
-                            lambda: FIFOQueueResource(a["shared_name"] or ctx.op.name,
-                                                      a["capacity"], a["component_types"],
-                                                      a["shapes"]), a["container"])
-    queue.check_compatible(a["component_types"], ctx.op)
-    return queue
-
-
 def _host(ctx: Any, value: Any) -> np.ndarray:
     return np.array(ctx.device.to_host(value), copy=True)
 
 
-def _enqueue_kernel(ctx: Any, queue: FIFOQueueResource, *components: Any) -> Any:
-    element = tuple(_host(ctx, c) for c in components)
-    return _enqueue(ctx, queue, [element])
+# ---- what handle ops share (queues, accumulators) -------------------------------------------
+_HANDLE = [(_dtypes.string, TensorShape([]))]
 
 
-def _enqueue_many_kernel(ctx: Any, queue: FIFOQueueResource, *components: Any) -> Any:
-    parts = [_host(ctx, c) for c in components]
-    n = {len(p) for p in parts}
-    if len(n) != 1:
-        raise errors.InvalidArgumentError(
-            f"Shape mismatch in tuple component 1. Expected [{len(parts[0])},...], got "
-            f"{list(parts[1].shape)}", op=ctx.op,
-            hint="enqueue_many takes components with the same first dimension.")
-    return _enqueue(ctx, queue, [tuple(p[i] for p in parts) for i in range(n.pop())])
+def _handle_attrs(op: Operation) -> dict:
+    return op.inputs[0].op.attrs
 
 
-def _enqueue(ctx: Any, queue: FIFOQueueResource, elements: list) -> Any:
-    attempt = _Attempt(_new_pending(), len(elements), ctx.op.name, elements)
-    return _start_waiting(ctx, queue, attempt, queue.enqueuers)
+_NO_OUTPUT = lambda op: []
+_HANDLE_OP = {"gpu_types": CPU_ONLY, "stateful": True, "ref_output": True}
+_USES_HANDLE = {"gpu_types": CPU_ONLY, "stateful": True, "ref_inputs": (0,)}
 
 
-def _dequeue_kernel(ctx: Any, queue: FIFOQueueResource) -> Any:
-    return _start_waiting(ctx, queue, _Attempt(_new_pending(), 1, ctx.op.name), queue.dequeuers)
-
-
-def _dequeue_many_kernel(ctx: Any, queue: FIFOQueueResource, n: Any) -> Any:
-    count = int(ctx.device.to_host(n))
-    if count < 0:
-        raise errors.InvalidArgumentError(f"DequeueMany requested {count} < 0 elements",
-                                          op=ctx.op, hint="ask for 0 or more elements.")
-    attempt = _Attempt(_new_pending(), count, ctx.op.name, [])
-    return _start_waiting(ctx, queue, attempt, queue.dequeuers)
-
-
-def _close_kernel(ctx: Any, queue: FIFOQueueResource) -> None:
-    queue.close(bool(ctx.attrs["cancel_pending_enqueues"]))
-
-
-def _size_kernel(ctx: Any, queue: FIFOQueueResource) -> np.ndarray:
-    return np.array(queue.size(), dtype=np.int32)
-
-
+# ---- dynamic_partition -----------------------------------------------------------------------
 def _dynamic_partition_kernel(ctx: Any, data: Any, partitions: Any) -> tuple:
     xp = ctx.xp
     parts = xp.asarray(partitions)
@@ -419,27 +201,6 @@ def _dynamic_partition_kernel(ctx: Any, data: Any, partitions: Any) -> tuple:
     return tuple(data[parts == i] for i in range(ctx.attrs["num_partitions"]))
 
 
-# ---- shape functions and registration ------------------------------------------------------
-_HANDLE = [(_dtypes.string, TensorShape([]))]
-
-
-def _handle_attrs(op: Operation) -> dict:
-    return op.inputs[0].op.attrs
-
-
-def _dequeue_shape(op: Operation) -> list:
-    a = _handle_attrs(op)
-    shapes = a.get("shapes") or [unknown_shape()] * len(a["component_types"])
-    return list(zip(a["component_types"], shapes, strict=True))
-
-
-def _dequeue_many_shape(op: Operation) -> list:
-    n = const_value(op.inputs[1])
-    first = None if n is None else int(n)
-    return [(dt, TensorShape([first] + list(s.dims)) if s.dims is not None else unknown_shape())
-            for dt, s in _dequeue_shape(op)]
-
-
 def _partition_shape(op: Operation) -> list:
     data, parts = op.inputs
     rest = data.shape.dims[parts.shape.ndims:] if (data.shape.dims is not None and
@@ -448,142 +209,8 @@ def _partition_shape(op: Operation) -> list:
     return [(data.dtype, shape)] * op.attrs["num_partitions"]
 
 
-_NO_OUTPUT = lambda op: []
-_HANDLE_OP = {"gpu_types": CPU_ONLY, "stateful": True, "ref_output": True}
-_USES_HANDLE = {"gpu_types": CPU_ONLY, "stateful": True, "ref_inputs": (0,)}
-
-register_op("FIFOQueueV2", lambda op: _HANDLE, _queue_kernel, **_HANDLE_OP)
-register_op("QueueEnqueueV2", _NO_OUTPUT, _enqueue_kernel, is_async=True, **_USES_HANDLE)
-register_op("QueueEnqueueManyV2", _NO_OUTPUT, _enqueue_many_kernel, is_async=True,
-            **_USES_HANDLE)
-register_op("QueueDequeueV2", _dequeue_shape, _dequeue_kernel, is_async=True, **_USES_HANDLE)
-register_op("QueueDequeueManyV2", _dequeue_many_shape, _dequeue_many_kernel, is_async=True,
-            **_USES_HANDLE)
-register_op("QueueCloseV2", _NO_OUTPUT, _close_kernel, **_USES_HANDLE)
-register_op("QueueSizeV2", lambda op: [(_dtypes.int32, TensorShape([]))], _size_kernel,
-            **_USES_HANDLE)
 register_op("DynamicPartition", _partition_shape, _dynamic_partition_kernel, gpu_types=ALL_TYPES)
-not_differentiable("FIFOQueueV2", "QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2",
-                   "QueueDequeueManyV2", "QueueCloseV2", "QueueSizeV2", "DynamicPartition")
-
-
-# ---- Python API ------------------------------------------------------------------------------
-def _as_list(value: Any) -> list:
-    return list(value) if isinstance(value, (list, tuple)) else [value]
-
-
-class QueueBase:
-    """What every queue offers: enqueue, enqueue_many, dequeue, dequeue_many, close, size."""
-
-    def __init__(self, dtypes: list, shapes: list, names: list | None, queue_ref: Tensor) -> None:
-        self._dtypes = dtypes
-        self._shapes = shapes
-        self._names = names
-        self._queue_ref = queue_ref
-        self._name = queue_ref.op.name
-
-    queue_ref = property(lambda self: self._queue_ref)
-    name = property(lambda self: self._name)
-    dtypes = property(lambda self: list(self._dtypes))
-    shapes = property(lambda self: list(self._shapes))
-    names = property(lambda self: self._names)
-
-    def _components(self, vals: Any, many: bool) -> list[Tensor]:
-        if isinstance(vals, dict):
-            vals = [vals[n] for n in self._names]
-        vals = _as_list(vals)
-        if len(vals) != len(self._dtypes):
-            raise ValueError(f"Expected {len(self._dtypes)} components for queue "
-                             f"'{self._name}', got {len(vals)}.\nHint: enqueue one value per "
-                             "dtype the queue was created with.")
-        g = self._queue_ref.graph
-        with g.as_default():
-            out = [convert_to_tensor(v, dtype=dt, name=f"component_{i}")
-                   for i, (v, dt) in enumerate(zip(vals, self._dtypes, strict=True))]
-        for t, shape in zip(out, self._shapes, strict=True):
-            have = TensorShape(t.shape.dims[1:]) if many and t.shape.dims else t.shape
-            if shape.dims is not None and not shape.is_compatible_with(have):
-                raise ValueError(f"Shapes {have} and {shape} are incompatible for queue "
-                                 f"'{self._name}'.\nHint: enqueue elements of the shapes the "
-                                 "queue was created with.")
-        return out
-
-    def _op(self, op_type: str, inputs: list, attrs: dict, name: str) -> Operation:
-        g = self._queue_ref.graph
-        with g.as_default(), g.name_scope(name) as scope:
-            return g.create_op(op_type, [self._queue_ref] + inputs, attrs, name=scope)
-
-    def enqueue(self, vals: Any, name: str | None = None) -> Operation:
-        comps = self._components(vals, many=False)
-        return self._op("QueueEnqueueV2", comps, {"Tcomponents": [c.dtype for c in comps],
-                                                  "timeout_ms": -1},
-                        name or f"{self._name}_enqueue")
-
-    def enqueue_many(self, vals: Any, name: str | None = None) -> Operation:
-        comps = self._components(vals, many=True)
-        return self._op("QueueEnqueueManyV2", comps, {"Tcomponents": [c.dtype for c in comps],
-                                                      "timeout_ms": -1},
-                        name or f"{self._name}_EnqueueMany")
-
-    def dequeue(self, name: str | None = None) -> Any:
-        op = self._op("QueueDequeueV2", [], {"component_types": list(self._dtypes),
-                                             "timeout_ms": -1}, name or f"{self._name}_Dequeue")
-        return self._unpacked(op)
-
-    def dequeue_many(self, n: Any, name: str | None = None) -> Any:
-        g = self._queue_ref.graph
-        with g.as_default():
-            count = convert_to_tensor(n, dtype=_dtypes.int32, name="n")
-        op = self._op("QueueDequeueManyV2", [count], {"component_types": list(self._dtypes),
-                                                      "timeout_ms": -1},
-                      name or f"{self._name}_DequeueMany")
-        return self._unpacked(op)
-
-    def _unpacked(self, op: Operation) -> Any:
-        outs = list(op.outputs)
-        if self._names:
-            return dict(zip(self._names, outs, strict=True))
-        return outs[0] if len(outs) == 1 else outs
-
-    def close(self, cancel_pending_enqueues: bool = False, name: str | None = None) -> Operation:
-        return self._op("QueueCloseV2", [], {"cancel_pending_enqueues": cancel_pending_enqueues},
-                        name or f"{self._name}_Close")
-
-    def size(self, name: str | None = None) -> Tensor:
-        return self._op("QueueSizeV2", [], {}, name or f"{self._name}_Size").outputs[0]
-
-
-class FIFOQueue(QueueBase):
-    """``tf.FIFOQueue(capacity, dtypes, shapes=None, names=None, shared_name=None)``.
-
-    ``capacity`` < 0 means unbounded. Dequeue waits while the queue is empty, enqueue while
-    it is full, without holding any device thread.
-    """
-
-    def __init__(self, capacity: int, dtypes: Any, shapes: Any = None, names: Any = None,
-                 shared_name: str | None = None, name: str = "fifo_queue") -> None:
-        types = [_dtypes.as_dtype(d) for d in _as_list(dtypes)]
-        shape_list = ([as_shape(s) for s in _as_list_of_shapes(shapes)] if shapes is not None
-                      else [unknown_shape()] * len(types))
-        if len(shape_list) != len(types):
-            raise ValueError(f"Queue shapes must have the same length as dtypes: "
-                             f"{len(shape_list)} vs {len(types)}")
-        g = get_default_graph()
-        ref = g.create_op("FIFOQueueV2", [], {
-            "component_types": types, "shapes": shape_list if shapes is not None else [],
-            "capacity": int(capacity), "container": "", "shared_name": shared_name or ""},
-            name=name).outputs[0]
-        super().__init__(types, shape_list, _as_list(names) if names else None, ref)
-
-
-def _as_list_of_shapes(shapes: Any) -> list:
-    """``shapes=()`` or ``[2]`` is one shape; ``[(), [2]]`` is one per component."""
-    if isinstance(shapes, TensorShape):
-        return [shapes]
-    items = list(shapes)
-    if not items or all(isinstance(d, (int, np.integer)) or d is None for d in items):
-        return [items]
-    return items
+not_differentiable("DynamicPartition")
 
 
 def dynamic_partition(data: Any, partitions: Any, num_partitions: int,
@@ -598,9 +225,16 @@ def dynamic_partition(data: Any, partitions: Any, num_partitions: int,
                             name=name or "DynamicPartition").outputs)
 
 
+_MOVED = {"tfteach.ops.queue_ops": ("FIFOQueue", "QueueBase", "FIFOQueueResource"),
+          "tfteach.ops.accumulator_ops": ("ConditionalAccumulator",
+                                          "SparseConditionalAccumulator",
+                                          "AccumulatorResource")}
+
+
 def __getattr__(name: str) -> Any:
-    """The accumulators live in ``tfteach.ops.accumulator_ops``; old imports still work."""
-    if name in ("ConditionalAccumulator", "SparseConditionalAccumulator", "AccumulatorResource"):
-        from tfteach.ops import accumulator_ops
-        return getattr(accumulator_ops, name)
+    """Queues and accumulators live in their own modules; imports from here still work."""
+    for module, names in _MOVED.items():
+        if name in names:
+            import importlib
+            return getattr(importlib.import_module(module), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,21 +8,40 @@ devices really overlap while cheap same-device chains cost no thread switches.
 
 State of one step (``_Step``): ``values`` (slot -> array), ``pending`` (node -> count),
 ``uses`` (slot -> reads left; at zero the value is dropped and its bytes returned to the
-device budget), ``remaining`` nodes, the first ``error``, and trace records. Only the thread
-running a node writes its output slots; counts change under the step's lock.
+device budget), ``remaining`` nodes, the first ``error``, the ``waiting`` Pendings, and trace
+records. Only the thread running a node writes its output slots; counts change under the
+step's lock.
 
-How work is submitted is a parameter: a plan with no waiting kernels whose expensive
-kernels are all on one device (and which uses no real GPU) runs synchronously on the
-caller's thread (the same loop, no workers), which is both the fast path and the
-deterministic path for tests; nothing in such a plan could overlap anyway. Waiting kernels return a ``Pending``
-and never block a device thread: the node completes when the Pending resolves.
+How ready nodes are submitted is a parameter (as in dask: one scheduler, several ways to
+submit), chosen by ``Executor(mode=...)`` (``MODES``; tests pick one, sessions use "auto"):
+
+- "threaded": each device's worker thread runs its nodes (a submit puts the node in the
+  device's queue).
+- "sync": the same loop on the caller's thread; a submit runs the node at once (every
+  ready consumer goes on the one stack), so a run is deterministic: the depth-first order,
+  the last ready node first. A Pending's result, a cancellation and the deadline reach the
+  loop as events in the step's inbox, so kernels and bookkeeping all run on that thread.
+  (A plan with a real GPU runs threaded: a GPU binds its stream in its own thread.)
+- "program": the synchronous order compiled once per plan (``tfteach.runtime.program``):
+  no locks, no counts. Only for inline plans (no waiting kernels, host devices, expensive
+  kernels on one device), where nothing could overlap anyway.
+- "auto" (the default): "program" for inline plans, else "threaded".
+
+Waiting kernels return a ``Pending`` and never block a device thread: the node completes
+when the Pending resolves. Cancellation comes from the top: ``cancel(step_id, error)`` (the
+engine, when the master aborts a step) or a failed node ends the step, and the executor
+tells each kernel still waiting in it (``Pending.cancel``, the kernel's ``on_cancel``). A
+step's deadline (``timeout_s``) is the caller's own wait with a timeout, no extra thread:
+when it passes, each waiting kernel is timed out (``Pending.expire``, its ``on_deadline``)
+and the step fails, unless the caller leaves that to its master (``timeout_ends_step``).
 """
 from __future__ import annotations
 
 import queue
 import threading
 import time
-from typing import Any
+from collections import OrderedDict
+from typing import Any, Callable
 
 import numpy as np
 
@@ -49,30 +68,38 @@ class _NoLock:
 _NO_LOCK = _NoLock()
 
 
+MODES = ("auto", "program", "sync", "threaded")
+CANCELLED_MEMORY = 1024     # cancelled step ids remembered, so a late part fails at once
+WAKE_S = 0.1                # the caller wakes this often while it waits (Ctrl-C gets through)
+_ANY = object()             # the sync path's runner: every node runs on the caller's thread
+_DONE, _CANCEL, _FAIL = "done", "cancel", "fail"   # events in a sync step's inbox
+
+
 class _Step:
     __slots__ = ("plan", "program", "values", "pending", "uses", "remaining", "error", "done",
-                 "lock", "trace", "records", "resources", "cancel_hooks", "t0")
+                 "lock", "trace", "records", "resources", "waiting", "inbox", "timed_out",
+                 "t0")
 
-    def __init__(self, plan: Plan, resources: Any, trace: bool) -> None:
+    def __init__(self, plan: Plan, resources: Any, trace: bool, program: Any) -> None:
         self.plan = plan
-        # An inline plan runs one of its programs (the full one when traced or slowed), which
-        # needs no counters; the threaded path counts pending inputs and reads left.
-        self.program = None
-        if plan.run_inline:
-            full = trace or any(d.speed < 1.0 for d in plan.devices)
-            self.program = plan.full if full else plan.fast
-            self.pending, self.uses = None, self.program.uses
+        # A program needs no counters; the ready-queue paths count pending inputs and reads.
+        self.program = program
+        if program is not None:
+            self.pending, self.uses = None, program.uses
+            self.lock: Any = _NO_LOCK
         else:
             self.pending, self.uses = [n.pending for n in plan.nodes], list(plan.uses)
+            self.lock = threading.Lock()
         self.values: list = [None] * plan.n_slots
         self.remaining = len(plan.nodes)
         self.error: BaseException | None = None
-        self.done: threading.Event | None = None    # made by the threaded path only
-        self.lock: Any = _NO_LOCK
+        self.done = threading.Event() if program is None else None
         self.trace = trace
         self.records: list = []
         self.resources = resources
-        self.cancel_hooks: list = []
+        self.waiting: list[Pending] = []      # Pendings returned by its kernels
+        self.inbox: queue.SimpleQueue | None = None    # the sync path's events
+        self.timed_out = False
         self.t0 = time.time_ns() - _now()
 
 
@@ -97,11 +124,17 @@ class _Worker:
 
 
 class Executor:
-    """Runs plans; owns one worker thread per device it has used."""
+    """Runs plans; owns one worker thread per device it has used. ``mode``: how ready nodes
+    are submitted (see the module docstring; "auto" unless a test asks for a path)."""
 
-    def __init__(self) -> None:
+    def __init__(self, mode: str = "auto") -> None:
+        if mode not in MODES:
+            raise ValueError(f"Executor mode must be one of {MODES}, got {mode!r}")
+        self.mode = mode
         self._workers: dict[str, _Worker] = {}
         self._lock = threading.Lock()
+        self._running: dict[Any, list[_Step]] = {}      # step id -> its steps running here
+        self._cancelled: OrderedDict[Any, BaseException] = OrderedDict()
         host_memory.keep_freed_memory()
 
     def close(self) -> None:
@@ -111,17 +144,23 @@ class Executor:
             self._workers.clear()
 
     def run(self, plan: Plan, feeds: dict, resources: Any, trace: bool = False,
-            timeout_s: float | None = None) -> tuple[list, StepStats | None]:
-        """Execute ``plan`` with feed values (slot -> array); returns (slot values, stats)."""
-        step = _Step(plan, resources, trace)
+            timeout_s: float | None = None, step_id: Any = None,
+            timeout_ends_step: bool = True) -> tuple[list, StepStats | None]:
+        """Execute ``plan`` with feed values (slot -> array); returns (slot values, stats).
+
+        ``timeout_s``: the step's deadline (see the module docstring); ``step_id``: the id
+        ``cancel`` knows the step by (a cluster step's; None: it cannot be cancelled so)."""
+        path = self._path(plan)
+        step = _Step(plan, resources, trace, _program(plan, trace) if path == "program" else None)
         for slot, value in feeds.items():
             step.values[slot] = value
         try:
             blas.prepare_for(plan)
-            if plan.run_inline:
-                self._run_sync(step)
+            if step.program is not None:
+                self._run_program(step)
             else:
-                self._run_threaded(step, plan.ready, timeout_s)
+                deadline = None if not timeout_s else time.monotonic() + timeout_s
+                self._run_step(step, path, deadline, timeout_ends_step, step_id)
             if step.error is not None:
                 raise step.error
             slots = step.program.fetch_slots if step.program else plan.fetch_slots
@@ -130,8 +169,30 @@ class Executor:
             _release(step)
         return fetched, (_stats(step) if trace else None)
 
-    # ---- the two ways of submitting work --------------------------------------------
-    def _run_sync(self, step: _Step) -> None:
+    def cancel(self, step_id: Any, error: BaseException) -> None:
+        """End the steps running as ``step_id`` (and fail one that starts later) with
+        ``error``. Each kernel still waiting in them is told first (its ``on_cancel``), so a
+        step ends with the first error a kernel gives, else with ``error``."""
+        with self._lock:
+            self._cancelled[step_id] = error
+            self._cancelled.move_to_end(step_id)
+            while len(self._cancelled) > CANCELLED_MEMORY:
+                self._cancelled.popitem(last=False)
+            steps = list(self._running.get(step_id, ()))
+        for step in steps:
+            self._event(step, (_CANCEL, error))
+
+    def _path(self, plan: Plan) -> str:
+        if self.mode == "auto":
+            return "program" if plan.run_inline else "threaded"
+        if self.mode == "program" and not plan.run_inline:
+            raise ValueError("Only an inline plan (Plan.run_inline) runs as a compiled program")
+        if self.mode == "sync" and any(d.is_gpu for d in plan.devices):
+            return "threaded"
+        return self.mode
+
+    # ---- the ways of submitting work ------------------------------------------------
+    def _run_program(self, step: _Step) -> None:
         """The caller's thread runs the step's ``Program`` (see tfteach.runtime.program).
 
         The hot path of tfteach: no locks, no pending counts. The fast program runs as one
@@ -162,27 +223,103 @@ class Executor:
                 raise
             raise err from e
 
-    def _run_threaded(self, step: _Step, ready: list[int], timeout_s: float | None) -> None:
-        if not ready and step.remaining:
-            step.error = UnknownError("The graph has no ready op: a cycle?")
-            return
-        if step.remaining == 0:
-            return
-        step.done = threading.Event()
-        step.lock = threading.Lock()
-        for i in ready:
-            self._submit(step, i)
-        deadline = None if not timeout_s else time.monotonic() + timeout_s
+    def _run_step(self, step: _Step, path: str, deadline: float | None, ends: bool,
+                  step_id: Any) -> None:
+        """Run ``step`` on the ready-queue path ``path``, known as ``step_id`` meanwhile."""
+        if step_id is not None:
+            with self._lock:
+                step.error = self._cancelled.get(step_id)
+                self._running.setdefault(step_id, []).append(step)
         try:
-            while not step.done.wait(0.05):
-                if deadline and time.monotonic() > deadline:
-                    self._fail(step, DeadlineExceededError(
-                        "Timed out waiting for the step to finish",
-                        hint="a node is waiting for input that never comes (a queue, a "
-                             "dead task?); raise RunOptions.timeout_in_ms if it is just slow."))
+            if step.error is None and self._can_start(step):
+                if path == "sync":
+                    self._run_sync(step, deadline, ends)
+                else:
+                    self._run_threaded(step, deadline, ends)
+        finally:
+            if step_id is not None:
+                with self._lock:
+                    steps = self._running[step_id]
+                    steps.remove(step)
+                    if not steps:
+                        del self._running[step_id]
+
+    @staticmethod
+    def _can_start(step: _Step) -> bool:
+        if step.remaining and not step.plan.ready:
+            step.error = UnknownError("The graph has no ready op: a cycle?")
+        return bool(step.remaining) and step.error is None
+
+    def _run_threaded(self, step: _Step, deadline: float | None, ends: bool) -> None:
+        for i in step.plan.ready:
+            self._submit(step, i)
+        self._wait(step, deadline, ends, step.done.wait)
+
+    def _run_sync(self, step: _Step, deadline: float | None, ends: bool) -> None:
+        """The ready-queue loop on the caller's thread: a submit runs the node at once."""
+        inbox = step.inbox = queue.SimpleQueue()
+
+        def next_event(timeout: float) -> bool:
+            try:
+                self._handle(step, inbox.get(timeout=timeout))
+            except queue.Empty:
+                pass
+            return step.done.is_set()
+
+        try:
+            self._drain(step, list(step.plan.ready), _ANY)
         except KeyboardInterrupt:
             self._fail(step, CancelledError("Step was cancelled by the user (Ctrl-C)"))
             raise
+        self._wait(step, deadline, ends, next_event)
+
+    def _wait(self, step: _Step, deadline: float | None, ends: bool,
+              wait: Callable[[float], bool]) -> None:
+        """Wait (``wait(seconds)``: whether the step is over) until the step is over; at the
+        deadline time its waiting kernels out and, if ``ends``, fail it."""
+        try:
+            while not step.done.is_set():
+                left = WAKE_S if deadline is None else deadline - time.monotonic()
+                if left <= 0:
+                    deadline = None
+                    self._expire(step, ends)
+                    continue
+                wait(min(left, WAKE_S))
+        except KeyboardInterrupt:
+            self._fail(step, CancelledError("Step was cancelled by the user (Ctrl-C)"))
+            raise
+
+    def _expire(self, step: _Step, ends: bool) -> None:
+        """The step's deadline passed: each waiting kernel times out (``on_deadline``);
+        a step that still runs after them fails, if ``ends``."""
+        step.timed_out = True
+        for pending in list(step.waiting):
+            _quietly(pending.expire)
+        if ends:
+            self._event(step, (_FAIL, DeadlineExceededError(
+                "Timed out waiting for the step to finish",
+                hint="a node is waiting for input that never comes (a queue, a dead task?); "
+                     "raise RunOptions.timeout_in_ms if it is just slow.")))
+
+    def _event(self, step: _Step, event: tuple) -> None:
+        """Handle ``event`` now, or (a sync step) in the step's own thread, after the
+        events already in its inbox (the kernels' own errors come first)."""
+        if step.inbox is not None:
+            step.inbox.put(event)
+        else:
+            self._handle(step, event)
+
+    def _handle(self, step: _Step, event: tuple) -> None:
+        kind = event[0]
+        if kind is _DONE:
+            _, node, pending, value, error = event
+            self._resume(step, node, pending, value, error, _ANY)
+        elif kind is _CANCEL:
+            for pending in list(step.waiting):
+                _quietly(pending.cancel)
+            self._event(step, (_FAIL, event[1]))
+        else:
+            self._fail(step, event[1])
 
     def _submit(self, step: _Step, index: int) -> None:
         dev = step.plan.nodes[index].runner
@@ -195,7 +332,8 @@ class Executor:
 
     # ---- running nodes ------------------------------------------------------------------
     def _drain(self, step: _Step, start: Any, device: Any) -> None:
-        """Run ``start`` and every same-device node that becomes ready because of it."""
+        """Run ``start`` and every same-device node that becomes ready because of it
+        (``device`` ``_ANY``: every node that becomes ready)."""
         stack = list(start) if isinstance(start, list) else [start]
         nodes = step.plan.nodes
         while stack:
@@ -248,7 +386,7 @@ class Executor:
             step.remaining -= 1
             last = step.remaining == 0
         for c in ready:
-            if nodes[c].runner is device:
+            if nodes[c].runner is device or device is _ANY:
                 stack.append(c)
             else:
                 self._submit(step, c)
@@ -279,39 +417,64 @@ class Executor:
                 step.plan.slot_device[s].memory.free(nbytes)
 
     def _await(self, step: _Step, node: PlanNode, pending: Pending) -> None:
-        if pending.on_cancel is not None:
-            step.cancel_hooks.append(pending.on_cancel)
+        """Complete ``node`` when ``pending`` resolves (a sync step: in its own thread)."""
+        step.waiting.append(pending)
+        if step.timed_out:
+            _quietly(pending.expire)
+        if step.inbox is not None:
+            inbox = step.inbox
+            pending.add_done_callback(lambda value, error: inbox.put(
+                (_DONE, node, pending, value, error)))
+        else:
+            pending.add_done_callback(lambda value, error: self._resume(
+                step, node, pending, value, error, None))
 
-        def done(value: Any, error: BaseException | None) -> None:
-            if error is not None:
-                self._fail(step, _as_op_error(error, node))
-                return
-            if step.error is not None:
-                return
-            if step.trace and pending.started_ns is not None:
-                t1 = _now()
-                step.records.append((node, pending.started_ns, t1, t1, threading.get_ident(),
-                                     _nbytes(value)))
-            stack: list[int] = []
-            self._finish(step, node, value, stack, None)
+    def _resume(self, step: _Step, node: PlanNode, pending: Pending, value: Any,
+                error: BaseException | None, runner: Any) -> None:
+        """A waiting node's result came: finish it, run (``runner`` ``_ANY``) or submit
+        what became ready."""
+        if error is not None:
+            self._fail(step, _as_op_error(error, node))
+            return
+        if step.error is not None:
+            return
+        if step.trace and pending.started_ns is not None:
+            t1 = _now()
+            step.records.append((node, pending.started_ns, t1, t1, threading.get_ident(),
+                                 _nbytes(value)))
+        stack: list[int] = []
+        self._finish(step, node, value, stack, runner)
+        if runner is _ANY:
+            self._drain(step, stack, _ANY)
+        else:
             for i in stack:
                 self._submit(step, i)
 
-        pending.add_done_callback(done)
-
     def _fail(self, step: _Step, error: BaseException) -> None:
+        """The step ends with ``error`` (unless it already failed); its waiting kernels
+        are told (``on_cancel``)."""
         with step.lock:
             if step.error is not None:
                 return
             step.error = error
-            hooks, step.cancel_hooks = step.cancel_hooks, []
-        for hook in hooks:
-            try:
-                hook()
-            except Exception:  # noqa: BLE001 (cancellation is best effort)
-                pass
+            waiting, step.waiting = step.waiting, []
+        for pending in waiting:
+            _quietly(pending.cancel)
         if step.done is not None:
             step.done.set()
+
+
+def _program(plan: Plan, trace: bool) -> Any:
+    """The program an inline step runs: the full one when traced or a device is slowed."""
+    full = trace or any(d.speed < 1.0 for d in plan.devices)
+    return plan.full if full else plan.fast
+
+
+def _quietly(hook: Callable[[], None]) -> None:
+    try:
+        hook()
+    except Exception:  # noqa: BLE001 (cancellation is best effort)
+        pass
 
 
 def _keep(node: PlanNode, keep: tuple, out: Any, values: list) -> None:

@@ -24,7 +24,8 @@ from tfteach.runtime.program import compile_program, depth_first_order
 
 
 class KernelContext:
-    """What a kernel sees: its op, attrs, device, array module and the step's resources."""
+    """What a kernel sees (``tfteach.framework.kernel.KernelContext``): its op, attrs,
+    device, array module and the step's resources."""
 
     __slots__ = ("op", "attrs", "device", "xp", "resources")
 
@@ -34,6 +35,12 @@ class KernelContext:
         self.device = device
         self.xp = device.xp
         self.resources: Any = None
+
+    @property
+    def deadline(self) -> float | None:
+        """The step's timeout in seconds where its resources carry one (a cluster step's
+        view has ``timeout_s``), else None. The executor enforces it for waiting kernels."""
+        return getattr(self.resources, "timeout_s", None)
 
 
 @dataclass
