@@ -4,11 +4,19 @@
     check_placement(_placement, {"product": "/gpu:1", "total": "/cpu:0"},
                     value=[[44, 56], [98, 128]])
     check(answer, 3, what="the number of GPUs")
+    check(rows_for_slow_gpu, exercise="5.2")      # a lesson's exercise: progressive feedback
+    solution("5.2")                               # its solution, on request
 
 Each returns a ``Feedback``: truthy when the answer is right, shown in a notebook as a green
 (correct) or red (not yet) box listing each problem with a ``Hint:``. A device may be written
 any way TF accepts (``GPU:1``, ``/gpu:1``, ``/device:GPU:1`` or a full name); only the parts
-given are compared. No state.
+given are compared.
+
+A check that names its ``exercise`` takes what it checks, its hints and, when the call gives
+none, its expected value from the package (``tfteach.notebook.exercises``), and counts the
+learner's wrong tries: the first gets a direction (which part is wrong, too high or too low),
+the second a stronger hint, the third the answer. Without ``exercise`` a check has no state
+and says at once what was expected.
 """
 from __future__ import annotations
 
@@ -18,6 +26,9 @@ from typing import Any
 import numpy as np
 
 from tfteach.framework.device_spec import DeviceSpec
+from tfteach.notebook import exercises
+
+_FROM_EXERCISE: Any = object()      # "the exercise's answer, from the package"
 
 
 @dataclass
@@ -57,10 +68,17 @@ class Feedback:
         return self.text()
 
 
-def check(actual: Any, expected: Any, what: str = "the answer", hint: str = "",
-          atol: float = 1e-6) -> Feedback:
-    """Compare ``actual`` with ``expected`` (numbers and arrays within ``atol``)."""
-    feedback = Feedback(what)
+def check(actual: Any, expected: Any = _FROM_EXERCISE, what: str | None = None, hint: str = "",
+          atol: float = 1e-6, exercise: str | None = None) -> Feedback:
+    """Compare ``actual`` with ``expected`` (numbers and arrays within ``atol``).
+
+    With ``exercise`` (e.g. ``"5.2"``) the feedback is progressive, and ``expected`` may be
+    left out: the exercise's answer is kept in the package."""
+    if exercise is not None:
+        return _check_exercise(exercise, actual, expected, atol)
+    if expected is _FROM_EXERCISE:
+        raise TypeError("check() needs the expected value, or exercise='lesson.number'")
+    feedback = Feedback(what or "the answer")
     if not _same(actual, expected, atol):
         feedback.problems.append(f"expected {_show(expected)}, got {_show(actual)}")
         if hint:
@@ -75,7 +93,80 @@ def _same(actual: Any, expected: Any, atol: float) -> bool:
             return a.shape == e.shape and bool(np.allclose(a, e, atol=atol))
     except (TypeError, ValueError):
         pass
-    return actual == expected
+    return _plain(actual) == _plain(expected)
+
+
+def _plain(value: Any) -> Any:
+    """Tuples as lists, at any depth: an answer kept as JSON compares equal to a tuple."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def solution(exercise: str) -> exercises.Solution:
+    """The solution of a lesson's exercise (e.g. ``"10.2"``): its cells and its answer."""
+    return exercises.solution(exercise)
+
+
+def _check_exercise(name: str, actual: Any, expected: Any, atol: float) -> Feedback:
+    info = exercises.exercise(name)
+    if expected is _FROM_EXERCISE:
+        expected = info["answer"]
+    feedback = Feedback(info["what"])
+    passed = _same(actual, expected, atol)
+    tries = exercises.count_try(name, passed)
+    if passed:
+        return feedback
+    if tries >= exercises.TRIES_BEFORE_ANSWER:
+        feedback.problems.append(f"expected {_show(expected)}, got {_show(actual)}")
+    else:
+        feedback.problems.extend(_directions(actual, expected, atol))
+    _add_hints(feedback, name, info, tries)
+    return feedback
+
+
+def _add_hints(feedback: Feedback, name: str, info: dict, tries: int) -> None:
+    """The hints for the ``tries``-th wrong try: direction, then stronger, then the answer."""
+    feedback.hints.append(info["direction"])
+    if tries >= 2:
+        feedback.hints.append(info["hint"])
+    ask = f"`tfteach.lessons.solution('{name}')`"
+    if tries >= exercises.TRIES_BEFORE_ANSWER:
+        feedback.hints.append(f"the whole solution: {ask}")
+    elif tries == 1:
+        feedback.hints.append(f"a stronger hint comes with the next wrong try, the answer with "
+                              f"the third, or now with {ask}")
+    else:
+        feedback.hints.append(f"the answer comes with the next wrong try, or now with {ask}")
+
+
+def _directions(actual: Any, expected: Any, atol: float) -> list[str]:
+    """What is wrong, without the expected value: which parts, and too high or too low."""
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        missing = [f"there is no answer for {k!r}" for k in expected if k not in actual]
+        extra = [f"{k!r} is not asked for" for k in actual if k not in expected]
+        wrong = [_one_direction(repr(k), actual[k], v)
+                 for k, v in expected.items() if k in actual and not _same(actual[k], v, atol)]
+        return missing + wrong + extra
+    if isinstance(expected, (list, tuple)) and isinstance(actual, (list, tuple)):
+        if len(actual) != len(expected):
+            return [f"give {len(expected)} values, not {len(actual)}"]
+        pairs = enumerate(zip(actual, expected, strict=True))
+        return [_one_direction(f"value {i + 1}", a, e) for i, (a, e) in pairs
+                if not _same(a, e, atol)]
+    return [_one_direction("the answer", actual, expected)]
+
+
+def _one_direction(label: str, actual: Any, expected: Any) -> str:
+    if _is_number(actual) and _is_number(expected):
+        return f"{label}, {_show(actual)}, is too {'high' if actual > expected else 'low'}"
+    return f"{label}, {_show(actual)}, is not right yet"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
 
 
 def _show(value: Any) -> str:
@@ -96,25 +187,44 @@ def _spec(text: str) -> DeviceSpec:
     return DeviceSpec.from_string(text)
 
 
-def check_placement(result: Any, expected: dict[str, str], value: Any = None,
-                    what: str = "the placement", atol: float = 1e-6) -> Feedback:
+def check_placement(result: Any, expected: dict[str, str] = _FROM_EXERCISE, value: Any = None,
+                    what: str | None = None, atol: float = 1e-6,
+                    exercise: str | None = None) -> Feedback:
     """Check where ops were placed (op name -> device) and, optionally, the fetched value.
 
     ``result`` is what ``%%placement`` leaves in ``_placement`` (or any object with a
     ``view.devices``/``devices`` mapping of op names to device names, and ``values``).
+    With ``exercise``, the placement and value asked for come from the package when not
+    given, and the feedback is progressive: the wanted devices and value show from the
+    second wrong try on.
     """
-    feedback = Feedback(what)
+    info = exercises.exercise(exercise) if exercise is not None else {}
+    if expected is _FROM_EXERCISE:
+        expected = info["answer"] if info else {}
+    value = info.get("value") if value is None else value
+    atol = info.get("atol", atol)
+    reveal = not info or exercises.wrong_tries(exercise) + 1 >= 2
+    feedback = Feedback(what or info.get("what", "the placement"))
+    _check_placed(feedback, result, expected, value, atol, reveal)
+    if info:
+        tries = exercises.count_try(exercise, feedback.passed)
+        if not feedback.passed:
+            _add_hints(feedback, exercise, info, tries)
+    return feedback
+
+
+def _check_placed(feedback: Feedback, result: Any, expected: dict[str, str], value: Any,
+                  atol: float, reveal: bool) -> None:
     error = getattr(result, "error", None)
     if error is not None:
         feedback.problems.append(f"the cell failed with {type(error).__name__}")
         feedback.hints.append(getattr(error, "hint", None) or str(error))
-        return feedback
+        return
     placed = _full_devices(result)
     for name, wanted in expected.items():
-        _check_one(feedback, placed, name, wanted)
+        _check_one(feedback, placed, name, wanted, reveal)
     if value is not None:
-        _check_value(feedback, getattr(result, "values", None), value, atol)
-    return feedback
+        _check_value(feedback, getattr(result, "values", None), value, atol, reveal)
 
 
 def _full_devices(result: Any) -> dict[str, str]:
@@ -124,17 +234,22 @@ def _full_devices(result: Any) -> dict[str, str]:
     return dict(getattr(result, "devices", result) or {})
 
 
-def _check_one(feedback: Feedback, placed: dict[str, str], name: str, wanted: str) -> None:
+def _check_one(feedback: Feedback, placed: dict[str, str], name: str, wanted: str,
+               reveal: bool = True) -> None:
     if name not in placed:
         feedback.problems.append(f"there is no op named '{name}'")
         feedback.hints.append(f"create it with name='{name}', e.g. "
                               f"tf.matmul(a, b, name='{name}'), in the %%placement cell")
     elif not device_matches(placed[name], wanted):
+        if not reveal:
+            feedback.problems.append(f"'{name}' is on {_short(placed[name])}, not where the exercise asks")
+            return
         feedback.problems.append(f"'{name}' is on {_short(placed[name])}, not on {wanted}")
         feedback.hints.append(f"create '{name}' inside `with tf.device('{wanted}'):`")
 
 
-def _check_value(feedback: Feedback, values: dict | None, expected: Any, atol: float) -> None:
+def _check_value(feedback: Feedback, values: dict | None, expected: Any, atol: float,
+                 reveal: bool = True) -> None:
     if not values:
         feedback.problems.append("the cell computed no value")
         feedback.hints.append("add --run to the %%placement line and end the cell with the "
@@ -142,7 +257,8 @@ def _check_value(feedback: Feedback, values: dict | None, expected: Any, atol: f
         return
     got = list(values.values())[-1]
     if not _same(got, expected, atol):
-        feedback.problems.append(f"the value is {_show(got)}, expected {_show(expected)}")
+        feedback.problems.append(f"the value is {_show(got)}, expected {_show(expected)}"
+                                 if reveal else f"the value, {_show(got)}, is not right yet")
         feedback.hints.append("end the cell with the tensor whose value is asked for")
 
 
