@@ -63,8 +63,8 @@ class LocalCluster:
     TensorFlow")::
 
         src=$(python -c 'import tfteach.examples.distributed_digits as m; print(m.__file__)')
-        sed 's/^import tfteach as tf$/import tensorflow.compat.v1 as tf; tf.disable_v2_behavior()/' \\
-            "$src" > digits_tf.py                           # on every machine
+        tf1='import tensorflow.compat.v1 as tf; tf.disable_v2_behavior()'
+        sed "s/^import tfteach as tf$/$tf1/" "$src" > digits_tf.py    # on every machine
         python digits_tf.py --ps_hosts=a:2222 --worker_hosts=b:2222,c:2222 \\
             --job_name=ps --task_index=0                    # on a; on b and c: worker 0, 1
 
