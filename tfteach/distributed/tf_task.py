@@ -35,12 +35,17 @@ _CHANNEL_OPTIONS = (("grpc.initial_reconnect_backoff_ms", 50),
 _NOT_YET = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
 
+def tensorflow_missing(what: str) -> errors.FailedPreconditionError:
+    """The error for ``what`` when TensorFlow is not installed: it says how to install it."""
+    return errors.FailedPreconditionError(
+        f"{what} needs TensorFlow, which is not installed in this Python "
+        f"({sys.executable}).", hint=f"{INSTALL_HINT}, then restart the kernel.")
+
+
 def require_tensorflow(what: str) -> None:
     """Raise FailedPreconditionError, saying how to install it, if TensorFlow is missing."""
     if importlib.util.find_spec("tensorflow") is None:
-        raise errors.FailedPreconditionError(
-            f"{what} needs TensorFlow, which is not installed in this Python "
-            f"({sys.executable}).", hint=f"{INSTALL_HINT}, then restart the kernel.")
+        raise tensorflow_missing(what)
 
 
 def task_argv(cluster_file: str, job: str, task: int) -> list[str]:

@@ -42,14 +42,14 @@ import sys
 import tempfile
 from typing import Any, Iterator
 
-from tfteach.errors import FailedPreconditionError, OpError, exception_type_from_name
+from tfteach.distributed.tf_task import tensorflow_missing
+from tfteach.errors import OpError, exception_type_from_name
 from tfteach.notebook.placement_cell import (PlacementOptions, PlacementResult, execute_cell,
                                              flatten_fetchable)
 from tfteach.notebook.placement_view import PlacementView, placement_data
 from tfteach.notebook.timeline_view import TimelineView
 from tfteach.runtime.config import NodeExecStats, StepStats, TransferStats
 
-TF_INSTALL = 'pip install "tfteach[conformance]"'
 PROBE = "tfteach_placement_probe"
 LOG_LINE = re.compile(r"^([^\s:]+): \((\w+)\): (/job:\S+)$", re.MULTILINE)
 _IMPORT_TFTEACH = re.compile(r"^(\s*)import tfteach as tf\s*$", re.MULTILINE)
@@ -64,11 +64,7 @@ def import_tf() -> Any:
         with captured_fd(2):        # TF's C++ start-up lines, logged before its log level
             import tensorflow.compat.v1 as tf1
     except ImportError:
-        raise FailedPreconditionError(
-            "%%placement --backend tensorflow needs TensorFlow, and it is not installed in "
-            "this kernel's Python.",
-            hint=f"install it with {TF_INSTALL} (TensorFlow for the CPU), restart the kernel "
-                 "and run the cell again.") from None
+        raise tensorflow_missing("%%placement --backend tensorflow") from None
     if tf1.executing_eagerly_outside_functions():
         level = tf1.logging.get_verbosity()
         tf1.logging.set_verbosity(tf1.logging.ERROR)
