@@ -6,6 +6,13 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
+/**
+ * A task's state: `starting` until its process first answers, then `alive`
+ * while it answers, `unreachable` when it stops answering, `stopped` when its
+ * process is gone.
+ */
+export type TaskState = 'starting' | 'alive' | 'unreachable' | 'stopped';
+
 /** One task of a LocalCluster, with its health as the server last saw it. */
 export interface ITaskInfo {
   job: string;
@@ -13,6 +20,7 @@ export interface ITaskInfo {
   address: string;
   pid: number | null;
   alive: boolean;
+  state: TaskState;
   devices: string[];
   last_step: number | null;
   error?: string | null;
@@ -26,6 +34,8 @@ export interface IClusterInfo {
   created: number | null;
   /** Which runtime runs the tasks: tfteach's or TensorFlow's own servers. */
   backend: 'tfteach' | 'tensorflow';
+  /** The notebook whose kernel started the cluster (null: not a kernel of this server). */
+  notebook: string | null;
   mine: boolean;
   tasks: ITaskInfo[];
 }

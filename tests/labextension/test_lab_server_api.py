@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -44,6 +45,32 @@ def test_cluster_list_shows_a_registered_cluster_and_its_tasks(server):
     assert [(t["job"], t["task"], t["address"]) for t in cluster["tasks"]] == [
         ("worker", 0, entry["tasks"][0]["address"]), ("worker", 1, entry["tasks"][1]["address"])]
     assert all(t["alive"] is False and t["devices"] == [] for t in cluster["tasks"])
+    assert [t["state"] for t in cluster["tasks"]] == ["stopped", "stopped"]
+    assert cluster["notebook"] is None, "this test process is no kernel of the server"
+
+
+def test_a_task_whose_process_runs_but_never_answered_is_starting(server):
+    proc = sleeper()
+    try:
+        entry = fake_entry(tasks=1)
+        entry["tasks"][0].update(pid=proc.pid, argv=["sleep", "120"])
+        write_entry(entry)
+        [cluster] = server.api("GET", "tfteach/api/clusters")[1]["clusters"]
+        assert cluster["tasks"][0]["state"] == "starting"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_task_states_go_starting_alive_unreachable_and_start_again_with_a_new_pid():
+    from tfteach.notebook.server import task_state
+
+    key = ("c-states", "worker", 0, 111)
+    assert task_state(key, running=True, alive=False) == "starting"
+    assert task_state(key, running=True, alive=True) == "alive"
+    assert task_state(key, running=True, alive=False) == "unreachable"
+    assert task_state(key, running=False, alive=False) == "stopped"
+    assert task_state(key[:3] + (222,), running=True, alive=False) == "starting"
 
 
 def test_cluster_list_says_which_runtime_runs_the_tasks(server):
@@ -200,12 +227,48 @@ def test_a_running_local_cluster_is_listed_alive_with_device_names(server, local
 
 
 @pytest.mark.cluster
-def test_killed_task_reads_dead_until_it_is_restarted(server, local_cluster):
+def test_killed_task_reads_stopped_until_it_is_restarted(server, local_cluster):
     _, cluster_id = tasks_by_name(server)
     url = f"tfteach/api/clusters/{cluster_id}/tasks/worker/0/"
     assert server.api("POST", url + "kill")[0] == 200
-    assert tasks_by_name(server)[0]["worker:0"]["alive"] is False
+    worker = tasks_by_name(server)[0]["worker:0"]
+    assert worker["alive"] is False and worker["state"] == "stopped"
     status, body, _ = server.api("POST", url + "restart")
     assert status == 200, body
     tasks, _ = tasks_by_name(server)
-    assert tasks["worker:0"]["alive"] is True and tasks["ps:0"]["alive"] is True
+    assert [tasks[t]["state"] for t in ("ps:0", "worker:0")] == ["alive", "alive"]
+
+
+@pytest.mark.cluster
+def test_a_task_that_stops_answering_reads_unreachable_then_alive_again(server, local_cluster):
+    assert tasks_by_name(server)[0]["worker:0"]["state"] == "alive"
+    pid = _task_pid()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        assert tasks_by_name(server)[0]["worker:0"]["state"] == "unreachable"
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert tasks_by_name(server)[0]["worker:0"]["state"] == "alive"
+
+
+def _task_pid() -> int:
+    """The pid of the one registered cluster's worker 0."""
+    from tfteach.distributed import registry
+
+    [entry] = registry.list_clusters()
+    return registry.task_pid(registry.find_task(entry, "worker", 0))
+
+
+@pytest.mark.cluster
+def test_health_checks_leave_the_callers_malloc_settings_alone(local_cluster):
+    from tfteach.distributed import registry
+
+    [entry] = registry.list_clusters()
+    code = ("import sys; from tfteach.distributed import registry\n"
+            "from tfteach.runtime import host_memory\n"
+            f"assert registry.task_health({entry['id']!r}, 'worker', 0)['alive']\n"
+            "print(host_memory._state['done'])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, cwd=REPO, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

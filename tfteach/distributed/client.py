@@ -45,7 +45,10 @@ STREAM_RETRY_S = 5.0    # after a task refused a stream, unary calls to it for t
 class ClusterClient:
     """Authenticated channels to the tasks of a cluster, one per address."""
 
-    def __init__(self, token: str | None = None, tls: security.TLSConfig | None = None) -> None:
+    def __init__(self, token: str | None = None, tls: security.TLSConfig | None = None,
+                 status_only: bool = False) -> None:
+        """``status_only``: a client that only asks tasks how they are (the JupyterLab
+        server's health checks) leaves the process's malloc settings alone."""
         self._token = token
         self._tls = tls
         self._metadata = ((security.TOKEN_METADATA_KEY, token),) if token else ()
@@ -54,7 +57,8 @@ class ClusterClient:
         self._streams: dict[tuple, list[_CallStream]] = {}   # (address, method) -> idle
         self._refused: dict[tuple, float] = {}  # (address, method) -> unary calls until
         self._lock = threading.Lock()
-        host_memory.keep_freed_memory()     # tensors in messages: no page faults per step
+        if not status_only:
+            host_memory.keep_freed_memory()     # tensors in messages: no page faults per step
         lifetime.closing(self, ClusterClient.close, "client")
 
     @classmethod

@@ -233,7 +233,7 @@ def _prober(entry: dict[str, Any]) -> Iterator[Callable[[dict[str, str], float],
             return {name: {"devices": devices, "last_step": None}
                     for name, devices in client.probe_tasks(targets, timeout).items()}
     else:
-        client = ClusterClient(entry["token"])
+        client = ClusterClient(entry["token"], status_only=True)   # no mallopt in Jupyter
         probe = functools.partial(probe_tasks, client)
     try:
         yield probe

@@ -1,19 +1,27 @@
 """The server side of the tfteach JupyterLab extension: REST handlers under /tfteach/api/.
 
-    GET  /tfteach/api/clusters                                   live LocalClusters + health
+    GET  /tfteach/api/clusters                                   live LocalClusters + state
     POST /tfteach/api/clusters/<id>/tasks/<job>/<task>/kill      SIGKILL one task
     POST /tfteach/api/clusters/<id>/tasks/<job>/<task>/restart   start it again, same port
     POST /tfteach/api/clusters/<id>/stop                         stop every task
     GET  /tfteach/api/lessons                                    where the lessons are
 
 The cluster data comes from ``tfteach.distributed.registry`` (imported lazily, so a
-missing or broken registry gives an empty list and a message, not a dead server).
+missing or broken registry gives an empty list and a message, not a dead server). Each task
+has a ``state``: ``starting`` (its process runs but has not answered yet), ``alive``
+(answers its health check), ``unreachable`` (answered before, not now) or ``stopped`` (no
+process); each cluster names the ``notebook`` whose kernel started it (from this server's
+sessions, matched by the kernel's pid; null when no kernel of this server owns it).
+The health checks leave the server process's allocator alone (``ClusterClient``'s
+``status_only``).
 Invariants: no cluster token (and no task argv or env, which might carry secrets) is ever
 sent to the browser: clusters are rebuilt from a whitelist of fields; only clusters whose
 ``owner_uid`` is this server's uid can be changed (403 otherwise); every handler is behind
 the server's own authentication and XSRF checks (``APIHandler`` + ``authenticated``).
 Blocking registry calls (files, gRPC health checks, signals) run in a thread pool.
-No state; importing this module loads neither ipywidgets nor the engine's heavy parts.
+State: the tasks (cluster, job, task, pid) that have answered once, so a restarted process
+starts again as ``starting``. Importing this module loads neither ipywidgets nor the
+engine's heavy parts.
 """
 from __future__ import annotations
 
@@ -34,6 +42,8 @@ FIRST_LESSON = "01_device_placement.ipynb"
 _TASK_FIELDS = ("job", "task", "address", "pid")
 _CLUSTER_FIELDS = ("id", "owner_pid", "owner_uid", "created", "backend")
 _DEAD = {"alive": False, "devices": [], "last_step": None}
+STATES = ("starting", "alive", "unreachable", "stopped")
+_answered: set[tuple] = set()   # (cluster id, job, task, pid) of tasks that answered once
 
 
 def _load_registry() -> tuple[Any, str | None]:
@@ -72,22 +82,50 @@ def device_names(devices: Any) -> list[str]:
     return [str(d.get("name", "")) if isinstance(d, dict) else str(d) for d in devices or []]
 
 
-async def _task_health(registry: Any, cluster: dict[str, Any], task: dict[str, Any]) -> dict:
-    """A task's health; a failing check reads as dead, with the reason."""
+def task_state(key: tuple, running: bool, alive: bool) -> str:
+    """One of ``STATES`` for a task whose process runs (or not) and that answered now (or
+    not); remembers which tasks have answered, by ``key`` (cluster, job, task, pid)."""
+    if alive:
+        _answered.add(key)
+        return "alive"
+    if not running:
+        return "stopped"
+    return "unreachable" if key in _answered else "starting"
+
+
+def _check_task(registry: Any, cluster: dict[str, Any], record: dict[str, Any]) -> dict:
+    """Blocking: whether the task's process runs, and its health if it does."""
+    running = registry.task_pid(record) is not None
+    health = registry.task_health(cluster, record["job"], record["task"]) if running else _DEAD
+    return {"running": running, **health}
+
+
+async def _task_health(registry: Any, cluster: dict[str, Any], task: dict[str, Any],
+                       record: dict[str, Any]) -> dict:
+    """A task's health and state; a failing check reads as not answering, with the reason."""
+    key = (cluster["id"], task["job"], task["task"], task["pid"])
     try:
-        health = await _blocking(registry.task_health, cluster, task["job"], task["task"])
+        health = await _blocking(_check_task, registry, cluster, record)
     except Exception as exc:  # noqa: BLE001 (a broken entry must not break the list)
-        return dict(_DEAD, error=f"{type(exc).__name__}: {exc}")
-    return {"alive": bool(health.get("alive")), "devices": device_names(health.get("devices")),
+        return dict(_DEAD, state=task_state(key, True, False),
+                    error=f"{type(exc).__name__}: {exc}")
+    alive = bool(health.get("alive"))
+    return {"alive": alive, "state": task_state(key, health["running"], alive),
+            "devices": device_names(health.get("devices")),
             "last_step": health.get("last_step"), "error": None}
 
 
-async def describe_clusters(registry: Any, uid: int) -> list[dict[str, Any]]:
-    """Every live cluster, public fields only, each task with its health."""
-    clusters = [public_cluster(entry, uid) for entry in await _blocking(registry.list_clusters)]
-    checks = [_task_health(registry, c, t) for c in clusters for t in c["tasks"]]
+async def describe_clusters(registry: Any, uid: int,
+                            notebooks: dict[int, str] | None = None) -> list[dict[str, Any]]:
+    """Every live cluster, public fields only, each task with its health and state, and
+    the notebook (from ``notebooks``: kernel pid -> path) whose kernel started it."""
+    entries = await _blocking(registry.list_clusters)
+    clusters = [public_cluster(entry, uid) for entry in entries]
+    checks = [_task_health(registry, c, t, r) for c, e in zip(clusters, entries, strict=True)
+              for t, r in zip(c["tasks"], e.get("tasks", []), strict=True)]
     healths = iter(await asyncio.gather(*checks))
     for cluster in clusters:
+        cluster["notebook"] = (notebooks or {}).get(cluster["owner_pid"])
         for task in cluster["tasks"]:
             task.update(next(healths))
     return clusters
@@ -132,8 +170,27 @@ class ClustersHandler(_Base):
     @tornado.web.authenticated
     async def get(self) -> None:
         registry, why = _load_registry()
-        clusters = [] if registry is None else await describe_clusters(registry, os.getuid())
+        clusters = [] if registry is None else await describe_clusters(
+            registry, os.getuid(), await self._kernel_notebooks())
         self.finish(json.dumps({"clusters": clusters, "message": why}))
+
+    async def _kernel_notebooks(self) -> dict[int, str]:
+        """Kernel process id -> the path of the notebook its session belongs to."""
+        try:
+            sessions = await self.session_manager.list_sessions()
+        except Exception:  # noqa: BLE001 (no sessions: clusters show their pid)
+            return {}
+        out = {}
+        for session in sessions:
+            kernel_id = (session.get("kernel") or {}).get("id")
+            try:
+                kernel = self.kernel_manager.get_kernel(kernel_id)
+            except KeyError:
+                continue
+            pid = getattr(getattr(kernel, "provisioner", None), "pid", None)
+            if pid:
+                out[int(pid)] = session.get("path") or session.get("name") or ""
+        return out
 
 
 class TaskActionHandler(_Base):

@@ -1,10 +1,13 @@
 /**
  * The cluster panel's model: the LocalClusters the server extension lists,
- * refreshed every few seconds, and the actions on them.
+ * refreshed every second while the panel is shown (so a task's state change
+ * shows within a second), not at all while it is hidden, and the actions on
+ * them.
  *
- * State: `clusters`, `message` (the server's note, e.g. no registry yet) and
- * `error` (the last failed call). Invariant: `changed` is emitted after every
- * refresh and after every action; polling stops on dispose().
+ * State: `clusters`, `message` (the server's note, e.g. no registry yet),
+ * `error` (the last failed call) and `active` (the panel is shown).
+ * Invariant: `changed` is emitted after every refresh and after every action;
+ * polling stops on dispose().
  */
 import { Poll } from '@lumino/polling';
 import { ISignal, Signal } from '@lumino/signaling';
@@ -12,7 +15,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 import { IClusterInfo, IClusterList, requestAPI, taskPath } from '../api';
 
 /** How often the panel asks the server, in milliseconds. */
-export const REFRESH_MS = 3000;
+export const REFRESH_MS = 1000;
 
 export class ClusterListModel {
   constructor(refreshMs: number = REFRESH_MS) {
@@ -21,8 +24,23 @@ export class ClusterListModel {
       factory: () => this.refresh(),
       frequency: { interval: refreshMs, backoff: true, max: 10 * refreshMs },
       name: 'tfteach:clusters',
-      standby: 'when-hidden'
+      standby: () => !this._active || 'when-hidden'
     });
+  }
+
+  /** Whether the panel is shown: polling runs only then (and refreshes at once). */
+  get active(): boolean {
+    return this._active;
+  }
+
+  setActive(active: boolean): void {
+    if (active === this._active) {
+      return;
+    }
+    this._active = active;
+    if (active && !this._poll.isDisposed) {
+      void this._poll.refresh();
+    }
   }
 
   get changed(): ISignal<this, void> {
@@ -91,6 +109,7 @@ export class ClusterListModel {
   }
 
   private _poll: Poll;
+  private _active = false;
   private _clusters: IClusterInfo[] = [];
   private _message: string | null = null;
   private _error: string | null = null;

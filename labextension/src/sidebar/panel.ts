@@ -1,11 +1,13 @@
 /**
- * The left sidebar panel listing live LocalClusters (each with the runtime of
- * its tasks: tfteach or TensorFlow's own servers): per task its address,
- * whether it answers its health check, its devices and last step, with
- * buttons to kill or restart a task and to stop a cluster you own.
- * Re-renders whenever the model changes; disposing the panel disposes the
- * model, which stops its polling.
+ * The left sidebar panel listing live LocalClusters (each with the notebook
+ * that started it and the runtime of its tasks: tfteach or TensorFlow's own
+ * servers): per task its address, its state (starting, alive, unreachable,
+ * stopped), its devices and last step, with buttons to kill or restart a task
+ * and to stop a cluster you own. Re-renders whenever the model changes; polls
+ * only while shown; disposing the panel disposes the model, which stops its
+ * polling.
  */
+import type { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
 import { IClusterInfo, ITaskInfo } from '../api';
@@ -36,6 +38,16 @@ export class ClusterPanel extends Widget {
   }
 
   readonly model: ClusterListModel;
+
+  protected onAfterShow(msg: Message): void {
+    super.onAfterShow(msg);
+    this.model.setActive(true);
+  }
+
+  protected onAfterHide(msg: Message): void {
+    super.onAfterHide(msg);
+    this.model.setActive(false);
+  }
 
   dispose(): void {
     if (this.isDisposed) {
@@ -72,11 +84,16 @@ export class ClusterPanel extends Widget {
     box.dataset.clusterId = cluster.id;
     const head = htmlEl('div', 'tft-cluster-header');
     const owner = cluster.mine
-      ? `started by pid ${cluster.owner_pid}`
+      ? cluster.notebook
+        ? `started by ${cluster.notebook}`
+        : `started by process ${cluster.owner_pid} (not a kernel of this server)`
       : `owned by uid ${cluster.owner_uid}`;
     const backend = cluster.backend === 'tensorflow' ? 'TensorFlow servers' : 'tfteach';
+    const title = cluster.notebook ? cluster.notebook.split('/').pop()! : 'LocalCluster';
+    const name = htmlEl('span', 'tft-cluster-name', title);
+    name.title = `cluster ${cluster.id}`;
     head.append(
-      htmlEl('span', 'tft-cluster-name', `${cluster.id}`),
+      name,
       htmlEl('span', 'tft-cluster-backend', backend),
       htmlEl('span', 'tft-cluster-owner', owner)
     );
@@ -96,9 +113,11 @@ export class ClusterPanel extends Widget {
   }
 
   private _renderTask(cluster: IClusterInfo, task: ITaskInfo): HTMLElement {
-    const row = htmlEl('div', `tft-task ${task.alive ? 'tft-alive' : 'tft-dead'}`);
+    const taskState = task.state ?? (task.alive ? 'alive' : 'stopped');
+    const row = htmlEl('div', `tft-task tft-state-${taskState}`);
     row.dataset.task = `/job:${task.job}/task:${task.task}`;
-    const state = htmlEl('span', 'tft-task-state', task.alive ? 'alive' : 'dead');
+    row.dataset.state = taskState;
+    const state = htmlEl('span', 'tft-task-state', taskState);
     const name = htmlEl('span', 'tft-task-name', `/job:${task.job}/task:${task.task}`);
     const addr = htmlEl('span', 'tft-task-address', task.address);
     const line1 = htmlEl('div', 'tft-task-line');
