@@ -17,6 +17,8 @@ differences in ``_comparison``).
 ``status``, ``kill worker:1``, ``restart worker:1``, ``stop`` drive the kernel's LocalCluster
 (also bound to the name ``cluster``); it stops when the kernel shuts down.
 ``%tfteach errors friendly|full`` chooses how tfteach errors raised by ordinary cells look.
+``%%placement --help`` (``-h``) and ``%tfteach --help`` (or no arguments) print every option
+and subcommand; ``%tfteach?`` shows the same text.
 
 State (per shell): the magics object holds the last ``PlacementResult`` of each backend (their
 sessions are closed when the next ``%%placement`` runs) and the ``ClusterController``.
@@ -52,25 +54,59 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message}\n\n{self.format_usage()}")
 
 
+HELP_FLAGS = ("-h", "--help")
+
+
 def _tfteach_parser() -> _Parser:
     parser = _Parser(prog="%tfteach", add_help=False)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     devices = sub.add_parser("devices", add_help=False, help="show this kernel's devices")
-    devices.add_argument("--virtual-gpus", type=int, default=None)
-    errors = sub.add_parser("errors", add_help=False)
-    errors.add_argument("style", choices=["friendly", "full"])
-    cluster = sub.add_parser("cluster", add_help=False, help="drive a LocalCluster")
+    devices.add_argument("--virtual-gpus", type=int, default=None,
+                         help="pretend this many virtual GPUs for the table")
+    errors = sub.add_parser("errors", add_help=False,
+                            help="how tfteach errors from ordinary cells look")
+    errors.add_argument("style", choices=["friendly", "full"],
+                        help="friendly: a short box with the hint; full: the traceback")
+    cluster = sub.add_parser("cluster", add_help=False, help="drive this kernel's LocalCluster")
     actions = cluster.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    start = actions.add_parser("start", add_help=False)
-    start.add_argument("--ps", type=int, default=1)
-    start.add_argument("--workers", type=int, default=2)
-    start.add_argument("--gpus-per-task", type=int, default=0)
-    start.add_argument("--speeds", type=_speeds, default=None)
-    actions.add_parser("status", add_help=False)
-    actions.add_parser("stop", add_help=False)
-    for name in ("kill", "restart"):
-        actions.add_parser(name, add_help=False).add_argument("task")
+    start = actions.add_parser("start", add_help=False, help="start one (bound to `cluster`)")
+    start.add_argument("--ps", type=int, default=1, help="parameter server tasks (1)")
+    start.add_argument("--workers", type=int, default=2, help="worker tasks (2)")
+    start.add_argument("--gpus-per-task", type=int, default=0, help="virtual GPUs per task (0)")
+    start.add_argument("--speeds", type=_speeds, default=None,
+                       help="relative worker speeds, e.g. 1,1,0.3")
+    actions.add_parser("status", add_help=False, help="show every task's state")
+    actions.add_parser("stop", add_help=False, help="stop every task")
+    for name, what in (("kill", "kill a task, e.g. worker:1"),
+                       ("restart", "start a killed task again, e.g. worker:1")):
+        actions.add_parser(name, add_help=False, help=what).add_argument(
+            "task", help="job:index, e.g. worker:1")
     return parser
+
+
+def tfteach_help() -> str:
+    """Every subcommand of ``%tfteach`` with its options (what ``%tfteach --help`` prints)."""
+    lines = ["%tfteach: tfteach's notebook commands.", ""]
+    lines += _subcommand_help(_tfteach_parser(), "%tfteach")
+    return "\n".join(lines)
+
+
+def _subcommand_help(parser: argparse.ArgumentParser, prefix: str) -> list[str]:
+    """One usage line and the option lines of each (nested) subcommand."""
+    lines: list[str] = []
+    for action in parser._subparsers._group_actions if parser._subparsers else []:
+        helps = {a.dest: a.help for a in action._choices_actions}
+        for name, sub in action.choices.items():
+            command = f"{prefix} {name}"
+            if sub._subparsers is not None:
+                lines.append(f"{command} ...: {helps.get(name) or ''}")
+                lines += _subcommand_help(sub, command)
+                continue
+            usage = " ".join(sub.format_usage().split()[1 + len(sub.prog.split()):])
+            lines.append(f"{command} {usage}".rstrip() + f"\n    {helps.get(name) or ''}")
+            lines += [f"      {', '.join(a.option_strings) or a.dest}: {a.help}"
+                      for a in sub._actions if a.help]
+    return lines
 
 
 def _stand_ins(virtual_gpus: int | None) -> int:
@@ -119,6 +155,9 @@ class TfteachMagics(Magics):
     @cell_magic
     def placement(self, line: str, cell: str) -> None:
         """Place (and optionally run) the graph this cell builds, and show where ops went."""
+        if set(shlex.split(line)) & set(HELP_FLAGS):
+            print(self.placement.parser.format_help().replace("::\n\n", "", 1))
+            return
         args = parse_argstring(self.placement, line)
         options = PlacementOptions(args.soft, args.log, args.run, args.trace,
                                    args.virtual_gpus, args.target, args.config, args.backend,
@@ -185,8 +224,11 @@ class TfteachMagics(Magics):
     # -- %tfteach -----------------------------------------------------------------------
     @line_magic
     def tfteach(self, line: str) -> Any:
-        """``%tfteach devices | cluster ... | errors friendly|full``."""
-        args = _tfteach_parser().parse_args(shlex.split(line))
+        words = shlex.split(line)
+        if not words or set(words) & set(HELP_FLAGS):
+            print(tfteach_help())
+            return None
+        args = _tfteach_parser().parse_args(words)
         if args.command == "devices":
             import tfteach.config
 
@@ -205,6 +247,8 @@ class TfteachMagics(Magics):
         if status is not None:
             display(status)
         return None
+
+    tfteach.__doc__ = tfteach_help()
 
     def _cluster(self, args: argparse.Namespace) -> Any:
         clusters = self.clusters
