@@ -70,3 +70,19 @@ def test_hints_render_backticks_as_code():
     feedback = check(1, 2, hint="use `tf.add`")
     assert "use <code>tf.add</code>" in feedback.html()
     assert "`tf.add`" in feedback.text()
+
+
+def test_loss_curve_figures_are_transparent_with_ink_that_reads_on_light_and_dark():
+    import io
+
+    from matplotlib.image import imread
+
+    from tfteach.notebook.loss_curves import figure_png, plot_histories
+
+    fig = plot_histories({"sync": [{"worker": 0, "global_step": 1, "wall_time": 0.0,
+                                    "loss": 2.0}]}, title="t")
+    pixels = imread(io.BytesIO(figure_png(fig)))
+    assert pixels.shape[2] == 4 and pixels[0, 0, 3] == 0, "transparent background"
+    assert fig.axes[0].title.get_color() == palette.FIGURE_INK
+    for page in ("#FFFFFF", "#111111"):
+        assert palette.contrast(palette.FIGURE_INK, page) >= 4.0

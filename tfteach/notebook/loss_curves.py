@@ -19,7 +19,8 @@ backend renders PNGs in-process with no display server, no browser-side JavaScri
 network (plotly/bokeh need their JS bundles to show or export a figure), so the same picture
 updates live in JupyterLab 4, Notebook 7 and VS Code and survives nbconvert and GitHub.
 We use ``matplotlib.figure.Figure`` directly, never pyplot, so no global figure state leaks
-and the inline backend does not show figures twice. Colours are fixed per mode.
+and the inline backend does not show figures twice. Colours are fixed per mode; the
+background is transparent and text and axes are a grey that reads on light and dark themes.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ import io
 import time
 from typing import Any, Callable, Iterable
 
+from tfteach.notebook.palette import figure_rc
 from tfteach.notebook.style import count
 
 MODE_COLORS = {"sync": "#0072B2", "async": "#D55E00"}
@@ -45,7 +47,15 @@ def _sorted(records: Iterable[dict], key: str) -> list[dict]:
 
 
 def plot_histories(histories: dict[str, list[dict]], title: str = "") -> Any:
-    """A matplotlib Figure: loss/step, loss/wall time, staleness."""
+    """A matplotlib Figure: loss/step, loss/wall time, staleness; transparent, with text and
+    axes that read on a light and a dark notebook (``palette.figure_rc``)."""
+    import matplotlib
+
+    with matplotlib.rc_context(figure_rc()):
+        return _plot(histories, title)
+
+
+def _plot(histories: dict[str, list[dict]], title: str) -> Any:
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(11, 3.4), dpi=90, layout="constrained")

@@ -5,6 +5,8 @@
 - ``OP_FILLS`` x ``OP_HATCHES``: op types get a separate encoding, a neutral grey with a
   hatch (solid, stripes, dots), so an op type never looks like a device;
 - ``TRANSFER_COLOR`` for transfers, ``FEEDBACK`` accents for the error / success / note boxes;
+- ``figure_rc()``: matplotlib settings for figures that read on light and dark themes
+  (transparent background, ``FIGURE_INK`` text and axes);
 - ``label_color(fill)``: the text colour (near-black or white) with the higher WCAG contrast
   on ``fill``; every fill here reaches at least ``MIN_CONTRAST`` with its label colour.
 
@@ -21,6 +23,9 @@ OP_FILLS = ("#E0E0E0", "#B0B0B0", "#808080", "#585858")
 OP_HATCHES = ("solid", "stripes", "dots")
 TRANSFER_COLOR = "#D0402F"
 DARK_TEXT, LIGHT_TEXT = "#111111", "#FFFFFF"
+# text, axes and grid of matplotlib figures, drawn on a transparent background: the grey
+# that reads on a white page (contrast 4.5) and on JupyterLab's dark one (#111111: 4.2)
+FIGURE_INK = "#767676"
 MIN_CONTRAST = 4.5
 # accent colour of each feedback box; its background is the accent at low opacity over the
 # page, so the box reads on a light and a dark theme with the theme's own text colour.
@@ -68,6 +73,17 @@ def feedback_style(kind: str) -> str:
     tint = accent + "24"   # about 14 % opacity over the page
     return (f"border-left:4px solid {accent};background:{tint};"
             "color:var(--jp-content-font-color1,inherit);padding:6px 10px;margin:4px 0")
+
+
+def figure_rc() -> dict[str, str]:
+    """matplotlib rcParams (use with ``matplotlib.rc_context``) for a transparent figure
+    whose text, ticks, spines and grid read on a light and on a dark notebook."""
+    ink = FIGURE_INK
+    return {"figure.facecolor": "none", "axes.facecolor": "none", "savefig.transparent": "True",
+            "text.color": ink, "axes.labelcolor": ink, "axes.edgecolor": ink,
+            "axes.titlecolor": ink, "xtick.color": ink, "ytick.color": ink,
+            "grid.color": ink, "legend.facecolor": "none", "legend.edgecolor": ink,
+            "legend.labelcolor": ink}
 
 
 def palette_data() -> dict:
