@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 
 from tfteach.notebook.displays import format_value
+from tfteach.notebook.palette import feedback_style
 from tfteach.notebook.style import count, html_escape
 from tfteach.notebook.tf_backend import as_tfteach_device
 from tfteach.timeline import short_device
 
-_BOX = ("border-left:4px solid {color};background:{bg};padding:6px 10px;margin:4px 0;"
-        "font-family:var(--jp-code-font-family,monospace);font-size:12px;white-space:pre-wrap")
+_TEXT = "font-family:var(--jp-code-font-family,monospace);font-size:12px;white-space:pre-wrap"
 
 
 @dataclass
@@ -62,8 +62,8 @@ class Comparison:
                 f"devices, {count(self.agreed_values, 'fetched value')} the same{raised}.")
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
-        color, bg = ("#C0392B", "#FDEDEC") if self.differs else ("#1E8449", "#E9F7EF")
-        html = (f'<div class="tfteach-compare" style="{_BOX.format(color=color, bg=bg)}">'
+        style = feedback_style("error" if self.differs else "success")
+        html = (f'<div class="tfteach-compare" style="{style};{_TEXT}">'
                 f"{html_escape(self.text())}</div>")
         return {"text/html": html, "text/plain": self.text()}
 

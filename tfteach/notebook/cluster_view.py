@@ -68,7 +68,8 @@ def rows_html(rows: list[dict[str, Any]]) -> str:
     head = "".join(f"<th style='text-align:left'>{h}</th>" for h in _HEAD)
     body = ""
     for r in rows:
-        color = "#1E8449" if r["alive"] else "#C0392B"
+        color = ("var(--jp-success-color1,#1E8449)" if r["alive"]
+                 else "var(--jp-error-color1,#C0392B)")
         cells = [html_escape(c) for c in _cells(r)]
         cells[3] = f"<b style='color:{color}'>{cells[3]}</b>"
         body += "<tr>" + "".join(f"<td style='text-align:left'>{c}</td>" for c in cells) + "</tr>"

@@ -84,7 +84,8 @@ class Progress:
     def html(self) -> str:
         fraction = self.done / self.total if self.total else 0.0
         color = "#E67E22" if self.interrupted else "#2E86C1"
-        bar = (f"<div style='width:320px;height:10px;background:#EEE;border-radius:5px'>"
+        bar = (f"<div style='width:320px;height:10px;background:var(--jp-layout-color3,#EEE);"
+               "border-radius:5px'>"
                f"<div style='width:{min(1.0, fraction) * 100:.1f}%;height:10px;"
                f"background:{color};border-radius:5px'></div></div>") if self.total else ""
         text = html_escape(self.text()).replace("\n", "<br>")
