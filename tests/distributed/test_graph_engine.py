@@ -158,8 +158,8 @@ def test_a_transfer_into_a_sink_on_the_masters_task_comes_back_with_run_graph(cl
 
 
 def test_only_transfers_into_sinks_of_the_masters_part_skip_recv_tensor():
-    from tfteach.distributed.graph_engine import _RemoteDevice
     from tfteach.distributed.partition import Partitioner
+    from tfteach.distributed.session_targets import RemoteDevice
 
     g = tf.Graph()
     with g.as_default():
@@ -170,7 +170,7 @@ def test_only_transfers_into_sinks_of_the_masters_part_skip_recv_tensor():
             sink = tf.identity(a, name="sink")          # consumed by nothing
             used = tf.identity(b, name="used") * 3.0    # consumed by mul
     tasks = {"/job:ps/replica:0/task:0": "h:1", "/job:worker/replica:0/task:0": "h:2"}
-    devices = {task: _RemoteDevice({"name": f"{task}/device:CPU:0"}) for task in tasks}
+    devices = {task: RemoteDevice({"name": f"{task}/device:CPU:0"}) for task in tasks}
     placement = {op.name: devices["/job:ps/replica:0/task:0" if op.name in ("a", "b") else
                                   "/job:worker/replica:0/task:0"] for op in g.get_operations()}
     parts = Partitioner(placement, tasks).run(g.get_operations(), set(), [sink, used],

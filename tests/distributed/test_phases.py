@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 import tfteach as tf
-from tfteach.distributed.graph_engine import GraphEngine, _RemoteDevice
+from tfteach.distributed.graph_engine import GraphEngine
 from tfteach.distributed.partition import Partitioner
 from tfteach.distributed.phases import split_phases
+from tfteach.distributed.session_targets import RemoteDevice
 from tfteach.runtime.plan import needed_ops
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120)]
@@ -34,7 +35,7 @@ def _softmax_regression(global_step=False, ps="/job:ps/task:0", worker="/job:wor
 def _split(fetches, targets, fed, master=W0):
     g = tf.get_default_graph()
     tasks = {PS: "h:1", W0: "h:2", W1: "h:3"}
-    devices = {task: _RemoteDevice({"name": f"{task}/device:CPU:0"}) for task in tasks}
+    devices = {task: RemoteDevice({"name": f"{task}/device:CPU:0"}) for task in tasks}
     placement = {op.name: devices[_task_of(op.device)] for op in g.get_operations()}
     need = needed_ops([t.op for t in fetches] + targets, set(fed))
     ops = [op for op in g.get_operations() if op._id in need]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tfteach import errors
-from tfteach.distributed import shm
+from tfteach.distributed import shm, shm_callers
 
 pytestmark = pytest.mark.skipif(not shm.available(), reason="needs /dev/shm")
 
@@ -198,7 +198,7 @@ def test_a_request_carries_large_tensors_in_the_senders_segment():
         big, small = request.feed
         assert big.tensor.header.shm_name == segment.name and big.tensor.content == b""
         assert small.tensor.header.shm_name == "" and len(small.tensor.content) > 0
-        got = wire.from_named(request.feed, shm.Caller.trusting(os.getpid()))
+        got = wire.from_named(request.feed, shm_callers.Caller.trusting(os.getpid()))
         for name, value in values.items():
             np.testing.assert_array_equal(got[name], value)
         segment.view[4:8] = b"\0\0\0\0"         # the sender reuses it: ours is a copy
@@ -209,7 +209,7 @@ def test_a_request_carries_large_tensors_in_the_senders_segment():
         shm.give_back(segment, reuse=False)
     big.tensor.header.shm_name = _missing_name()
     with pytest.raises(errors.DataLossError, match="no segment on this host holds"):
-        wire.from_named([big], shm.Caller.trusting(os.getpid()))
+        wire.from_named([big], shm_callers.Caller.trusting(os.getpid()))
 
 
 def _missing_name():

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from tfteach import errors
-from tfteach.distributed import services, shm, wire
+from tfteach.distributed import services, shm, shm_callers, wire
 from tfteach.distributed.protos import tfteach_cluster_pb2 as pb
 from tfteach.distributed.protos import tfteach_cluster_pb2_grpc as pb_grpc
 from tfteach.distributed.status import error_from_rpc
@@ -114,7 +114,7 @@ def test_a_host_claim_from_a_remote_connection_maps_nothing(monkeypatch):
     memory: its segment names are refused before anything is opened."""
     opened = []
     monkeypatch.setattr(shm, "mapped", lambda *args: opened.append(args))
-    caller = shm.Caller("ipv4:203.0.113.7:40000")
+    caller = shm_callers.Caller("ipv4:203.0.113.7:40000")
     request = pb.RunGraphRequest(shm_host=shm.host_key(), reply_shm=_name(os.getpid()))
     request.send.add(name="x").tensor.header.CopyFrom(pb.TensorHeader(
         dtype="|u1", shape=[NBYTES], nbytes=NBYTES, shm_name=_name(os.getpid())))
@@ -127,7 +127,7 @@ def test_a_host_claim_from_a_remote_connection_maps_nothing(monkeypatch):
 def test_a_caller_cannot_name_the_segment_of_a_pid_that_does_not_hold_its_connection(
         other_process):
     proc, name = other_process
-    caller = shm.Caller("ipv4:127.0.0.1:1")     # no connection of that process's
+    caller = shm_callers.Caller("ipv4:127.0.0.1:1")     # no connection of that process's
     assert caller.shares_host(shm.host_key())
     with pytest.raises(errors.PermissionDeniedError, match=name):
         caller.owner_of(name)
@@ -211,7 +211,7 @@ def test_a_killed_clients_segments_are_reclaimed_while_its_server_runs(make_serv
         assert int(proc.stdout.readline()) > 0      # it made reused segments
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
-        deadline = time.monotonic() + 3 * shm.REAP_WAIT_S
+        deadline = time.monotonic() + 3 * shm_callers.REAP_WAIT_S
         while _segments_of(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert _segments_of(proc.pid) == []

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import tfteach as tf
-from tfteach.distributed.graph_engine import merge_config
+from tfteach.distributed.engine_args import merge_config
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120)]
 WAIT_S = 20

@@ -24,24 +24,21 @@ every step running on its task (``cancel_steps``).
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import secrets
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from tfteach import errors
 from tfteach.devices import discovery
 from tfteach.devices.base import Device
-from tfteach.framework.device_spec import DeviceSpec
 from tfteach.framework.graph import Graph
-from tfteach.framework.graph_io import copy_graph, graph_from_json
-from tfteach.runtime.config import ConfigProto, StepStats, TransferStats
+from tfteach.framework.graph_io import copy_graph
+from tfteach.runtime.config import StepStats, TransferStats
 from tfteach.runtime.executor import Executor, to_fetch_value
 from tfteach.runtime.partition_graphs import partition_graphs
 from tfteach.runtime.plan import build_plan
@@ -49,12 +46,12 @@ from tfteach.runtime.resources import ResourceMgr
 
 from . import step_args, transport_ops
 from .engine_api import RunResult, TaskInfo
+from .engine_args import (json_object, load_graph, merge_config, parse_options, session_config,
+                          task_config)
+from .master import MasterSession
+from .session_targets import cluster_targets, device_attrs
 from .sync_stall import explain_timeout
 from .worker_transport import WorkerTransport
-
-if TYPE_CHECKING:
-    from .master import MasterSession
-
 
 SWITCH_INTERVAL_S = 0.0002
 
@@ -88,15 +85,6 @@ class _FastSwitching:
 
 _fast_switching = _FastSwitching()
 RECV_GRACE_S = 1.0      # a Recv from another task waits this much beyond the step's timeout
-
-
-class _RemoteDevice(Device):
-    """Another task's device, as the master's placer sees it (no kernels run here)."""
-
-    def __init__(self, attrs: dict) -> None:
-        spec = DeviceSpec.from_string(attrs["name"])
-        super().__init__(spec, attrs.get("physical_device_desc", ""),
-                         int(attrs.get("memory_limit", 0)))
 
 
 class _Slot:
@@ -144,7 +132,7 @@ class GraphEngine(WorkerTransport):
         super().__init__(task)
         _fast_switching.hold()
         self._switching = True
-        cfg = _config(task.config)
+        cfg = task_config(task.config)
         self.devices = discovery.local_devices(task.job_name, task.task_index,
                                                cfg.device_count, cfg.gpu_options)
         self._by_name = {d.name: d for d in self.devices}
@@ -175,7 +163,7 @@ class GraphEngine(WorkerTransport):
         return dev
 
     def get_status(self) -> list[dict[str, Any]]:
-        return [_attrs(d) for d in self.devices]
+        return [device_attrs(d) for d in self.devices]
 
     def last_step(self) -> int:
         return self._steps
@@ -316,7 +304,6 @@ class GraphEngine(WorkerTransport):
 
     # ---- master role ------------------------------------------------------------------
     def create_session(self, graph_def: bytes, config: bytes) -> str:
-        from .master import MasterSession
         cfg = session_config(config)
         graph = load_graph(graph_def, "CreateSession")
         handle = secrets.token_hex(8)
@@ -353,7 +340,7 @@ class GraphEngine(WorkerTransport):
 
     def list_devices(self, session_handle: str) -> tuple[list[dict], list[dict]]:
         sess = self._sessions.get(session_handle)
-        remote = [_attrs(d) for d in sess.devices if d.name not in self._by_name] if sess else []
+        remote = [device_attrs(d) for d in sess.devices if d.name not in self._by_name] if sess else []
         return self.get_status(), remote
 
     def reset(self, containers: Sequence[str], device_filters: Sequence[str]) -> None:
@@ -361,7 +348,6 @@ class GraphEngine(WorkerTransport):
             sessions, self._sessions = list(self._sessions.values()), {}
         for s in sessions:
             s.close()
-        from .master import cluster_targets
         for name, address in cluster_targets(self.task, list(device_filters)):
             if name == self.task.task_name:
                 self.cleanup_all(containers)
@@ -400,88 +386,6 @@ class GraphEngine(WorkerTransport):
                                       hint="the master task restarted or the session was "
                                            "closed; create a new session.")
         return sess
-
-
-@functools.lru_cache(maxsize=256)
-def parse_options(options: bytes) -> Mapping[str, Any]:
-    """RunStep or RunGraph options (JSON; the same bytes step after step), parsed once.
-    The mapping is shared: read it, never change it."""
-    opts = json_object(options, "RunOptions")
-    for key in ("timeout_s", "timeout_in_ms"):
-        value = opts.get(key, 0)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-                not 0 <= value < 1e12:
-            raise errors.InvalidArgumentError(
-                f"RunOptions {key} must be a number of at least 0, not {value!r}")
-    return MappingProxyType(opts)
-
-
-def json_object(data: bytes, what: str) -> dict:
-    """``data`` (JSON; empty: ``{}``) as a dict; InvalidArgumentError if it is not one."""
-    try:
-        value = json.loads(data or b"{}")
-    except (ValueError, RecursionError) as e:
-        value = e
-    if not isinstance(value, dict):
-        raise errors.InvalidArgumentError(
-            f"Malformed {what}: expected a JSON object, got {str(value)[:80]!r}",
-            hint="tfteach's clients send it; a client of your own must send the same format.")
-    return value
-
-
-def load_graph(data: bytes, where: str, into: Graph | None = None) -> Graph:
-    """The graph def ``data`` received by ``where`` (added to ``into`` if given), every
-    node checked (``graph_io``); InvalidArgumentError naming the node and field."""
-    try:
-        return graph_from_json(data, into)
-    except ValueError as e:
-        raise errors.InvalidArgumentError(
-            f"{where}: invalid graph: {e}",
-            hint="build graphs with tfteach (tf.Session sends them); a graph def of your own "
-                 "must follow tfteach.framework.graph_io's format.") from None
-
-
-def session_config(config: bytes) -> ConfigProto:
-    """CreateSession's ConfigProto (JSON); InvalidArgumentError if malformed."""
-    spec = json_object(config, "CreateSession config")
-    try:
-        return ConfigProto.from_dict(spec)
-    except (TypeError, ValueError, AttributeError, KeyError) as e:
-        raise errors.InvalidArgumentError(f"Malformed CreateSession config: {e}") from None
-
-
-def merge_config(session: ConfigProto, server: ConfigProto) -> ConfigProto:
-    """TF's ``MergeFrom`` of the server's default session config into a session's: the
-    server's fields that differ from their default win (lists are appended)."""
-    return ConfigProto.from_dict(_merged(session.to_dict(), server.to_dict(),
-                                         ConfigProto().to_dict()))
-
-
-def _merged(into: dict, source: dict, default: dict) -> dict:
-    out = dict(into)
-    for key, value in source.items():
-        if isinstance(value, dict):
-            out[key] = _merged(out.get(key) or {}, value, default.get(key) or {})
-        elif isinstance(value, list):
-            out[key] = list(out.get(key) or []) + [v for v in value if v not in out.get(key, [])]
-        elif value != default.get(key):
-            out[key] = value
-    return out
-
-
-def _config(value: Any) -> ConfigProto:
-    if isinstance(value, ConfigProto):
-        return value
-    if isinstance(value, (bytes, str)) and value:
-        return ConfigProto.from_dict(json.loads(value))
-    if isinstance(value, dict):
-        return ConfigProto.from_dict(value)
-    return ConfigProto()
-
-
-def _attrs(d: Device) -> dict:
-    return {"name": d.name, "device_type": d.device_type, "memory_limit": d.memory_limit,
-            "physical_device_desc": d.description, "incarnation": 1}
 
 
 def _with_transfers(stats: StepStats, graph: Graph) -> StepStats:

@@ -43,34 +43,11 @@ from tfteach.runtime.plan import needed_ops
 from tfteach.runtime.session import device_mapping_text
 
 from . import step_args
-from .engine_api import RunResult, TaskInfo, as_run_result, current_cancellation
+from .engine_api import RunResult, as_run_result, current_cancellation
 from .partition import Partitioner
 from .phases import split_phases
+from .session_targets import RemoteDevice, cluster_targets, device_specs
 from .waiting import wait_for_tasks
-
-
-def cluster_targets(task: TaskInfo, device_filters: list[str]) -> list[tuple[str, str]]:
-    """``(task name, address)`` of every task matching ``device_filters`` (all if none)."""
-    filters = device_specs(device_filters)
-    out = []
-    for job in task.cluster.jobs:
-        for i in task.cluster.task_indices(job):
-            spec = DeviceSpec(job, 0, i)
-            if not filters or any(f.compatible(spec) for f in filters):
-                name = f"/job:{job}/replica:0/task:{i}"
-                address = task.address if name == task.task_name else task.cluster.task_address(job, i)
-                out.append((name, address))
-    return out
-
-
-def device_specs(device_filters: Sequence[str]) -> list[DeviceSpec]:
-    """The parsed ``device_filters``; InvalidArgumentError naming a malformed one."""
-    try:
-        return [DeviceSpec.from_string(f) for f in device_filters]
-    except (ValueError, TypeError) as e:
-        raise errors.InvalidArgumentError(
-            f"Malformed device filter in {list(device_filters)!r}: {e}",
-            hint="a device filter looks like '/job:ps' or '/job:worker/task:0'.") from None
 
 
 class MasterSession:
@@ -99,14 +76,13 @@ class MasterSession:
     # ---- CreateSession ---------------------------------------------------------------
     def connect(self) -> None:
         """Wait for the filtered tasks (TF's logged wait), then collect their devices."""
-        from .graph_engine import _RemoteDevice
         me = self.engine.task
         self.targets = dict(cluster_targets(me, self.config.device_filters))
         others = [(n, a) for n, a in self.targets.items() if n != me.task_name]
         answers = wait_for_tasks(me.client, others, self.config.operation_timeout_in_ms or None)
         devices = [d for d in self.engine.devices if me.task_name in self.targets]
         for name, _ in others:
-            devices += [_RemoteDevice(a) for a in answers[name]["devices"]]
+            devices += [RemoteDevice(a) for a in answers[name]["devices"]]
             self.hosts[name] = answers[name]["shm_host"]
         filters = device_specs(self.config.device_filters)
         self.devices = [d for d in devices if not filters or any(f.compatible(d.spec)

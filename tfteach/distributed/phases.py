@@ -1,18 +1,19 @@
 """Cutting an untraced step's task parts into phases (``split_phases``).
 
 Every transfer between the master's part and another task's part travels inside RunGraph
-calls, with no RecvTensor at all. Each other part is cut into phases: phase 0 needs nothing from the master; a node that needs a tensor
-the master's part computed from phase ``k`` answers runs in phase ``k + 1``. The master
-runs a phase once the tensors it needs are sent (they go in the RunGraph request, as TF's
-``RunGraphRequest.send``), and every tensor a phase sends to the master comes back in its
-answer. A training step with variables on the ps then costs two RunGraph calls to the ps
-(read the variables; apply the gradients) instead of one RunGraph and four RecvTensor
-calls. Ops without inputs that only name state (``VariableV2``, ``Const``, a feed's
-``Placeholder``) are copied into every phase that uses them; a value a later phase uses is
-carried (``_phases_of``). Phases run in stages, the master's phase k then the others'
-phases k, each stage after the last, so a control edge between tasks needs no transfer: the
-order of the stages keeps it. A reference used across phases, or a transfer between two
-tasks other than the master's, keeps the step on RecvTensor.
+calls, with no RecvTensor at all. Each other part is cut into phases: phase 0 needs nothing
+from the master; a node that needs a tensor the master's part computed from phase ``k``
+answers runs in phase ``k + 1``. The master runs a phase once the tensors it needs are sent
+(they go in the RunGraph request, as TF's ``RunGraphRequest.send``), and every tensor a
+phase sends to the master comes back in its answer. A training step with variables on the
+ps then costs two RunGraph calls to the ps (read the variables; apply the gradients)
+instead of one RunGraph and four RecvTensor calls. Ops without inputs that only name state
+(``VariableV2``, ``Const``, a feed's ``Placeholder``) are copied into every phase that uses
+them; a value a later phase uses is carried (``_phases_of``). Phases run in stages, the
+master's phase k then the others' phases k, each stage after the last, so a control edge
+between tasks needs no transfer: the order of the stages keeps it. A reference used across
+phases, or a transfer between two tasks other than the master's, keeps the step on
+RecvTensor.
 
 Input: the parts ``partition.Partitioner`` made (nodes are ``node_def.NodeDef``s, in
 topological order). Output: one ``TaskPart`` per (task, phase), the master's first.

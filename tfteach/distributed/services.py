@@ -7,7 +7,7 @@ frees its thread. RunStep and RunGraph read large tensors from the caller's reus
 and write the large tensors they answer into the caller's reply segment when it offers one
 and they fit (``shm``); RunStepStream and RunGraphStream serve the same calls one after
 another on a long-lived stream. RecvTensorInline answers with the whole tensor (inline, or a shared-memory
-segment when the receiver runs on this host: ``shm.Caller``); a tensor too
+segment when the receiver runs on this host: ``shm_callers.Caller``); a tensor too
 large for that goes back to the engine under ``key + STREAM_SUFFIX`` and the receiver
 streams it in chunks with RecvTensor.
 Limits (``limits``): the task's streams share ``StreamSlots`` (a stream beyond them is
@@ -24,7 +24,7 @@ from google.protobuf.message import DecodeError
 
 from tfteach import errors
 
-from . import limits, shm, wire
+from . import limits, shm, shm_callers, wire
 from .engine_api import Cancellation, Engine, as_run_result, serving
 from .protos import tfteach_cluster_pb2 as pb
 from .protos import tfteach_cluster_pb2_grpc as pb_grpc
@@ -102,17 +102,17 @@ def _serialize(message: Any) -> bytes:
     return message if isinstance(message, bytes) else message.SerializeToString()
 
 
-def _caller(context: Any) -> shm.Caller:
+def _caller(context: Any) -> shm_callers.Caller:
     """The calling process, for shared memory; once the call or stream ends, its segments
-    are reclaimed if it dies (``shm.Caller.close``)."""
-    caller = shm.Caller(context.peer())
+    are reclaimed if it dies (``shm_callers.Caller.close``)."""
+    caller = shm_callers.Caller(context.peer())
     context.add_callback(caller.close)
     return caller
 
 
-def _sender(request: Any, caller: shm.Caller) -> shm.Caller | None:
-    """``caller`` if it shares this host's /dev/shm (found by ``shm.Caller``, not taken
-    from the request), else None. A reply segment it offers must be its own."""
+def _sender(request: Any, caller: shm_callers.Caller) -> shm_callers.Caller | None:
+    """``caller`` if it shares this host's /dev/shm (found by ``shm_callers.Caller``, not
+    taken from the request), else None. A reply segment it offers must be its own."""
     if not caller.shares_host(request.shm_host):
         return None
     if getattr(request, "reply_shm", ""):
@@ -121,7 +121,7 @@ def _sender(request: Any, caller: shm.Caller) -> shm.Caller | None:
 
 
 def _add_answer(field: Any, tensors: Mapping[str, Any], request: Any,
-                caller: shm.Caller) -> None:
+                caller: shm_callers.Caller) -> None:
     """Add ``tensors`` to an answer's repeated NamedTensor ``field``: the large ones into
     the caller's reply segment if it offered one and shares this host."""
     sender = _sender(request, caller)
@@ -132,8 +132,8 @@ def _add_answer(field: Any, tensors: Mapping[str, Any], request: Any,
 
 
 def _receiver_shares(request: pb.RecvTensorRequest, context: Any) -> bool:
-    """Whether the receiver of a tensor shares this host's /dev/shm (``shm.Caller``)."""
-    return shm.Caller(context.peer()).shares_host(request.shm_host)
+    """Whether the receiver of a tensor shares this host's /dev/shm (``shm_callers.Caller``)."""
+    return shm_callers.Caller(context.peer()).shares_host(request.shm_host)
 
 
 def device_attributes(device: dict[str, Any]) -> pb.DeviceAttributes:
@@ -182,7 +182,7 @@ class MasterServicer(pb_grpc.MasterServiceServicer):
             yield self._run_step(request, running[0], caller)
 
     def _run_step(self, request: pb.RunStepRequest, cancellation: Cancellation,
-                  caller: shm.Caller) -> Any:
+                  caller: shm_callers.Caller) -> Any:
         with serving(cancellation):
             result = as_run_result(self.engine.run_step(
                 request.session_handle, wire.from_named(request.feed, _sender(request, caller)),
@@ -248,7 +248,7 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
         for request in self.streams.serve(_parsed(requests, pb.RunGraphRequest), context):
             yield self._run_graph(request, caller)
 
-    def _run_graph(self, request: pb.RunGraphRequest, caller: shm.Caller) -> Any:
+    def _run_graph(self, request: pb.RunGraphRequest, caller: shm_callers.Caller) -> Any:
         result = as_run_result(self.engine.run_graph(
             request.graph_handle, request.step_id,
             wire.from_named(request.send, _sender(request, caller)), list(request.recv_key),

@@ -17,8 +17,7 @@ Invariants: no segment outlives its creator's interest in it:
   (a receiver that died), on ``release_own()`` (server stop) and at interpreter exit;
 - segments whose creator pid is dead (SIGKILL) are removed by ``sweep_dead()``, which every
   server runs on start and stop and LocalCluster runs after killing or closing tasks, and
-  by the server that served the dead process: when a call or stream of a ``Caller`` ends,
-  its pids are watched for ``REAP_WAIT_S`` and a dead one's segments are reclaimed.
+  by the server that served the dead process (``shm_callers.watch``).
 
 Reused segments (``ReusedSegment``) are a caller's, kept in a pool and used call after
 call, for tensors of ``SEGMENT_MIN_BYTES`` or more: the caller writes a request's large
@@ -31,20 +30,15 @@ writer can touch it again), and unlinks its segments on ``release_own()``;
 ``sweep_dead()`` covers a killed caller.
 
 Who may use which segment (a server maps names its callers send, so it checks them):
-- Same host is the server's finding, not the caller's word: a ``Caller`` shares this host's
-  /dev/shm only if its claim (``shm_host``) is our ``host_key()`` AND its connection comes
-  from this host (``local_peer.is_local``: loopback, or an address this host owns).
-- A caller may name only its own segments (reused ones, and those of a request's tensors
-  of their own, which the server takes): a name ``tfteach_<pid>_...`` is mapped for a
-  call only if process ``pid`` holds the client end of that call's connection (found in
-  /proc by ``local_peer.socket_fd``, checked once per stream or call, and re-checked with
-  one readlink for a later call) and runs under the server's uid. Any other name is
+- Same host, and which process a call comes from, are the server's findings, not the
+  caller's word (``shm_callers.Caller``); a caller may name only its own segments, a name
+  ``tfteach_<pid>_...`` of process ``pid`` (``check_owner``); any other name is
   PermissionDeniedError (InvalidArgumentError if it is no segment name at all).
 - Every segment is opened with O_NOFOLLOW (a symbolic link is refused) and O_NONBLOCK (a
   FIFO cannot block us), and must then be a regular file with one link, owned by this
   process's uid, of mode 0600 and of a size a segment can have; else PermissionDeniedError.
 A mapping is kept by name (``KEEP_MAPPED``), so a call that reuses a segment costs no
-system call beyond that readlink.
+system call beyond the caller check's readlink (``shm_callers``).
 """
 from __future__ import annotations
 
@@ -61,11 +55,9 @@ import time
 import weakref
 from collections import OrderedDict
 from pathlib import Path
-from typing import Iterable
 
 from tfteach import errors
 
-from . import local_peer
 from .processes import pid_alive
 
 SHM_DIR = Path("/dev/shm")
@@ -79,14 +71,11 @@ TAKE_CHUNK_BYTES = 64 << 20     # a taken segment is freed behind each chunk cop
 KEEP_REUSED = 8                 # free reused segments a process keeps
 KEEP_MAPPED = 8                 # other processes' reused segments a process keeps mapped
 RANDOM_BYTES = 16               # of a segment's name: nobody can guess a name to plant it
-REAP_WAIT_S = 5.0               # how long a caller whose call ended is watched for its death
-REAP_POLL_S = 0.1
-KEEP_CALLERS = 256              # verified (connection, pid) pairs remembered
 
 _NAME = re.compile(rf"^tfteach_([1-9][0-9]{{0,9}})_[0-9]{{1,20}}_[0-9a-f]{{{2 * RANDOM_BYTES}}}$")
 _ANY_NAME = re.compile(r"^tfteach_([0-9]{1,10})_")   # what sweeping removes (older names too)
 _OPEN_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-_REFUSED_HINT = ("tfteach segments are files that the processes of one user create in "
+REFUSED_HINT = ("tfteach segments are files that the processes of one user create in "
                  "/dev/shm with mode 0600. A caller may only send the names of segments it "
                  "created itself; remove whatever else uses a tfteach_ name there.")
 _lock = threading.Lock()
@@ -97,9 +86,6 @@ _available: bool | None = None
 _free: list["ReusedSegment"] = []
 _reused: "weakref.WeakSet[ReusedSegment]" = weakref.WeakSet()     # every live one
 _mapped: "OrderedDict[str, memoryview]" = OrderedDict()
-_verified: dict[tuple[str, int], tuple[str, str]] = {}   # (peer, pid) -> its socket's fd
-_watched: dict[int, float] = {}                          # pid -> watched until (monotonic)
-_reaper: threading.Thread | None = None
 
 
 def available() -> bool:
@@ -291,89 +277,23 @@ def mapped(name: str, nbytes: int, owner: int) -> memoryview | None:
     return view
 
 
+def creator_pid(name: str) -> int:
+    """The creator pid in a valid segment name (0 for anything else)."""
+    match = _NAME.match(name)
+    return int(match.group(1)) if match else 0
+
+
 def check_owner(name: str, owner: int) -> None:
     """Raise unless ``name`` is a segment name of process ``owner``: InvalidArgumentError
     for no segment name at all, PermissionDeniedError for another process's segment."""
     match = _NAME.match(name)
     if match is None:
         raise errors.InvalidArgumentError(
-            f"Invalid shared-memory segment name {name[:100]!r}", hint=_REFUSED_HINT)
+            f"Invalid shared-memory segment name {name[:100]!r}", hint=REFUSED_HINT)
     if int(match.group(1)) != owner:
         raise errors.PermissionDeniedError(
             f"Shared-memory segment {name} belongs to process {match.group(1)}, not to the "
-            f"calling process {owner}", hint=_REFUSED_HINT)
-
-
-class Caller:
-    """The process at the other end of one gRPC call or stream (``context.peer()``), as far
-    as shared memory goes (module docstring); ``close()`` it when the call ends."""
-
-    def __init__(self, peer: str) -> None:
-        self.peer = peer
-        self._local: bool | None = None
-        self._pids: set[int] = set()    # verified to hold this call's connection
-
-    @classmethod
-    def trusting(cls, pid: int) -> "Caller":
-        """A caller already known to be process ``pid`` of this host (no connection)."""
-        caller = cls("")
-        caller._local, caller._pids = True, {pid}
-        return caller
-
-    def __repr__(self) -> str:
-        return f"Caller({self.peer!r}, pids={sorted(self._pids)})"
-
-    def shares_host(self, claim: str) -> bool:
-        """Whether the caller, claiming host key ``claim``, shares this host's /dev/shm."""
-        if not claim or claim != host_key() or not available():
-            return False
-        if self._local is None:
-            self._local = local_peer.is_local(self.peer)
-        return self._local
-
-    def owner_of(self, name: str) -> int:
-        """The pid in segment name ``name``, once it is known to be the caller's process;
-        PermissionDeniedError (naming the segment) if it is not."""
-        match = _NAME.match(name)
-        pid = int(match.group(1)) if match else 0
-        if pid and pid not in self._pids:
-            if not self._local or not _holds(self.peer, pid):
-                raise errors.PermissionDeniedError(
-                    f"Shared-memory segment {name} is not the caller's: process {pid} does "
-                    f"not hold the connection {self.peer or '?'}", hint=_REFUSED_HINT)
-            self._pids.add(pid)
-        check_owner(name, pid)
-        return pid
-
-    def close(self) -> None:
-        """The call ended: reclaim the segments of its process if that dies soon."""
-        watch(self._pids)
-
-
-def _holds(peer: str, pid: int) -> bool:
-    """Whether process ``pid``, of our uid, holds the client end of connection ``peer``
-    (remembered; a remembered answer costs one readlink)."""
-    with _lock:
-        known = _verified.get((peer, pid))
-    if known is not None:
-        try:
-            if os.readlink(known[0]) == known[1]:
-                return True
-        except OSError:
-            pass
-    try:
-        ours = os.stat(f"/proc/{pid}").st_uid == os.geteuid()
-    except OSError:
-        ours = False
-    found = local_peer.socket_fd(peer, pid) if ours else None
-    with _lock:
-        if len(_verified) >= KEEP_CALLERS:
-            _verified.clear()
-        if found is None:
-            _verified.pop((peer, pid), None)
-        else:
-            _verified[(peer, pid)] = found
-    return found is not None
+            f"calling process {owner}", hint=REFUSED_HINT)
 
 
 def owner_pid(name: str) -> int | None:
@@ -409,41 +329,6 @@ def reclaim(pid: int) -> list[str]:
         for name in [name for name in _mapped if owner_pid(name) == pid]:
             del _mapped[name]       # unmapped once no tensor being copied holds it
     return [name for name in names if _unlink_own(name)]
-
-
-def watch(pids: Iterable[int]) -> None:
-    """Reclaim the segments of those of ``pids`` that die within ``REAP_WAIT_S`` (callers
-    whose call or stream just ended: a killed one leaves its segments behind)."""
-    global _reaper
-    until = time.monotonic() + REAP_WAIT_S
-    with _lock:
-        for pid in pids:
-            if pid != os.getpid():
-                _watched[pid] = until
-        if _watched and (_reaper is None or not _reaper.is_alive()):
-            _reaper = threading.Thread(target=_reap_watched, name="tfteach-shm-reaper",
-                                       daemon=True)
-            _reaper.start()
-
-
-def _reap_watched() -> None:
-    """The reaper thread: polls the watched pids until none is left."""
-    global _reaper
-    while True:
-        time.sleep(REAP_POLL_S)
-        with _lock:
-            if not _watched:
-                _reaper = None
-                return
-            watched, now = list(_watched.items()), time.monotonic()
-        for pid, until in watched:
-            dead = not pid_alive(pid)
-            if dead:
-                reclaim(pid)
-            if dead or now > until:
-                with _lock:
-                    if _watched.get(pid) == until:
-                        del _watched[pid]
 
 
 def _new_name() -> str:
@@ -497,7 +382,7 @@ def _problem(info: os.stat_result) -> str:
 
 def _refused(name: str, why: str) -> errors.PermissionDeniedError:
     return errors.PermissionDeniedError(f"Refusing shared-memory segment {name}: it {why}",
-                                        hint=_REFUSED_HINT)
+                                        hint=REFUSED_HINT)
 
 
 def _drop_stale() -> None:

@@ -33,7 +33,7 @@ import numpy as np
 
 from tfteach import errors
 
-from . import shm
+from . import shm, shm_callers
 from .protos import tfteach_cluster_pb2 as pb
 
 CHUNK_BYTES = 4 << 20
@@ -158,7 +158,7 @@ def own_segments(named: Iterable[pb.NamedTensor]) -> list[str]:
 
 
 def from_named(named: Iterable[pb.NamedTensor],
-               sender: "shm.Caller | None" = None) -> dict[str, np.ndarray]:
+               sender: shm_callers.Caller | None = None) -> dict[str, np.ndarray]:
     """NamedTensor messages -> ``{name: array}``. With a ``sender`` (a caller on this host)
     a tensor in one of the sender's reused segments is copied out of it."""
     return {item.name: from_segment(item.tensor, sender)
@@ -166,7 +166,7 @@ def from_named(named: Iterable[pb.NamedTensor],
             else from_proto(item.tensor) for item in named}
 
 
-def from_segment(proto: pb.TensorProto, sender: "shm.Caller") -> np.ndarray:
+def from_segment(proto: pb.TensorProto, sender: shm_callers.Caller) -> np.ndarray:
     """A tensor ``sender`` wrote into its reused segment or a segment of its own
     (``add_named``), copied out; a segment that is not the sender's is
     PermissionDeniedError."""
