@@ -17,5 +17,7 @@ def test_export_shows_the_run_and_the_result(exported):
     assert 'src="data:image/png;base64,' in exported, "the live loss curves"
     assert "exit codes: [0, 0]" in exported
     assert "test accuracy &gt;= 0.9: True" in exported
-    assert "worker 1 is --job_name=worker --task_index=1" in exported, "exercise feedback"
+    assert "a program learns who it is from --job_name and --task_index" in exported, \
+        "a first try's direction"
+    assert "Correct: the job name, task index and worker hosts. Well done!" in exported
     assert "Stopped the programs and the cluster" in exported
