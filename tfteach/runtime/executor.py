@@ -259,12 +259,11 @@ class Executor:
         """The ready-queue loop on the caller's thread: a submit runs the node at once."""
         inbox = step.inbox = queue.SimpleQueue()
 
-        def next_event(timeout: float) -> bool:
+        def next_event(timeout: float) -> None:
             try:
                 self._handle(step, inbox.get(timeout=timeout))
             except queue.Empty:
                 pass
-            return step.done.is_set()
 
         try:
             self._drain(step, list(step.plan.ready), _ANY)
@@ -274,8 +273,8 @@ class Executor:
         self._wait(step, deadline, ends, next_event)
 
     def _wait(self, step: _Step, deadline: float | None, ends: bool,
-              wait: Callable[[float], bool]) -> None:
-        """Wait (``wait(seconds)``: whether the step is over) until the step is over; at the
+              wait: Callable[[float], Any]) -> None:
+        """Wait (``wait(seconds)``: at most that long) until the step is over; at the
         deadline time its waiting kernels out and, if ``ends``, fail it."""
         try:
             while not step.done.is_set():
@@ -419,7 +418,9 @@ class Executor:
     def _await(self, step: _Step, node: PlanNode, pending: Pending) -> None:
         """Complete ``node`` when ``pending`` resolves (a sync step: in its own thread)."""
         step.waiting.append(pending)
-        if step.timed_out:
+        if step.error is not None:      # the step failed while the kernel started waiting
+            _quietly(pending.cancel)
+        elif step.timed_out:
             _quietly(pending.expire)
         if step.inbox is not None:
             inbox = step.inbox

@@ -1,10 +1,11 @@
-"""Straight-line programs: how the caller's thread runs an inline plan.
+"""Straight-line programs: the executor's synchronous path, compiled for an inline plan.
 
 An inline plan (``Plan.run_inline``: no waiting kernels, host devices only, expensive
 kernels on one device) has nothing that could overlap, so its order is fixed once, when the
-plan is built: the threaded executor's depth-first order (the last ready node first). With
-the order fixed, so is the last read of every value, and a step needs no pending counts or
-use counters. A ``Program`` is that order compiled into instructions
+plan is built: the order the executor's synchronous ready-queue path takes (depth-first:
+the last ready node first; ``tests/runtime/test_executor_paths.py`` checks that both give
+the same values). With the order fixed, so is the last read of every value, and a step
+needs no pending counts or use counters. A ``Program`` is that order compiled into instructions
 ``(node, input slots, keep, drops)``: ``keep`` gives, per output slot, the device budget
 its bytes count against (None: not counted, e.g. nobody reads it); ``drops`` lists the
 slots whose last read this is, each with the budget to return its bytes to (None for fed
