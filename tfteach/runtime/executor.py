@@ -56,7 +56,7 @@ _now = time.perf_counter_ns
 
 
 class _NoLock:
-    """The synchronous path's stand-in for a lock (one thread touches the step)."""
+    """The program path's stand-in for a lock (one thread touches the step)."""
 
     def __enter__(self) -> None:
         return None
@@ -72,7 +72,7 @@ MODES = ("auto", "program", "sync", "threaded")
 CANCELLED_MEMORY = 1024     # cancelled step ids remembered, so a late part fails at once
 WAKE_S = 0.1                # the caller wakes this often while it waits (Ctrl-C gets through)
 _ANY = object()             # the sync path's runner: every node runs on the caller's thread
-_DONE, _CANCEL, _FAIL = "done", "cancel", "fail"   # events in a sync step's inbox
+_DONE, _CANCEL, _FAIL = "done", "cancel", "fail"   # step events (a sync step queues them)
 
 
 class _Step:
