@@ -19,6 +19,7 @@ pytestmark = pytest.mark.browser
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
 GPU1 = "/job:localhost/replica:0/task:0/device:GPU:1"
+GPU2 = "/job:localhost/replica:0/task:0/device:GPU:2"
 VIRTUAL = "virtual GPU backed by the CPU"
 
 
@@ -38,7 +39,8 @@ PLACEMENT = {
               edge("matmul", "add", False, 16), edge("bias", "add", True, 16)],
     "devices": [{"name": CPU0, "device_type": "CPU", "description": "numpy on the host"},
                 {"name": GPU0, "device_type": "GPU", "description": VIRTUAL},
-                {"name": GPU1, "device_type": "GPU", "description": VIRTUAL}],
+                {"name": GPU1, "device_type": "GPU", "description": VIRTUAL},
+                {"name": GPU2, "device_type": "GPU", "description": VIRTUAL}],
 }
 
 TIMELINE = {
@@ -52,11 +54,21 @@ TIMELINE = {
             {"name": "add", "op": "AddV2", "device": GPU1, "start_us": 104, "end_us": 112,
              "bytes": 16}],
     "transfers": [{"src_device": GPU0, "dst_device": GPU1, "tensor": "b:0", "start_us": 18,
-                   "end_us": 38, "bytes": 64},
-                  {"src_device": CPU0, "dst_device": GPU1, "tensor": "bias:0", "start_us": 8,
-                   "end_us": 30, "bytes": 16}],
+                   "end_us": 38, "bytes": 64, "src_op": "b", "consumers": ["matmul"]},
+                  {"src_device": CPU0, "dst_device": GPU1, "tensor": "bias:0", "start_us": 6,
+                   "end_us": 30, "bytes": 16, "src_op": "bias", "consumers": ["add"]}],
     "step_us": 120,
 }
+
+
+FEEDBACK_CELL = (
+    "import tfteach as tf\nfrom IPython.display import display\n"
+    "from tfteach.lessons import check\nfrom tfteach.notebook.displays import ErrorBox\n"
+    "display(ErrorBox(tf.errors.InvalidArgumentError('Cannot assign a device for operation x',"
+    " hint='put it on a device this session has, e.g. `tf.device(\"/cpu:0\")`'),"
+    " 'building the graph'))\n"
+    "display(check(2, 2, what='the number of GPUs'))\n"
+    "display(check(3, 2, what='the number of GPUs', hint='count the `GPU` rows'))")
 
 
 def display_cell(mime: str, data: dict, text: str) -> str:
@@ -73,7 +85,8 @@ def lab(tmp_path_factory, module_registry):
                    display_cell("application/vnd.tfteach.placement+json", PLACEMENT,
                                 "placement of 5 nodes"),
                    display_cell("application/vnd.tfteach.timeline+json", TIMELINE,
-                                "timeline of 5 ops"))
+                                "timeline of 5 ops"),
+                   FEEDBACK_CELL)
     write_notebook(root / "lessons" / "01_device_placement.ipynb", "print('lesson one')")
     with JupyterServer(work, app="lab", root_dir=root,
                        env={"TFTEACH_REGISTRY_DIR": str(module_registry)}) as server:
@@ -115,7 +128,9 @@ def test_placement_draws_every_node_in_its_device_group(views):
     labels = svg_texts(page.locator(".tft-placement .tft-group-label"))
     assert sorted(labels) == ["/job:localhost", "CPU:0", "GPU:0", "GPU:1", "task:0"]
     legend = page.locator(".tft-placement .tft-legend-item").all_inner_texts()
-    assert legend == ["CPU:0 (1)", "GPU:0 (2)", "GPU:1 (2)"]
+    assert legend == ["CPU:0 (1)", "GPU:0 (2)", "GPU:1 (2)", "all 4 devices"]
+    status = page.locator(".tft-placement .tft-status").inner_text()
+    assert status.startswith("5 nodes on 3 devices, 3 cross-device edges")
     views.screenshot("placement-graph", ".tft-placement")
 
 
@@ -183,7 +198,8 @@ def test_timeline_draws_a_lane_per_device_with_ops_and_transfers(views):
         "els => els.map(e => e.childNodes[0].textContent)")
     assert lanes == ["CPU:0", "GPU:0", "GPU:1"]
     assert page.locator(".tft-timeline .tft-op").count() == len(TIMELINE["ops"])
-    assert page.locator(".tft-timeline .tft-transfer-arrow").count() == 2
+    assert page.locator(".tft-timeline .tft-transfer-arrow").count() == 4
+    assert page.locator(".tft-timeline .tft-transfer-slice").count() == 2
     views.screenshot("timeline", ".tft-timeline")
 
 
@@ -215,6 +231,112 @@ def test_dragging_zooms_the_timeline_and_reset_shows_the_whole_step(views):
     assert len(ticks) >= 2
     reset.click()
     assert page.locator(".tft-timeline .tft-range").inner_text() == full
+
+
+def test_timeline_arrows_leave_the_producers_bar_and_enter_the_consumers(views):
+    svg = views.page.locator(".tft-timeline svg.tft-svg")
+    bars = svg.locator(".tft-op").evaluate_all(
+        "els => Object.fromEntries(els.map(e => [e.dataset.name, ['x', 'y', 'width', 'height']"
+        ".map(a => Number(e.getAttribute(a)))]))")
+    arrows = svg.locator(".tft-transfer-arrow").evaluate_all(
+        "els => els.map(g => { const l = g.querySelector('.tft-transfer-line');"
+        " return [g.dataset.kind, Number(g.dataset.transfer), g.dataset.consumer,"
+        " ...['x1', 'y1', 'x2', 'y2'].map(a => Number(l.getAttribute(a)))]; })")
+    assert sorted(a[0] for a in arrows) == ["deliver", "deliver", "send", "send"]
+    for kind, index, consumer, x1, y1, x2, y2 in arrows:
+        transfer = TIMELINE["transfers"][index]
+        assert x2 >= x1, "no arrow points back in time"
+        if kind == "send":
+            x, y, w, h = bars[transfer["src_op"]]
+            assert x1 == pytest.approx(x + w, abs=0.01) and y < y1 < y + h
+        else:
+            x, y, w, h = bars[consumer]
+            assert x - 0.01 <= x2 <= x + w + 0.01 and y2 == pytest.approx(y, abs=0.01)
+
+
+def test_the_all_devices_toggle_lists_the_unused_device(views):
+    page = views.page
+    toggle = page.locator(".tft-placement .tft-all-toggle")
+    toggle.check()
+    legend = page.locator(".tft-placement .tft-legend-item").all_inner_texts()
+    assert legend == ["CPU:0 (1)", "GPU:0 (2)", "GPU:1 (2)", "GPU:2 (0)", "all 4 devices"]
+    page.locator(".tft-placement .tft-all-toggle").uncheck()
+
+
+def test_keyboard_zooms_and_resets_the_graph(views):
+    page = views.page
+    svg = page.locator(".tft-placement svg.tft-svg")
+    fitted = svg.get_attribute("viewBox")
+    svg.focus()
+    page.keyboard.press("+")
+    assert float(svg.get_attribute("viewBox").split()[2]) < float(fitted.split()[2])
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("0")
+    assert svg.get_attribute("viewBox") == fitted
+    page.locator(".tft-placement .tft-node[data-name='matmul']").focus()
+    page.keyboard.press("Enter")
+    assert page.locator(".tft-placement .tft-node.tft-selected").get_attribute(
+        "data-name") == "matmul"
+    page.keyboard.press("Escape")
+    assert page.locator(".tft-placement .tft-selected").count() == 0
+
+
+def test_hints_show_inline_code(views):
+    hint = views.page.locator(".tfteach-error code").first
+    assert hint.inner_text() == 'tf.device("/cpu:0")'
+    assert "`" not in views.page.locator(".tfteach-error").inner_text()
+
+
+# Composite an element's text and background colours over its ancestors' backgrounds.
+EFFECTIVE_COLORS = """els => els.map(el => {
+  const parse = c => { const p = c.match(/rgba?\\(([^)]+)\\)/)[1].split(/[\\s,\\/]+/)
+    .filter(Boolean).map(Number); return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
+  const over = (top, under) => [0, 1, 2].map(i => top[i] * top[3] + under[i] * (1 - top[3]))
+    .concat([1]);
+  const chain = []; for (let e = el; e; e = e.parentElement) { chain.unshift(e); }
+  let bg = [255, 255, 255, 1];
+  for (const e of chain) { const c = parse(getComputedStyle(e).backgroundColor);
+    if (c[3] > 0) { bg = over(c, bg); } }
+  return [over(parse(getComputedStyle(el).color), bg).slice(0, 3), bg.slice(0, 3)];
+})"""
+SVG_LABEL_COLORS = """els => els.map(g => [getComputedStyle(g.querySelector('text')).fill,
+  getComputedStyle(g.querySelector('rect')).fill])"""
+
+
+def _hex(rgb) -> str:
+    if isinstance(rgb, str):
+        rgb = [float(v) for v in rgb[rgb.index("(") + 1:rgb.index(")")].split(",")[:3]]
+    return "#" + "".join(f"{round(v):02X}" for v in rgb)
+
+
+def _contrasts(views: LabPage) -> dict[str, float]:
+    from tfteach.notebook.palette import contrast
+
+    page = views.page
+    out = {}
+    for selector in (".tfteach-error", ".tfteach-error code", ".tfteach-check"):
+        for i, (fg, bg) in enumerate(page.locator(selector).evaluate_all(EFFECTIVE_COLORS)):
+            out[f"{selector}#{i}"] = contrast(_hex(fg), _hex(bg))
+    nodes = page.locator(".tft-placement .tft-node").evaluate_all(SVG_LABEL_COLORS)
+    for i, (text, fill) in enumerate(nodes):
+        out[f"node label {i} on {fill}"] = contrast(_hex(text), _hex(fill))
+    return out
+
+
+@pytest.mark.parametrize("theme", ["JupyterLab Dark", "JupyterLab Light"])
+def test_feedback_boxes_and_node_labels_have_contrast_4_5_in_the_theme(views, theme):
+    light = "true" if theme == "JupyterLab Light" else "false"
+    views.command("apputils:change-theme", {"theme": theme})
+    views.page.wait_for_function(f"() => document.body.dataset.jpThemeLight === '{light}'",
+                                 timeout=30000)
+    views.page.wait_for_timeout(500)
+    measured = _contrasts(views)
+    assert len([k for k in measured if k.startswith(".tfteach-check")]) == 2
+    assert len([k for k in measured if k.startswith("node label")]) == 5
+    low = {k: round(v, 2) for k, v in measured.items() if v < 4.5}
+    print(theme, {k: round(v, 2) for k, v in measured.items()})
+    views.screenshot(f"feedback-{light}", ".jp-Cell:has(.tfteach-error)")
+    assert not low, f"contrast below 4.5 in {theme}: {low}"
 
 
 # -------------------------------------------------------------------- sidebar, lessons

@@ -6,7 +6,8 @@
   its requested and assigned devices. Flipping the kernel's "Colour by" and "show transfers"
   controls recolours the interactive graph and hides its transfers (no static SVG swap).
 * A notebook cell starts a LocalCluster (``%tfteach cluster start``); the tfteach sidebar lists
-  its tasks as alive; its Kill button kills worker 1, which turns dead there, and the notebook
+  it under the notebook's name with its tasks alive; its Kill button kills worker 1, which
+  turns stopped there, and the notebook
   sees it gone: ``%tfteach cluster status`` shows it DEAD and a session step on it raises
   UnavailableError naming the task. The cluster is stopped at the end and its processes are
   checked gone.
@@ -195,7 +196,9 @@ def _cluster_round_trip(page: LabPage, registry: Path) -> None:
     page.page.click(".jp-SideBar .lm-TabBar-tab[data-id='tfteach-clusters']")
     panel = page.page.locator("#tfteach-clusters")
     ours = panel.locator(f".tft-cluster[data-cluster-id='{entry['id']}']")
-    ours.locator(".tft-task.tft-alive").nth(2).wait_for(timeout=30000)
+    ours.locator(".tft-task.tft-state-alive").nth(2).wait_for(timeout=30000)
+    assert ours.locator(".tft-cluster-name").inner_text() == "cluster.ipynb"
+    assert "started by cluster.ipynb" in ours.locator(".tft-cluster-owner").inner_text()
     assert ours.locator(".tft-task").evaluate_all(
         "rows => rows.map(r => r.dataset.task + ' ' + r.querySelector('.tft-task-state')"
         ".textContent)") == ["/job:ps/task:0 alive", "/job:worker/task:0 alive",
@@ -208,8 +211,9 @@ def _cluster_round_trip(page: LabPage, registry: Path) -> None:
     worker1 = ours.locator(".tft-task[data-task='/job:worker/task:1']")
     worker1.locator(".tft-kill").click()
     panel.locator(f".tft-cluster[data-cluster-id='{entry['id']}'] "
-                  ".tft-task.tft-dead[data-task='/job:worker/task:1']").wait_for(timeout=30000)
-    assert ours.locator(".tft-task.tft-alive").count() == 2
+                  ".tft-task.tft-state-stopped[data-task='/job:worker/task:1']").wait_for(
+        timeout=30000)
+    assert ours.locator(".tft-task.tft-state-alive").count() == 2
     _wait(lambda: _gone(pids["worker:1"]), "worker 1's process to exit")
     assert not _gone(pids["worker:0"]) and not _gone(pids["ps:0"])
     page.screenshot("e2e-sidebar-worker1-killed")
