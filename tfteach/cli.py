@@ -2,7 +2,9 @@
 
 Lessons ship inside the wheel (``tfteach/lessons_data``) and sit in the repository's
 ``lessons/`` for an editable install; ``lessons copy`` writes them with outputs and
-execution counts cleared, so a teacher hands out fresh notebooks.
+execution counts cleared, so a teacher hands out fresh notebooks (``--no-solutions`` leaves
+out the exercises' solution cells) and a learner gets a working copy that JupyterLab may
+save into (``--keep-existing`` keeps the notebooks already there, with the learner's work).
 """
 from __future__ import annotations
 
@@ -12,22 +14,22 @@ import shutil
 import sys
 from pathlib import Path
 
+from tfteach.notebook import exercises
+
 _COPIED_FILES = ("README.md", "sanitize.cfg")
 
 
 def lessons_dir() -> Path:
     """Where the lessons are: inside the installed package, else the repository checkout."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "lessons_data", here.parent / "lessons"):
-        if candidate.is_dir() and any(candidate.glob("*.ipynb")):
-            return candidate
-    raise FileNotFoundError("tfteach's lessons were not found (neither in the installed package "
-                            "nor next to it). Reinstall tfteach from its repository.")
+    return exercises.lessons_folder()
 
 
-def strip_outputs(notebook: dict) -> dict:
-    """A copy of a notebook (nbformat 4 JSON) with outputs and execution counts removed."""
+def strip_outputs(notebook: dict, solutions: bool = True) -> dict:
+    """A copy of a notebook (nbformat 4 JSON) with outputs and execution counts removed, and
+    without its solution cells unless ``solutions``."""
     nb = json.loads(json.dumps(notebook))
+    if not solutions:
+        nb["cells"] = [c for c in nb.get("cells", []) if not exercises.is_solution(c)]
     for cell in nb.get("cells", []):
         if cell.get("cell_type") == "code":
             cell["outputs"] = []
@@ -35,17 +37,23 @@ def strip_outputs(notebook: dict) -> dict:
     return nb
 
 
-def copy_lessons(dest: Path, overwrite: bool = False) -> list[Path]:
-    """Copy every lesson (without outputs) and the syllabus into ``dest``."""
+def copy_lessons(dest: Path, overwrite: bool = False, solutions: bool = True,
+                 keep_existing: bool = False) -> list[Path]:
+    """Copy every lesson (without outputs; without solutions unless ``solutions``) and the
+    syllabus into ``dest``; with ``keep_existing`` the files already there stay as they are."""
     src = lessons_dir()
     dest.mkdir(parents=True, exist_ok=True)
     written = []
     for path in sorted(src.glob("*.ipynb")) + [src / n for n in _COPIED_FILES if (src / n).exists()]:
         target = dest / path.name
+        if target.exists() and keep_existing:
+            continue
         if target.exists() and not overwrite:
-            raise FileExistsError(f"{target} already exists; use --overwrite to replace it")
+            raise FileExistsError(f"{target} already exists; use --overwrite to replace it, or "
+                                  "--keep-existing to copy only the lessons missing there")
         if path.suffix == ".ipynb":
-            target.write_text(json.dumps(strip_outputs(json.loads(path.read_text())), indent=1) + "\n")
+            notebook = strip_outputs(json.loads(path.read_text()), solutions)
+            target.write_text(json.dumps(notebook, indent=1) + "\n")
         else:
             shutil.copyfile(path, target)
         written.append(target)
@@ -66,6 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     copy = lsub.add_parser("copy", help="copy the lessons, without outputs, into DIR")
     copy.add_argument("dir", type=Path)
     copy.add_argument("--overwrite", action="store_true")
+    copy.add_argument("--no-solutions", dest="solutions", action="store_false",
+                      help="leave out the exercises' solution cells (for a class)")
+    copy.add_argument("--keep-existing", action="store_true",
+                      help="keep the notebooks already in DIR (a learner's work)")
     lsub.add_parser("path", help="print where the lessons are")
     sub.add_parser("devices", help="list the devices a session would get here")
     args = parser.parse_args(argv)
@@ -75,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.action == "path":
             print(lessons_dir())
         else:
-            for path in copy_lessons(args.dir, args.overwrite):
+            for path in copy_lessons(args.dir, args.overwrite, args.solutions,
+                                     args.keep_existing):
                 print(path)
     except (FileNotFoundError, FileExistsError) as e:
         print(f"tfteach: {e}", file=sys.stderr)

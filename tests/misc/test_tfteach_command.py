@@ -42,3 +42,43 @@ def test_command_line_lists_devices():
     out = subprocess.run([sys.executable, "-m", "tfteach.cli", "devices"], capture_output=True,
                          text=True, check=True).stdout
     assert "/job:localhost/replica:0/task:0/device:CPU:0" in out
+
+
+def _with_solution(text: str) -> dict:
+    nb = _lesson([])
+    nb["cells"].append({"cell_type": "code", "source": text, "execution_count": None,
+                        "outputs": [], "metadata": {"tfteach": {"solution": "1.1"},
+                                                    "jupyter": {"source_hidden": True}}})
+    return nb
+
+
+def test_strip_outputs_without_solutions_leaves_out_the_marked_cells():
+    nb = _with_solution("answer = 42")
+    assert [c["source"] for c in cli.strip_outputs(nb, solutions=False)["cells"]] == ["# Hi", "1+1"]
+    assert len(cli.strip_outputs(nb)["cells"]) == 3
+
+
+def test_copy_of_the_real_lessons_without_solutions_keeps_every_exercise(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "tfteach.cli", "lessons", "copy",
+                           str(tmp_path), "--no-solutions"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    for path in sorted(cli.lessons_dir().glob("*.ipynb")):
+        source = json.loads(path.read_text())["cells"]
+        copied = json.loads((tmp_path / path.name).read_text())["cells"]
+        assert not [c for c in copied if "solution" in c["metadata"].get("tfteach", {})]
+        assert len(copied) == len([c for c in source
+                                   if "solution" not in c["metadata"].get("tfteach", {})])
+        assert any("exercise=" in "".join(c["source"]) for c in copied), path.name
+
+
+def test_keep_existing_copies_only_what_is_missing(tmp_path, monkeypatch):
+    src = tmp_path / "lessons"
+    src.mkdir()
+    for name in ("01_x.ipynb", "02_y.ipynb"):
+        (src / name).write_text(json.dumps(_lesson([])))
+    monkeypatch.setattr(cli, "lessons_dir", lambda: src)
+    out = tmp_path / "work"
+    out.mkdir()
+    (out / "01_x.ipynb").write_text("the learner's work")
+    assert [p.name for p in cli.copy_lessons(out, keep_existing=True)] == ["02_y.ipynb"]
+    assert (out / "01_x.ipynb").read_text() == "the learner's work"
