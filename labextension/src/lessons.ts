@@ -1,7 +1,8 @@
 /**
  * Opening the lessons: ask the server extension where they are under the
- * server root, then open the first lesson, or the lessons folder in the
- * file browser, or explain how to get them.
+ * server root (its lessons/ folder, or the root itself when JupyterLab was
+ * started in the lessons folder; then `dir` is ""), then open the first
+ * lesson, or that folder in the file browser, or explain how to get them.
  */
 import { showErrorMessage } from '@jupyterlab/apputils';
 import { CommandRegistry } from '@lumino/commands';
@@ -12,7 +13,7 @@ export async function openLessons(commands: CommandRegistry): Promise<void> {
   const info = await requestAPI<ILessonsInfo>('lessons');
   if (info.first) {
     await commands.execute('docmanager:open', { path: info.first });
-  } else if (info.dir) {
+  } else if (info.dir !== null) {
     await commands.execute('filebrowser:go-to-path', { path: info.dir });
   } else {
     await showErrorMessage('tfteach lessons', info.message);

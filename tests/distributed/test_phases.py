@@ -157,19 +157,6 @@ def test_control_edges_between_tasks_hold_in_real_steps(engine_cluster):
     assert [sess.run(record, {x: float(i)}) for i in range(3)] == [1, 2, 3]
 
 
-def test_a_transfer_between_two_other_tasks_keeps_recv_tensor():
-    with tf.device("/job:ps/task:0"):
-        a = tf.constant(2.0, name="a") * 3.0
-    with tf.device("/job:worker/task:1"):
-        b = a + 1.0
-    with tf.device("/job:worker/task:0"):
-        c = b * 2.0
-    parts, split = _split([c], [], set())
-    assert split is None
-    assert not any(n.attr.get("to_master") for p in parts.values() for n in p.nodes
-                   if n.op == "_Send" and n.input[0] == a.name)
-
-
 def test_a_value_a_later_phase_of_the_ps_uses_waits_in_its_rendezvous():
     """``twice`` is computed in the ps's phase 0 (sent to the master) and used again in
     its phase 1: it is sent within the ps, not read twice."""

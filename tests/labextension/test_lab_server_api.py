@@ -272,3 +272,22 @@ def test_health_checks_leave_the_callers_malloc_settings_alone(local_cluster):
                           timeout=60, cwd=REPO, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+def test_lessons_at_the_server_root_itself_are_found(server):
+    write_notebook(server.root_dir / "01_device_placement.ipynb", "1")
+    write_notebook(server.root_dir / "02_placing_by_hand.ipynb", "1")
+    status, body, _ = server.api("GET", "tfteach/api/lessons")
+    assert status == 200
+    assert body["dir"] == "" and body["first"] == "01_device_placement.ipynb"
+    assert body["message"] == "2 lesson notebooks in the server's root folder"
+
+
+def test_find_lessons_prefers_a_lessons_folder_over_notebooks_at_the_root(tmp_path):
+    from tfteach.notebook.server import find_lessons
+
+    write_notebook(tmp_path / "01_device_placement.ipynb", "1")
+    write_notebook(tmp_path / "lessons" / "01_device_placement.ipynb", "1")
+    assert find_lessons(tmp_path)["first"] == "lessons/01_device_placement.ipynb"
+    assert find_lessons(tmp_path / "lessons")["first"] == "01_device_placement.ipynb"
+    assert find_lessons(tmp_path / "nothing")["dir"] is None

@@ -268,7 +268,7 @@ class GraphEngine(WorkerTransport):
             self.pool.submit(resolve, lambda: self.rendezvous.recv(step_id, key, timeout)[0])
             return
         worker = self.task.client.worker(attrs["src_address"], attrs["src_task"])
-        call = worker.start_recv(step_id, key, timeout)
+        call = worker.start_recv(step_id, key, timeout, reply_bytes=_static_bytes(attrs))
         pending.on_cancel = call.cancel
 
         def answered(call: Any) -> None:
@@ -386,6 +386,14 @@ class GraphEngine(WorkerTransport):
                                       hint="the master task restarted or the session was "
                                            "closed; create a new session.")
         return sess
+
+
+def _static_bytes(attrs: dict) -> int:
+    """The size of a ``_Recv``'s tensor from its static shape (0 if not fully known)."""
+    dims = attrs["shape"].as_list() if attrs["shape"].dims is not None else None
+    if dims is None or None in dims or attrs["dtype"].size <= 0:
+        return 0
+    return int(np.prod(dims, dtype=np.int64)) * attrs["dtype"].size
 
 
 def _with_transfers(stats: StepStats, graph: Graph) -> StepStats:

@@ -18,11 +18,11 @@ registration only). A session with ``isolate_session_state`` registers its parts
 ``handle``: the tasks keep its variables and queues apart from every other session's.
 
 An untraced step runs in phases (``phases.split_phases``): stage by stage on the calling
-thread, this task's phase k and then the other tasks' phases k, every tensor between this
-task and another travelling in RunGraph requests and answers. A traced step, one that asks
-for its partition graphs, or one that cannot be cut into phases, runs every part at once,
-tensors crossing through RecvTensor pulls, as TF does. Any failure aborts the step on every
-task it reached.
+thread, this task's phase k, then the others' phases k (those needing nothing from it start
+first), every tensor between two tasks (bar large ones between two others: ``phases``) in
+RunGraph requests and answers. A traced step, one that asks for its partition graphs, or one
+that cannot be cut into phases, runs every part at once, tensors crossing through RecvTensor
+pulls, as TF does. Any failure aborts the step on every task it reached.
 """
 from __future__ import annotations
 
@@ -221,12 +221,14 @@ class MasterSession:
         for k in range(1 + max(part.phase for part, _ in calls)):
             stage = [(p, c) for p, c in calls if p.phase == k]
             local = [(p, c) for p, c in stage if isinstance(c[0], _LocalWorker)]
-            remote = [(p, c) for p, c in stage if not isinstance(c[0], _LocalWorker)]
+            early, remote = _independent(local, [(p, c) for p, c in stage
+                                                 if not isinstance(c[0], _LocalWorker)])
+            started = [self._start_remote(p, timeout_s, c) for p, c in early]
             for part, call in local:
                 futures.append(_run_here(self._run_local, part, carried, timeout_s, *call))
                 if aborter.on_done(futures[-1]):
-                    return futures
-            started = [self._start_remote(p, timeout_s, c) for p, c in remote[1:]]
+                    return futures + started
+            started += [self._start_remote(p, timeout_s, c) for p, c in remote[1:]]
             for fut in started:     # a failure aborts the others at once
                 fut.add_done_callback(aborter.on_done)
             if remote:
@@ -366,6 +368,15 @@ class _Aborter:
             if first:
                 self.session._abort(self.parts, self.step_id)
         return self.aborted.is_set()
+
+
+def _independent(local: list, remote: list) -> tuple[list, list]:
+    """A stage's ``remote`` calls split into those needing nothing its ``local`` phases
+    send (they start first and run while this task computes; none without local phases)
+    and the others."""
+    sent = {n.key for part, _ in local for n in part.nodes if n.op == "_Send"}
+    early = [c for c in remote if local and sent.isdisjoint(c[0].inputs.values())]
+    return early, [c for c in remote if not any(c is e for e in early)]
 
 
 def _workers(parts: list) -> list:

@@ -12,8 +12,15 @@ instead of one RunGraph and four RecvTensor calls. Ops without inputs that only 
 them; a value a later phase uses is carried (``_phases_of``). Phases run in stages, the
 master's phase k then the others' phases k, each stage after the last, so a control edge
 between tasks needs no transfer: the order of the stages keeps it. A reference used across
-phases, or a transfer between two tasks other than the master's, keeps the step on
-RecvTensor.
+phases keeps the step on RecvTensor.
+
+A tensor between two tasks other than the master (a model on worker 1 of a session on worker
+0, towers on several workers) goes through the master too: the sender's phase ``k`` answers
+it, and the receiver's phase ``k + 1`` or later is fed it; a session whose ops all run on
+other tasks gets an empty part of the master's. One of ``DIRECT_BYTES`` or more (by its
+static shape) is pulled instead by its receiver's ``_Recv`` in such a later phase, from the
+sender's rendezvous (one RecvTensorInline into a reused segment of the receiver's on one
+host), which spares it two copies through the master.
 
 Input: the parts ``partition.Partitioner`` made (nodes are ``node_def.NodeDef``s, in
 topological order). Output: one ``TaskPart`` per (task, phase), the master's first.
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from tfteach.framework import dtypes
 from tfteach.framework.graph import Tensor
 
 from . import node_def
@@ -29,6 +37,8 @@ from .node_def import RECV, SEND, NodeDef, source_of, tensor_types
 from .partition import TaskPart, users_of
 from .rendezvous import rendezvous_key
 
+DIRECT_BYTES = 4 << 20   # a tensor between two other tasks this big (known statically) is
+                         # pulled by its receiver, not carried through the master
 
 _COPYABLE = frozenset({"VariableV2", "Const", "Placeholder"})
 
@@ -38,15 +48,13 @@ def split_phases(parts: dict[str, TaskPart], master: str,
     """Every part cut into phases (module docstring): the master's first, in the order it
     runs them, then the others'; None when the step must keep using RecvTensor.
     ``tensors`` (name -> Tensor) gives the types of values the master carries over."""
-    if master not in parts or len(parts) < 2:
+    if len(parts) < 2:      # one task: nothing crosses
         return None
-    sends = {}
-    for part in parts.values():
-        for node in part.nodes:
-            if node.op == SEND:
-                sends[node.key] = (part.task, node.name)
-            elif node.op == RECV and master not in (part.task, node.attr["src_task"]):
-                return None
+    if master not in parts:     # the master only runs the step (its model is elsewhere)
+        parts = {master: TaskPart(master), **parts}
+    sends = {node.key: (part.task, node.name)
+             for part in parts.values() for node in part.nodes if node.op == SEND}
+    direct = _direct_keys(parts, master)
     levels = _levels(parts, master, sends)
     others: list[TaskPart] = []
     recv_phase: dict[str, int] = {}         # rendezvous key -> phase of its _Recv
@@ -54,7 +62,7 @@ def split_phases(parts: dict[str, TaskPart], master: str,
         part = parts[task]
         phase_of = _lift_recvs(part, {n.name: levels[(task, n.name)] for n in part.nodes})
         recv_phase.update((n.key, phase_of[n.name]) for n in part.nodes if n.op == RECV)
-        phases = _phases_of(part, phase_of, tensors, at_master=False)
+        phases = _phases_of(part, phase_of, tensors, at_master=False, direct=direct)
         if phases is None:
             return None
         others.extend(phases)
@@ -90,7 +98,7 @@ def _levels(parts: dict[str, TaskPart], master: str, sends: dict) -> dict[tuple,
             elif key[0] == master:
                 level[key] = max([-1] + [level[p] for p in preds(key)])
             else:
-                level[key] = max([0] + [level[p] + (p[0] == master) for p in preds(key)])
+                level[key] = max([0] + [level[p] + (p[0] != key[0]) for p in preds(key)])
     return level
 
 
@@ -123,7 +131,7 @@ def _lift_recvs(part: TaskPart, phase_of: dict[str, int]) -> dict[str, int]:
 
 
 def _phases_of(part: TaskPart, phase_of: dict[str, int], tensors: dict[str, Tensor],
-               at_master: bool) -> list[TaskPart] | None:
+               at_master: bool, direct: frozenset = frozenset()) -> list[TaskPart] | None:
     """``part`` as one TaskPart per phase, or None if a value a later phase uses is a
     reference (a variable's storage). Phases of a task run one after the other, so a
     control edge between them holds by that order; a value is carried: at the master the
@@ -164,7 +172,8 @@ def _phases_of(part: TaskPart, phase_of: dict[str, int], tensors: dict[str, Tens
             ph.consumed.add(source_of(edge))
             inputs.append(edge)
         node = node if inputs == node.input else dataclasses.replace(node, input=inputs)
-        for phase_node in _as_phase_nodes(node, ph, not at_master):
+        pulled = node.op in (SEND, RECV) and node.key in direct   # large, between others
+        for phase_node in [node] if pulled else _as_phase_nodes(node, ph, not at_master):
             ph.add(phase_node)
     for name in [n.name for n in part.nodes if _copyable(n) and n.name not in placed]:
         copy_in(phase(0), name)
@@ -245,3 +254,28 @@ def _as_phase_nodes(node: NodeDef, ph: TaskPart, answers: bool) -> list[NodeDef]
     ph.inputs[f"{node.name}:0"] = node.key
     return [node_def.placeholder(node.name, node.device, node.attr["dtype"],
                                  node.attr["shape"])]
+
+
+def _direct_keys(parts: dict[str, TaskPart], master: str) -> frozenset:
+    """The rendezvous keys of the transfers between two tasks other than the master whose
+    tensors are ``DIRECT_BYTES`` or more: the receiver pulls them from the sender's
+    rendezvous (one RecvTensorInline, through shared memory on one host) in a later
+    phase, instead of two copies more through the master."""
+    keys = set()
+    for part in parts.values():
+        for node in part.nodes:
+            if node.op == RECV and master not in (part.task, node.attr["src_task"]) and \
+                    _static_bytes(node) >= DIRECT_BYTES:
+                keys.add(node.key)
+    return frozenset(keys)
+
+
+def _static_bytes(recv: NodeDef) -> int:
+    """The size of a ``_Recv``'s tensor from its static shape (0 if not fully known)."""
+    dims = recv.attr["shape"]["shape"]
+    if dims is None or any(d is None or d < 0 for d in dims):
+        return 0
+    size = dtypes.as_dtype(recv.attr["dtype"]["dtype"]).size
+    for d in dims:
+        size *= d
+    return size

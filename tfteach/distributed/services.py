@@ -7,7 +7,8 @@ frees its thread. RunStep and RunGraph read large tensors from the caller's reus
 and write the large tensors they answer into the caller's reply segment when it offers one
 and they fit (``shm``); RunStepStream and RunGraphStream serve the same calls one after
 another on a long-lived stream. RecvTensorInline answers with the whole tensor (inline, or a shared-memory
-segment when the receiver runs on this host: ``shm_callers.Caller``); a tensor too
+segment when the receiver runs on this host: ``shm_callers.Caller``; the receiver's
+reused segment when it offers one that fits); a tensor too
 large for that goes back to the engine under ``key + STREAM_SUFFIX`` and the receiver
 streams it in chunks with RecvTensor.
 Limits (``limits``): the task's streams share ``StreamSlots`` (a stream beyond them is
@@ -134,6 +135,21 @@ def _add_answer(field: Any, tensors: Mapping[str, Any], request: Any,
 def _receiver_shares(request: pb.RecvTensorRequest, context: Any) -> bool:
     """Whether the receiver of a tensor shares this host's /dev/shm (``shm_callers.Caller``)."""
     return shm_callers.Caller(context.peer()).shares_host(request.shm_host)
+
+
+def _into_reply_segment(proto: pb.TensorProto, value: Any, request: pb.RecvTensorRequest,
+                        context: Any) -> bool:
+    """Write a large tensor into the reused segment the receiver offers, if it shares
+    this host and the tensor fits; whether it was."""
+    if not request.reply_shm:
+        return False
+    receiver = _sender(request, shm_callers.Caller(context.peer()))
+    if receiver is None:
+        return False
+    segment = shm.mapped(request.reply_shm, request.reply_shm_bytes,
+                         receiver.owner_of(request.reply_shm))
+    return segment is not None and \
+        wire.fill_into(proto, value, segment, request.reply_shm, 0) is not None
 
 
 def device_attributes(device: dict[str, Any]) -> pb.DeviceAttributes:
@@ -285,6 +301,8 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
                          context: grpc.ServicerContext) -> Any:
         value, is_dead = self._wait_for_tensor(request, context)
         response = pb.RecvTensorInlineResponse()
+        if not is_dead and _into_reply_segment(response.tensor, value, request, context):
+            return response
         if wire.fill_reply(response.tensor, value, is_dead=is_dead,
                            shm_ok=_receiver_shares(request, context)):
             return response

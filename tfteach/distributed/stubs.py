@@ -6,7 +6,8 @@ becomes UnavailableError naming the task). The segment protocol (``_call_with_se
 between processes on one host, large tensors of a RunStep or RunGraph request go in a
 reused segment of ours (``shm``) and the answer's in a reply segment we offer; gRPC carries
 only the names. RecvTensor: one RecvTensorInline answers with the whole tensor (or a
-segment), a larger one then streams through RecvTensor; a RecvTensorInline the task refuses
+segment: for a tensor whose size the receiver knows, a reused one it offers), a larger one
+then streams through RecvTensor; a RecvTensorInline the task refuses
 (as many waits as it may) is asked again after a pause.
 """
 from __future__ import annotations
@@ -181,11 +182,17 @@ class WorkerClient(_Stub):
                                 step_id, timeout, use_shm)
 
     def start_recv(self, step_id: int, key: str, timeout: float = 300.0,
-                   use_shm: bool = True) -> grpc.Future:
-        """``recv_tensor``'s unary call, in flight (no thread of ours waits on it)."""
+                   use_shm: bool = True, reply_bytes: int = 0) -> grpc.Future:
+        """``recv_tensor``'s unary call, in flight (no thread of ours waits on it). A
+        tensor of ``reply_bytes`` (``SEGMENT_MIN_BYTES`` or more) is asked for in a
+        reused segment of ours, which a sender on this host writes it into."""
         request = _recv_request(step_id, key, timeout, use_shm)
+        segment = shm.reused_segment(reply_bytes) \
+            if use_shm and reply_bytes >= shm.SEGMENT_MIN_BYTES else None
+        if segment is not None:
+            request.reply_shm, request.reply_shm_bytes = segment.name, segment.size
         return _RecvCall(self._stub.RecvTensorInline.future(
-            request, timeout=timeout + 30.0, metadata=self.client.metadata), request)
+            request, timeout=timeout + 30.0, metadata=self.client.metadata), request, segment)
 
     @staticmethod
     def recv_streams(call: grpc.Future) -> bool:
@@ -197,9 +204,17 @@ class WorkerClient(_Stub):
     def recv_result(self, call: grpc.Future, step_id: int, timeout: float = 300.0,
                     use_shm: bool = True) -> tuple[Any, bool]:
         """``(array, is_dead)`` of a ``start_recv`` call, streaming it if it must."""
-        reply = self._recv_reply(call, timeout)
+        segment = call.segment
+        try:
+            reply = self._recv_reply(call, timeout)
+            if not reply.stream_key:
+                value = wire.from_reply(reply.tensor, segment)
+        except BaseException:   # a late writer must never find it reused
+            shm.give_back(segment, reuse=False)
+            raise
+        shm.give_back(segment)
         if not reply.stream_key:
-            return wire.from_reply(reply.tensor)
+            return value
         try:
             return self._recv_stream(_recv_request(step_id, reply.stream_key, timeout, use_shm))
         except grpc.RpcError as err:
@@ -219,7 +234,7 @@ class WorkerClient(_Stub):
             pause = min(2 * pause, 0.5)
             call = _RecvCall(self._stub.RecvTensorInline.future(
                 call.request, timeout=timeout + 30.0, metadata=self.client.metadata),
-                call.request)
+                call.request, call.segment)
 
     def _recv_stream(self, request: pb.RecvTensorRequest) -> tuple[Any, bool]:
         raw_call = self.client.channel(self.address).unary_stream(
@@ -231,11 +246,12 @@ class WorkerClient(_Stub):
 
 
 class _RecvCall:
-    """A RecvTensorInline call in flight (a ``grpc.Future``) and its request, to ask again;
-    ``add_done_callback`` passes this object."""
+    """A RecvTensorInline call in flight (a ``grpc.Future``), its request, to ask again,
+    and the reused segment it offers (or None); ``add_done_callback`` passes this object."""
 
-    def __init__(self, future: grpc.Future, request: pb.RecvTensorRequest) -> None:
-        self.future, self.request = future, request
+    def __init__(self, future: grpc.Future, request: pb.RecvTensorRequest,
+                 segment: "shm.ReusedSegment | None" = None) -> None:
+        self.future, self.request, self.segment = future, request, segment
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.future, name)

@@ -215,17 +215,26 @@ class StopClusterHandler(_Base):
 
 def find_lessons(root: Path) -> dict[str, Any]:
     """Where the lessons are under the server root: ``{dir, first, message}`` with paths
-    relative to ``root`` (``first`` prefers 01_device_placement.ipynb)."""
+    relative to ``root`` (``first`` prefers 01_device_placement.ipynb). They are in its
+    ``lessons/`` folder (JupyterLab started at the repository root or above a working copy),
+    or the root holds them itself (started with ``jupyter lab lessons/``): then ``dir`` is
+    ``""``."""
     folder = root / "lessons"
-    if not folder.is_dir():
-        return {"dir": None, "first": None, "message": (
-            f"There is no lessons/ folder in the server's root folder {root}.\nHint: run "
-            "`tfteach lessons copy` in a terminal there, or copy the lessons/ folder of the "
-            "tfteach repository into it, then try again.")}
+    if folder.is_dir():
+        return _lessons_in(folder, "lessons/", "lessons/")
+    if (root / FIRST_LESSON).is_file() or any(root.glob("[0-9][0-9]_*.ipynb")):
+        return _lessons_in(root, "", "the server's root folder")
+    return {"dir": None, "first": None, "message": (
+        f"There is no lessons/ folder in the server's root folder {root}.\nHint: run "
+        "`tfteach lessons copy lessons` in a terminal there, or copy the lessons/ folder of the "
+        "tfteach repository into it, then try again.")}
+
+
+def _lessons_in(folder: Path, prefix: str, where: str) -> dict[str, Any]:
     notebooks = sorted(p.name for p in folder.glob("*.ipynb"))
     first = FIRST_LESSON if FIRST_LESSON in notebooks else (notebooks[0] if notebooks else None)
-    return {"dir": "lessons", "first": f"lessons/{first}" if first else None,
-            "message": f"{len(notebooks)} lesson notebooks in lessons/"}
+    return {"dir": prefix.rstrip("/"), "first": f"{prefix}{first}" if first else None,
+            "message": f"{len(notebooks)} lesson notebooks in {where}"}
 
 
 class LessonsHandler(APIHandler):
