@@ -82,3 +82,25 @@ def test_keep_existing_copies_only_what_is_missing(tmp_path, monkeypatch):
     (out / "01_x.ipynb").write_text("the learner's work")
     assert [p.name for p in cli.copy_lessons(out, keep_existing=True)] == ["02_y.ipynb"]
     assert (out / "01_x.ipynb").read_text() == "the learner's work"
+
+
+def test_readme_lab_command_opens_a_git_ignored_working_copy_the_card_finds(tmp_path):
+    import re
+    from pathlib import Path
+
+    from tfteach.notebook.server import find_lessons
+
+    repo = Path(__file__).resolve().parents[2]
+    readme = (repo / "README.md").read_text()
+    line = readme.split("<!-- lab-command -->", 1)[1].split("```bash\n", 1)[1].split("\n")[0]
+    found = re.search(r"tfteach lessons copy (.+?) && \S*jupyter lab (\S+)$", line)
+    assert found, line
+    copy_args, lab_root = found.group(1).split(), found.group(2)
+    ignored = subprocess.run(["git", "check-ignore", "-q", lab_root.rstrip("/") + "/x.ipynb"],
+                             cwd=repo, check=False)
+    assert ignored.returncode == 0, f"{lab_root} is not git-ignored"
+    for _ in range(2):        # the command runs again on a machine that has the copy
+        done = subprocess.run([sys.executable, "-m", "tfteach.cli", "lessons", "copy",
+                               *copy_args], cwd=tmp_path, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+    assert find_lessons(tmp_path / lab_root)["first"] == "lessons/01_device_placement.ipynb"
