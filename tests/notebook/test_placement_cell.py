@@ -68,3 +68,13 @@ def test_run_errors_keep_the_placement_view():
 def test_an_empty_cell_places_nothing():
     result = run_placement_cell("n = 3", PlacementOptions(run=True), {"tf": tf})
     assert result.session is None and result.view is None and result.error is None
+
+
+def test_warmup_runs_the_fetches_once_before_the_traced_step():
+    source = "v = tf.Variable(0.0, name='v')\nout = tf.assign_add(v, 1.0, name='out')\nout"
+    cold = run_placement_cell(source, PlacementOptions(run=True), {"tf": tf})
+    warm = run_placement_cell(source, PlacementOptions(run=True, warmup=True), {"tf": tf})
+    assert (cold.values["out:0"], warm.values["out:0"]) == (1, 2)
+    assert len(warm.run_metadata.step_stats.dev_stats) >= 1, "the timeline is the second step"
+    cold.close()
+    warm.close()

@@ -1,10 +1,11 @@
 """IPython magics: ``%%placement`` and ``%tfteach``; loaded by ``%load_ext tfteach``.
 
-``%%placement [--soft] [--log] [--run] [--trace] [--virtual-gpus N] [--target grpc://...]
-[--config EXPR] [--backend tfteach|tensorflow|compare] [--gpus-as-cpus]`` builds the cell's
+``%%placement [--soft] [--log] [--run] [--trace] [--warmup] [--virtual-gpus N] [--target
+grpc://...] [--config EXPR] [--backend tfteach|tensorflow|compare] [--gpus-as-cpus]`` builds the cell's
 graph in a fresh default graph (in the notebook's namespace), places it as such a session
 would and shows the placement view; ``--run`` also shows the fetched values and the step's
-device timeline, ``--trace`` the timeline only, ``--log`` TF's log lines. The result stays in
+device timeline, ``--trace`` the timeline only (``--warmup``: of a second, warm step),
+``--log`` TF's log lines. The result stays in
 ``_placement`` (graph, session, views, values, error). tfteach errors are shown as a short box
 with the message and its ``Hint:``. ``--backend tensorflow`` runs the cell on real TensorFlow
 instead (``tf_backend``; notes say which devices TF lacks here, ``--gpus-as-cpus`` maps
@@ -144,6 +145,8 @@ class TfteachMagics(Magics):
     @argument("--run", action="store_true", help="run the last expression; show values and "
               "a device timeline")
     @argument("--trace", action="store_true", help="run and show the device timeline")
+    @argument("--warmup", action="store_true", help="with --run/--trace: run once untraced "
+              "first, so the timeline shows a warm step")
     @argument("--virtual-gpus", type=int, default=None, help="virtual GPUs for this cell")
     @argument("--target", default="", help="session target, e.g. grpc://localhost:2222")
     @argument("--config", default=None, help="a tf.ConfigProto expression")
@@ -161,7 +164,8 @@ class TfteachMagics(Magics):
         args = parse_argstring(self.placement, line)
         options = PlacementOptions(args.soft, args.log, args.run, args.trace,
                                    args.virtual_gpus, args.target, args.config, args.backend,
-                                   _stand_ins(args.virtual_gpus) if args.gpus_as_cpus else 0)
+                                   _stand_ins(args.virtual_gpus) if args.gpus_as_cpus else 0,
+                                   args.warmup)
         for result in (self.last, self.last_tf):
             if result is not None:
                 result.close()

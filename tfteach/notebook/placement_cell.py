@@ -8,7 +8,9 @@
    ``--virtual-gpus N`` for this session only, ``--target grpc://...``) and places the whole
    graph (``--log`` makes the session print TF's ``Device mapping:`` and placement lines);
 3. with ``--run`` or ``--trace``, initialises the graph's variables, then runs the final
-   expression's tensors/ops (or, without one, the graph's sink ops) with FULL_TRACE.
+   expression's tensors/ops (or, without one, the graph's sink ops) with FULL_TRACE;
+   ``--warmup`` runs them once untraced first, so the timeline shows a warm step (the first
+   step of a session also pays for starting its devices' workers).
 
 It returns a ``PlacementResult`` (graph, session, views, values, error) and never raises a
 tfteach ``OpError``: placement and run errors end up in ``result.error``. Errors in the
@@ -43,6 +45,7 @@ class PlacementOptions:
     config: str | None = None
     backend: str = "tfteach"
     gpus_as_cpus: int = 0
+    warmup: bool = False
 
 
 @dataclass
@@ -221,6 +224,8 @@ def _run(result: PlacementResult, options: PlacementOptions) -> None:
     fetches = (flatten_fetchable(result.last_value) if is_fetchable(result.last_value)
                else sink_fetches(graph))
     result.fetched = fetches
+    if options.warmup:
+        sess.run(fetches)
     metadata = tf.RunMetadata()
     values = sess.run(fetches, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
                       run_metadata=metadata)

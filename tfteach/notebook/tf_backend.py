@@ -18,8 +18,8 @@
    With ``--target grpc://...`` (a TensorFlow server, e.g. a ``LocalCluster(backend=
    "tensorflow")`` task) the server places the graph when it first runs it and prints its log
    there, so the placement is read from the run's partition graphs instead (``--run``).
-5. ``--run``/``--trace``: variables are initialised and the fetches run with FULL_TRACE and
-   ``output_partition_graphs``. ``RunMetadata.step_stats`` become tfteach ``StepStats`` (op
+5. ``--run``/``--trace``: variables are initialised and the fetches run (``--warmup``: once
+   untraced, then) with FULL_TRACE and ``output_partition_graphs``. ``RunMetadata.step_stats`` become tfteach ``StepStats`` (op
    types from the graph; TF's own ``_SOURCE``/``_Retval`` nodes left out) and each
    ``_Send``/``_Recv`` pair of the partition graphs becomes a transfer. TF records no time for
    in-process Send/Recv, so a transfer spans from its producer's end to its first consumer's
@@ -310,6 +310,8 @@ def _run(result: PlacementResult, tf1: Any, options: PlacementOptions) -> None:
     fetches = (flatten_fetchable(result.last_value) if is_tf_fetchable(tf1, result.last_value)
                else tf_sink_fetches(graph, variables))
     result.fetched = fetches
+    if options.warmup:
+        sess.run(fetches)
     metadata = tf1.RunMetadata()
     values = sess.run(fetches, options=tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE,
                                                       output_partition_graphs=True),
