@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lessons"))
@@ -74,3 +75,73 @@ def test_try_it_on_tensorflow_shows_tf_lacking_the_gpus_and_every_op_it_moved():
     for name, node in ((n["name"], n) for n in ours["nodes"] if n["name"] in moved):
         assert f"placement of {name}: tfteach {node['assigned_device'][-5:]}, TensorFlow " \
                "CPU:0" in text
+
+
+TIMELINE_MIME = "application/vnd.tfteach.timeline+json"
+
+
+def _data(outputs: list, mime: str) -> dict:
+    return next(o["data"][mime] for o in outputs if mime in o.get("data", {}))
+
+
+def _svg_of(outputs: list, mime: str) -> str:
+    return next(o["data"]["image/svg+xml"] for o in outputs if mime in o.get("data", {}))
+
+
+def test_transfer_arrows_are_thick_red_and_labelled_with_their_bytes():
+    """The text: the copies to the GPU are thick red arrows; the saved picture writes the
+    bytes copied beside each arrow."""
+    outputs = stored_outputs(LESSON, "%%placement --run\nwith tf.device('/cpu:0'):")
+    transfers = [e for e in _data(outputs, PLACEMENT_MIME)["edges"] if e["cross_device"]]
+    assert sorted((e["src"], e["bytes"]) for e in transfers) == [("a", 24), ("b", 24)]
+    svg = _svg_of(outputs, PLACEMENT_MIME)
+    assert svg.count('fill="#d0402f"> 24 B</text>') == 2, "a byte label by each red arrow"
+    assert svg.count('stroke="#d0402f" stroke-width="2.2"') >= 2, "thick red arrows"
+
+
+def test_all_three_ops_of_the_logged_example_went_to_gpu_0():
+    text = output_texts(stored_outputs(LESSON, "log_device_placement=True"))
+    for op in ("MatMul: (MatMul)", "a: (Const)", "b: (Const)"):
+        assert f"{op}: /job:localhost/replica:0/task:0/device:GPU:0" in text
+
+
+def test_the_towers_sum_is_twice_one_towers_product():
+    outputs = stored_outputs(LESSON, "print(_placement.values['AddN:0'])")
+    assert "[[ 44.  56.]\n [ 98. 128.]]" in output_texts(outputs)
+
+
+def test_the_big_towers_products_overlap_on_the_warm_timeline():
+    """The text: after a warm-up step the two MatMul bars sit one above the other."""
+    timeline = _data(stored_outputs(LESSON, "%%placement --trace --warmup"), TIMELINE_MIME)
+    products = {op["device"][-5:]: op for op in timeline["ops"] if op["op"] == "MatMul"}
+    assert sorted(products) == ["GPU:0", "GPU:1"]
+    both = (min(op["end_us"] for op in products.values())
+            - max(op["start_us"] for op in products.values()))
+    shorter = min(op["end_us"] - op["start_us"] for op in products.values())
+    assert both > shorter / 2, "the products run at the same time for most of the shorter one"
+
+
+def test_soft_placement_moves_gpu_2_to_gpu_0_and_the_int_variable_to_the_cpu():
+    text = output_texts(stored_outputs(LESSON, "%%placement --soft --log --run"))
+    assert "MatMul (MatMul) -> GPU:0" in text and "a (Const) -> GPU:0" in text
+    text = output_texts(stored_outputs(LESSON, "v = tf.Variable(3, name='v')"))
+    assert "v (VariableV2) -> CPU:0" in text
+
+
+def test_cuda_visible_devices_renumbers_the_gpus():
+    """The text: with CUDA_VISIBLE_DEVICES=1 GPU:0 is the second virtual GPU (pci bus id
+    virtual:1); with 2,0 GPU:0 is virtual GPU 2 and GPU:1 virtual GPU 0."""
+    text = output_texts(stored_outputs(LESSON, "%%placement --log\nwith tf.device('/gpu:0'):"))
+    assert "device:GPU:0 -> device: 0, name: tfteach virtual GPU (backed by the CPU), pci bus " \
+           "id: virtual:1" in text
+    assert "device:GPU:1" not in text
+    nb = nbformat.read(LESSON, as_version=4)
+    tables = [output_texts(c.outputs) for c in nb.cells
+              if c.cell_type == "code" and c.source.strip() == "%tfteach devices"]
+    assert "GPU:0 is virtual GPU 2, GPU:1 is virtual GPU 0." in tables[2]
+
+
+def test_the_exercise_starts_with_everything_on_gpu_0():
+    text = output_texts(stored_outputs(LESSON, "product_0 = tf.matmul(x, w0, name='product_0')"))
+    assert {line.split(" -> ")[1] for line in text.splitlines() if " -> " in line
+            and "transfer" not in line} == {"GPU:0"}
