@@ -99,6 +99,19 @@ def test_a_training_step_cuts_the_ps_part_into_read_and_apply_phases():
                    if n.op == "_Send" and n.input[0] in ("W/read:0", "b/read:0"))
 
 
+def test_copying_a_source_op_into_phases_follows_its_op_defs_copyable_flag(monkeypatch):
+    """The variables are copied into the ps's apply phase because VariableV2's OpDef says
+    ``copyable``; without it their storage (a reference) would cross phases, and the step
+    keeps RecvTensor."""
+    from tfteach.framework import registry
+
+    _, fed, loss, train = _softmax_regression()
+    _, split = _split([loss], [train], fed)
+    assert split is not None
+    monkeypatch.setattr(registry.get("VariableV2"), "copyable", False)
+    assert _split([loss], [train], fed)[1] is None
+
+
 def test_the_master_carries_a_value_into_its_later_phase():
     with tf.device("/job:ps/task:0"):
         v = tf.Variable(1.0, name="v")

@@ -34,6 +34,13 @@ def test_string_tensors_decode_to_bytes_like_tf():
     assert back.tolist() == [[b"a", "héllo".encode()], [b"", b"b"]]
 
 
+@pytest.mark.parametrize("shape", [(0,), (0, 3)])
+def test_empty_string_tensors_cross(shape):
+    """A readiness report with nothing uninitialized is an empty string tensor."""
+    back = wire.from_proto(wire.to_proto(np.empty(shape, dtype=object)))
+    assert back.dtype == object and back.shape == shape
+
+
 def test_object_arrays_of_other_things_are_refused():
     with pytest.raises(errors.InvalidArgumentError, match="str or bytes"):
         wire.to_proto(np.array([1, None], dtype=object))

@@ -94,12 +94,6 @@ class CuPyGPUDevice(Device):
     def blas_threads(self) -> int | None:
         return None
 
-    def event(self) -> Any:
-        """A CUDA event recorded on this device's stream (for step-stats timing)."""
-        ev = self.xp.cuda.Event()
-        ev.record(self.stream)
-        return ev
-
 
 def translate_error(e: BaseException, op_name: str, device_name: str) -> Exception | None:
     """CuPy's out-of-memory error as TF's ResourceExhaustedError (None for other errors)."""

@@ -12,8 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tfteach.framework import registry
 from tfteach.framework.graph import Operation, Tensor
 from tfteach.framework.graph_io import node_to_dict
+from tfteach.framework.registry import OpDef
+
+from . import transport_ops  # noqa: F401 - registers _Send and _Recv, which ``send``/``recv`` make
 
 SEND = "_Send"
 RECV = "_Recv"
@@ -45,6 +49,11 @@ class NodeDef:
         return {"name": self.name, "op": self.op, "device": self.device,
                 "input": list(self.input), "attr": self.attr,
                 "colocation": list(self.colocation)}
+
+    @property
+    def op_def(self) -> OpDef:
+        """What the registry knows about this node's op type (``copyable``, ``idle``...)."""
+        return registry.get(self.op)
 
     @property
     def key(self) -> str:

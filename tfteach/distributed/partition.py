@@ -112,7 +112,7 @@ class Partitioner:
         stack = list(reversed(op.control_inputs))
         while stack:
             c = stack.pop()
-            if c.type == "NoOp" and not c.inputs:
+            if c.op_def.idle and not c.inputs and not c.outputs:     # a NoOp
                 stack.extend(reversed(c.control_inputs))
             else:
                 out.setdefault(c.name, c)

@@ -40,9 +40,6 @@ from .rendezvous import rendezvous_key
 DIRECT_BYTES = 4 << 20   # a tensor between two other tasks this big (known statically) is
                          # pulled by its receiver, not carried through the master
 
-_COPYABLE = frozenset({"VariableV2", "Const", "Placeholder"})
-
-
 def split_phases(parts: dict[str, TaskPart], master: str,
                  tensors: dict[str, Tensor]) -> list[TaskPart] | None:
     """Every part cut into phases (module docstring): the master's first, in the order it
@@ -186,14 +183,11 @@ def _phases_of(part: TaskPart, phase_of: dict[str, int], tensors: dict[str, Tens
     return out
 
 
-_IDLE = frozenset({"NoOp", "Const", "VariableV2", "Placeholder", "Identity"})
-
-
 def _does_something(ph: TaskPart) -> bool:
-    """Whether a phase has work: a phase of only NoOps, constants and variables that
-    returns and takes nothing is not run."""
+    """Whether a phase has work: a phase of only idle ops (``OpDef.idle``: NoOps,
+    constants, variables) that returns and takes nothing is not run."""
     return bool(ph.fetches or ph.inputs or ph.carry_out) or any(
-        n.op not in _IDLE for n in ph.nodes)
+        not n.op_def.idle for n in ph.nodes)
 
 
 def _carried_type(tensor: str, by_name: dict, tensors: dict[str, Tensor]) -> tuple | None:
@@ -241,7 +235,9 @@ def _carry_in_task(tensor: str, by_name: dict, tensors: dict[str, Tensor], sourc
 
 
 def _copyable(node: NodeDef) -> bool:
-    return node.op in _COPYABLE and not node.input
+    """Whether ``node`` is copied into the phases that use it (``OpDef.copyable``, and not
+    waiting on anything)."""
+    return node.op_def.copyable and not node.input
 
 
 def _as_phase_nodes(node: NodeDef, ph: TaskPart, answers: bool) -> list[NodeDef]:

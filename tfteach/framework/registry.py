@@ -5,8 +5,9 @@ kernel (written once against an array module ``xp``), the device types and dtype
 kernel supports, its gradient, and facts the runtime needs (stateful, cost, ref inputs,
 asynchronous). Op modules in ``tfteach.ops`` call ``register_op`` once per type.
 
-Op kinds are data: ``OpDef.stateful``, ``OpDef.cheap``, ``OpDef.ref_inputs`` and
-``OpDef.sparse_grads`` replace any matching on op-type strings elsewhere.
+Op kinds are data: ``OpDef.stateful``, ``OpDef.cheap``, ``OpDef.ref_inputs``,
+``OpDef.sparse_grads``, ``OpDef.copyable`` and ``OpDef.idle`` replace any matching on op-type
+strings (or op-name prefixes) elsewhere.
 """
 from __future__ import annotations
 
@@ -35,9 +36,15 @@ class OpDef:
     ref_inputs: tuple = ()
     ref_output: bool = False
     is_async: bool = False
-    host_kernel: bool = False
     sparse_grads: bool = False      # its gradient function passes IndexedSlices through
-    doc: str = ""
+    # A source op (no inputs) that only names state or a fed value: a cluster step's
+    # partition may copy it into every part or phase that uses it instead of sending its
+    # value (VariableV2, Const, Placeholder).
+    copyable: bool = False
+    # Does no work when it runs (returns what it holds or is given, or nothing): a phase of
+    # only such ops is skipped, an idle op without outputs is dropped from compiled
+    # programs and cluster partitions (NoOp, Const, VariableV2, Placeholder, Identity).
+    idle: bool = False
     extra: dict = field(default_factory=dict)
 
     def supported_device_types(self, op: Any) -> list[str]:

@@ -43,7 +43,7 @@ def _placeholder_kernel(ctx):
 
 
 register_op("Placeholder", _placeholder_shape, _placeholder_kernel, gpu_types=ALL_TYPES,
-            dtype_attr="dtype")
+            dtype_attr="dtype", copyable=True, idle=True)
 
 
 def placeholder(dtype: Any, shape: Any = None, name: str | None = None) -> Tensor:
@@ -65,7 +65,7 @@ def placeholder_with_default(input: Any, shape: Any, name: str | None = None) ->
 
 
 # ---- Identity, StopGradient --------------------------------------------------------------
-register_op("Identity", same_shape_fn, lambda ctx, x: x, gpu_types=ALL_TYPES)
+register_op("Identity", same_shape_fn, lambda ctx, x: x, gpu_types=ALL_TYPES, idle=True)
 register_op("StopGradient", same_shape_fn, lambda ctx, x: x, gpu_types=ALL_TYPES)
 
 
@@ -145,11 +145,11 @@ def ones_like(tensor: Any, dtype: Any = None, name: str | None = None) -> Tensor
 
 # ---- Shape, Size, Rank (host-memory outputs) -----------------------------------------------
 register_op("Shape", lambda op: [(dtypes.int32, TensorShape([op.inputs[0].shape.ndims]))],
-            lambda ctx, x: np.array(x.shape, dtype=np.int32), host_kernel=True)
+            lambda ctx, x: np.array(x.shape, dtype=np.int32))
 register_op("Size", lambda op: [(dtypes.int32, TensorShape([]))],
-            lambda ctx, x: np.array(x.size, dtype=np.int32), host_kernel=True)
+            lambda ctx, x: np.array(x.size, dtype=np.int32))
 register_op("Rank", lambda op: [(dtypes.int32, TensorShape([]))],
-            lambda ctx, x: np.array(x.ndim, dtype=np.int32), host_kernel=True)
+            lambda ctx, x: np.array(x.ndim, dtype=np.int32))
 
 
 def shape(input: Any, name: str | None = None, out_type: Any = dtypes.int32) -> Tensor:
@@ -236,7 +236,7 @@ register_op("Transpose", _transpose_shape,
 
 
 register_op("InvertPermutation", same_shape_fn,
-            lambda ctx, p: np.argsort(ctx.device.to_host(p)).astype(np.int32), host_kernel=True)
+            lambda ctx, p: np.argsort(ctx.device.to_host(p)).astype(np.int32))
 
 
 def invert_permutation(x: Any, name: str | None = None) -> Tensor:
@@ -336,7 +336,7 @@ def _range_shape(op):
 
 register_op("Range", _range_shape,
             lambda ctx, s, l, d: np.arange(s, l, d, dtype=ctx.attrs["Tidx"].np),
-            dtype_attr="Tidx", host_kernel=True)
+            dtype_attr="Tidx")
 
 
 def range_(start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None,
@@ -401,7 +401,7 @@ def _broadcast_gradient_args_kernel(ctx, s0, s1):
 
 register_op("BroadcastGradientArgs",
             lambda op: [(dtypes.int32, TensorShape([None]))] * 2,
-            _broadcast_gradient_args_kernel, host_kernel=True)
+            _broadcast_gradient_args_kernel)
 
 
 def broadcast_gradient_args(s0: Any, s1: Any, name: str | None = None) -> tuple:

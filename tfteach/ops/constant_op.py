@@ -24,7 +24,8 @@ def _const_kernel(ctx):
     return ctx.device.from_host(ctx.attrs["value"])
 
 
-register_op("Const", _const_shape, _const_kernel, gpu_types=ALL_TYPES, dtype_attr="dtype")
+register_op("Const", _const_shape, _const_kernel, gpu_types=ALL_TYPES, dtype_attr="dtype",
+            copyable=True, idle=True)
 
 
 def constant(value: Any, dtype: Any = None, shape: Any = None, name: str = "Const",

@@ -7,7 +7,7 @@ from tfteach.framework.graph import Operation, Tensor, get_default_graph
 from tfteach.framework.registry import ALL_TYPES, register_op
 from tfteach.ops.common import no_output_fn
 
-register_op("NoOp", no_output_fn, lambda ctx: None, gpu_types=ALL_TYPES)
+register_op("NoOp", no_output_fn, lambda ctx: None, gpu_types=ALL_TYPES, idle=True)
 
 
 def no_op(name: str | None = None) -> Operation:

@@ -210,7 +210,7 @@ def _unique_kernel(ctx, x):
     return ctx.device.from_host(host[np.sort(first)]), ctx.device.from_host(idx)
 
 
-register_op("Unique", _unique_shape, _unique_kernel, host_kernel=True)
+register_op("Unique", _unique_shape, _unique_kernel)
 
 
 def unique(x: Any, out_idx: Any = dtypes.int32, name: str | None = None) -> tuple:

@@ -62,7 +62,7 @@ def _concat_offset_kernel(ctx, axis, *shapes):
 
 
 register_op("ConcatOffset", lambda op: [(dtypes.int32, t.shape) for t in op.inputs[1:]],
-            _concat_offset_kernel, host_kernel=True)
+            _concat_offset_kernel)
 
 
 def concat(values: list, axis: int, name: str = "concat") -> Tensor:

@@ -80,7 +80,8 @@ def _ref_shape(op):
 
 
 register_op("VariableV2", lambda op: [(op.attrs["dtype"], op.attrs["shape"])], _variable_kernel,
-            gpu_types=GPU_FLOAT, dtype_attr="dtype", stateful=True, ref_output=True)
+            gpu_types=GPU_FLOAT, dtype_attr="dtype", stateful=True, ref_output=True,
+            copyable=True, idle=True)
 register_op("Assign", _ref_shape, _assign_kernel, gpu_types=GPU_FLOAT, stateful=True,
             ref_inputs=(0,), ref_output=True)
 register_op("AssignAdd", _ref_shape, _assign_add_kernel, gpu_types=GPU_FLOAT, stateful=True,
@@ -91,7 +92,7 @@ register_op("CountUpTo", _ref_shape, _count_up_to_kernel, gpu_types=frozenset(),
             stateful=True, ref_inputs=(0,))
 register_op("IsVariableInitialized", lambda op: [(dtypes.bool_, as_shape([]))],
             lambda ctx, ref: ref.value is not None, gpu_types=GPU_FLOAT, dtype_attr="dtype",
-            ref_inputs=(0,), host_kernel=True)
+            ref_inputs=(0,))
 
 
 # ---- op constructors -------------------------------------------------------------------------

@@ -96,9 +96,10 @@ def compile_program(plan: Any, order: list, fold: bool) -> Program:
 
 
 def _fold(node: Any, constants: list) -> bool:
-    """Fold ``node`` away if it is a small constant or a NoOp; say if it was."""
+    """Fold ``node`` away if it is a small constant or an idle op without outputs (a NoOp);
+    say if it was."""
     outs = node.out_slots
-    if node.type == "NoOp" and not outs:
+    if node.op_def is not None and node.op_def.idle and not outs:
         return True
     if node.type == "Const" and len(outs) == 1 and outs[0] >= 0:
         value = node.kernel(node.ctx)

@@ -79,7 +79,7 @@ def _ready(op: Any, sess: Any, msg: str) -> tuple[bool, str | None]:
     if op is None:
         return True, None
     try:
-        value = _run_report(op, sess)
+        value = sess.run(op)
     except errors.FailedPreconditionError as e:
         if "uninitialized" not in str(e):
             _log.warning("%s Model not ready raised: %s", msg, e)
@@ -90,20 +90,6 @@ def _ready(op: Any, sess: Any, msg: str) -> tuple[bool, str | None]:
         return True, None
     names = ", ".join(v.decode() if isinstance(v, bytes) else str(v) for v in value.ravel())
     return False, "Variables not initialized: " + names
-
-
-def _run_report(op: Any, sess: Any) -> Any:
-    """``sess.run(op)``; for our own report op, fetch its int32 mask and pick the names here.
-
-    The result is the same; it keeps an *empty* string tensor off the wire, which the
-    cluster transport cannot decode yet.
-    """
-    p = getattr(op, "op", None)
-    if p is not None and p.type == "DynamicPartition" and p.inputs[0].op.type == "Const":
-        names = np.asarray(p.inputs[0].op.attrs["value"])
-        mask = np.asarray(sess.run(p.inputs[1]))
-        return names[mask == op.value_index]
-    return sess.run(op)
 
 
 # ---- the scaffold ------------------------------------------------------------------------------
