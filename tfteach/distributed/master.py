@@ -34,11 +34,9 @@ import threading
 from concurrent.futures import Future
 from typing import Any, Mapping, Sequence
 
-
-from tfteach import errors
 from tfteach.framework.device_spec import DeviceSpec
 from tfteach.runtime import placer
-from tfteach.runtime.config import ConfigProto, StepStats
+from tfteach.runtime.config import ConfigProto
 from tfteach.runtime.plan import needed_ops
 from tfteach.runtime.session import device_mapping_text
 
@@ -47,6 +45,7 @@ from .engine_api import RunResult, as_run_result, current_cancellation
 from .partition import Partitioner
 from .phases import split_phases
 from .session_targets import RemoteDevice, cluster_targets, device_specs
+from .step_results import Gathered, root_cause
 from .waiting import wait_for_tasks
 
 
@@ -198,7 +197,7 @@ class MasterSession:
         run = self._run_staged if any(part.phased for _, _, _, part in parts) \
             else self._run_concurrently
         futures = run(calls, _Aborter(self, parts, step_id), timeout_s)
-        return self._collect(parts, step_id, futures, _Gathered(options))
+        return self._collect(parts, step_id, futures, Gathered(options))
 
     def _run_concurrently(self, calls: list, aborter: "_Aborter", timeout_s: float) -> list:
         futures, local = [], []
@@ -288,7 +287,7 @@ class MasterSession:
         return result.tensors, result.metadata
 
     def _collect(self, parts: list, step_id: int, futures: list,
-                 gathered: "_Gathered") -> tuple:
+                 gathered: Gathered) -> tuple:
         tensors: dict = {}
         failures = []
         for fut in futures:
@@ -300,7 +299,7 @@ class MasterSession:
                 failures.append(e)
         if failures:   # on success every Send was received: nothing is left to clean up
             self._cleanup(parts, step_id)
-            raise _root_cause(failures)
+            raise root_cause(failures)
         return tensors, gathered
 
     def _abort(self, parts: list, step_id: int) -> None:
@@ -402,45 +401,6 @@ def _graph_options(trace: bool, timeout_s: float, first: bool, graphs: bool,
     accumulator records)."""
     return json.dumps({"trace": trace, "timeout_s": timeout_s, "first": first,
                        "partition_graphs": graphs, "master": master}).encode()
-
-
-class _Gathered:
-    """What the parts' RunGraph metadata add up to: the step stats of a traced step and, when
-    asked (``output_partition_graphs``), every task's graphs, one per device."""
-
-    def __init__(self, options: Mapping[str, Any]) -> None:
-        self.stats = StepStats() if options.get("trace") else None
-        self.graphs: list | None = [] if options.get("partition_graphs") else None
-
-    def add(self, meta: bytes) -> None:
-        if not meta:
-            return
-        info = json.loads(meta)
-        if self.stats is not None and "step_stats" in info:
-            part = StepStats.from_dict(info["step_stats"])
-            self.stats.dev_stats.extend(part.dev_stats)
-            self.stats.transfers.extend(part.transfers)
-        if self.graphs is not None:
-            self.graphs.extend(info.get("partition_graphs", []))
-
-    def fill(self, meta: dict) -> None:
-        """Add what was gathered to RunStep's metadata ``meta``."""
-        if self.stats is not None:
-            meta["step_stats"] = self.stats.to_dict()
-        if self.graphs is not None:
-            meta["partition_graphs"] = sorted(
-                self.graphs, key=lambda g: g["node"][0]["device"] if g["node"] else "")
-
-
-def _root_cause(failures: list[Exception]) -> Exception:
-    """The error that caused the others: aborts and cancellations follow from it."""
-    def rank(e: Exception) -> int:
-        if isinstance(e, errors.UnavailableError):
-            return 0
-        if isinstance(e, (errors.AbortedError, errors.CancelledError)):
-            return 2
-        return 1
-    return min(failures, key=rank)
 
 
 def _quietly(fn: Any, *args: Any) -> None:
