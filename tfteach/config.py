@@ -30,10 +30,12 @@ class DeviceDescriptor:
 
 
 def list_devices(config: Any = None) -> list[DeviceDescriptor]:
-    """The devices a session with ``config`` would have here, sorted by name."""
+    """The devices a session with ``config`` would have here, sorted by name. Only looks:
+    unlike TF's ``device_lib.list_local_devices``, it does not fix this process's GPU
+    options (the first session or Server does)."""
     devices = discovery.local_devices("localhost", 0,
                                       getattr(config, "device_count", None),
-                                      getattr(config, "gpu_options", None))
+                                      getattr(config, "gpu_options", None), record=False)
     return [DeviceDescriptor(d.name, d.device_type, d.description, d.memory_limit,
                              d.physical_index, d.speed, d.is_virtual)
             for d in sorted(devices, key=lambda d: d.name)]

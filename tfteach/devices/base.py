@@ -13,7 +13,7 @@ that stretches every kernel's wall time, to model a straggler.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -24,8 +24,22 @@ from tfteach.framework.dtypes import as_dtype
 MiB = 1 << 20
 
 
+OOM_HINT = ("use smaller tensors or batches, free tensors you no longer need, or give the "
+            "device more memory (gpu_options.per_process_gpu_memory_fraction, or "
+            "tfteach.config.set_virtual_gpus(n, memory_limit_mb=...)).")
+SHARED_OOM_HINT = ("other processes hold the rest of this GPU, so its allocator could not "
+                   "reserve up to its limit (see the 'failed to allocate' lines above): give "
+                   "every process a fraction that sums to at most 1, or stop one of them.")
+
+
 class MemoryBudget:
-    """Bytes of live tensors on one device, against a limit (the allocator's view)."""
+    """Bytes of live tensors on one device, against a limit (the allocator's view).
+
+    ``reserved`` is the allocator's region: the whole limit at once, or (``allow_growth``)
+    1 MiB doubling as tensors need more. ``extend(want, need)``, when set (a virtual GPU
+    shared with other processes, see ``ledger``), takes the region from the GPU and returns
+    the bytes held; going past what it could get is an OOM even below the limit.
+    """
 
     def __init__(self, limit: int, allocator_name: str, allow_growth: bool = False) -> None:
         self.limit = int(limit)
@@ -34,28 +48,38 @@ class MemoryBudget:
         self.used = 0
         self.peak = 0
         self.reserved = 1 * MiB if allow_growth else self.limit
+        self.extend: Callable[[int, int], int] | None = None
         self._lock = threading.Lock()
 
     def alloc(self, nbytes: int, shape: Any, dtype: Any, op_name: str, device_name: str) -> None:
         with self._lock:
-            if self.used + nbytes > self.limit:
+            used = self.used + nbytes
+            if used > self.limit or (used > self.reserved and not self._reserve(used)):
                 raise self._oom(nbytes, shape, dtype, op_name, device_name)
-            self.used += nbytes
-            self._grew()
+            self.used = used
+            self.peak = max(self.peak, used)
 
     def take(self, nbytes: int, value: Any, op_name: str, device_name: str) -> None:
         """``alloc`` without the lock, for the single-threaded executor loop."""
         used = self.used + nbytes
-        if used > self.limit:
+        if used > self.limit or (used > self.reserved and not self._reserve(used)):
             raise self._oom(nbytes, value.shape, value.dtype, op_name, device_name)
         self.used = used
         if used > self.peak:
-            self._grew()
+            self.peak = used
 
-    def _grew(self) -> None:
-        self.peak = max(self.peak, self.used)
-        while self.allow_growth and self.reserved < min(self.used, self.limit):
-            self.reserved = min(self.reserved * 2, self.limit)
+    def _reserve(self, used: int) -> bool:
+        """Grow the region to hold ``used`` bytes (doubling with allow_growth, else the whole
+        limit); False when the GPU has no more memory to give."""
+        want = self.limit
+        if self.allow_growth:
+            want = self.reserved
+            while want < used:
+                want = min(want * 2, self.limit)
+        if self.extend is not None:
+            want = self.extend(want, used)
+        self.reserved = max(self.reserved, want)
+        return used <= self.reserved
 
     def free(self, nbytes: int) -> None:
         with self._lock:
@@ -63,6 +87,9 @@ class MemoryBudget:
 
     def _oom(self, nbytes: int, shape: Any, dtype: Any, op_name: str, device_name: str):
         dims = ",".join(str(d) for d in shape)
+        region, hint = "", OOM_HINT
+        if self.used + nbytes <= self.limit:        # below the limit: the GPU itself is full
+            region, hint = f"reserved: {self.reserved / MiB:.1f} MiB, ", SHARED_OOM_HINT
         try:
             tf_type = as_dtype(dtype).tf_name
         except TypeError:
@@ -71,11 +98,9 @@ class MemoryBudget:
             f"OOM when allocating tensor with shape[{dims}] and type {tf_type} on "
             f"{device_name} by allocator {self.allocator_name}\n"
             f"\t [[Node: {op_name}]]\n"
-            f"(in use: {self.used / MiB:.1f} MiB, limit: {self.limit / MiB:.1f} MiB, "
+            f"(in use: {self.used / MiB:.1f} MiB, {region}limit: {self.limit / MiB:.1f} MiB, "
             f"this tensor: {nbytes / MiB:.1f} MiB)",
-            hint="use smaller tensors or batches, free tensors you no longer need, or give "
-                 "the device more memory (gpu_options.per_process_gpu_memory_fraction, or "
-                 "tfteach.config.set_virtual_gpus(n, memory_limit_mb=...)).")
+            hint=hint)
 
 
 class Device:
