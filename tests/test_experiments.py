@@ -59,6 +59,13 @@ def test_async_gradients_are_stale_and_the_straggler_most(result):
     assert min(stale.values()) < 3                # about N-1 for the equal workers
 
 
+def test_every_worker_starts_async_steps_together_the_straggler_too(result):
+    """No worker trains alone while another's session waits for the chief's initialisation."""
+    firsts = [_by_worker(result["async"], w)[0]["global_step"] for w in range(3)]
+    assert max(firsts) <= 30, firsts              # of 300
+    assert sum(r["staleness"] >= 1 for r in _by_worker(result["async"], 2)) >= 2
+
+
 def test_sync_with_a_backup_does_not_wait_for_the_straggler(result):
     records, steps = result["sync"], result["global_step"]["sync"]
     accepted = {w: np.mean([r["accepted"] for r in _by_worker(records, w)]) for w in range(3)}

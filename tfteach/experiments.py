@@ -18,6 +18,11 @@ A record (one per step of one worker): ``worker``, ``step`` (its own count), ``g
 parameters and its own update; None in sync) and ``accepted`` (sync: False when the
 gradient came too late and was dropped as stale; None in async).
 
+Clients in threads start stepping together: each waits, once its training session exists,
+for the others' (a non-chief's session waits for the chief's initialisation, polling every
+half second, and an async chief would otherwise train alone meanwhile). So both ways, every
+worker, a straggler too, takes part from the first global step.
+
 State: none between calls (a LocalCluster passed in is reset before each run).
 """
 from __future__ import annotations
@@ -168,12 +173,14 @@ class _Run:
 
     def _start_clients(self, cluster: Any, sync: bool) -> list:
         """Every client, built and waiting for ``go`` (processes take a while to start)."""
-        clients = []
-        for i in range(self.workers):
-            as_process = self.clients == "processes" or (self.kill is not None and
-                                                         self.kill[0] == i)
-            clients.append((_ProcessClient if as_process else _ThreadClient)(
-                self, cluster, i, sync))
+        in_process = [not (self.clients == "processes" or (self.kill is not None and
+                                                           self.kill[0] == i))
+                      for i in range(self.workers)]
+        start = threading.Barrier(self.workers, timeout=self.timeout_s) if all(in_process) \
+            else None
+        clients = [_ThreadClient(self, cluster, i, sync, start) if threaded
+                   else _ProcessClient(self, cluster, i, sync)
+                   for i, threaded in enumerate(in_process)]
         deadline = time.monotonic() + self.timeout_s
         while not all(c.ready() for c in clients) and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -237,13 +244,28 @@ class _Client:
         return True
 
 
+class _StartTogetherHook(tf.train.SessionRunHook):
+    """Once this worker's session exists, wait for every other worker's (a shared barrier)."""
+
+    def __init__(self, barrier: threading.Barrier) -> None:
+        self._barrier = barrier
+
+    def after_create_session(self, session: Any, coord: Any) -> None:
+        try:
+            self._barrier.wait()
+        except threading.BrokenBarrierError:
+            pass                        # a client failed or timed out: start anyway
+
+
 class _ThreadClient(_Client):
     """A worker client in a thread of this process (its own graph and session)."""
 
-    def __init__(self, run: _Run, cluster: Any, i: int, sync: bool) -> None:
+    def __init__(self, run: _Run, cluster: Any, i: int, sync: bool,
+                 start: threading.Barrier | None = None) -> None:
         self._records: list = []
         self._errors: list = []
         self._args = (run, cluster, i, sync)
+        self._start = start
         self._thread = threading.Thread(target=self._train, daemon=True,
                                         name=f"worker-{i}-client")
 
@@ -255,9 +277,13 @@ class _ThreadClient(_Client):
         run, cluster, i, sync = self._args
         try:
             model = program.build_model(cluster.spec, i, sync, run.backup, run.learning_rate)
+            if self._start is not None:
+                model.extra_hooks.append(_StartTogetherHook(self._start))
             program.train_worker(cluster.target("worker", i), model, run.steps, run.batch_size,
                                  run.seed, on_step=self._records.append, t0=self._t0)
         except Exception as e:  # noqa: BLE001 (reported in the result)
+            if self._start is not None:
+                self._start.abort()         # the others must not wait for this one
             self._errors.append(f"worker {i}: {type(e).__name__}: {e}")
 
     def done(self) -> bool:

@@ -73,3 +73,25 @@ def test_curves_update_live_in_a_kernel(kernel):
     assert text.splitlines()[1] == ("  async: 30 records from 3 workers, last loss 0.03333 at "
                                     "global step 29, max staleness 2")
     assert base64.b64decode(one(first, "image/png")).startswith(b"\x89PNG")
+
+
+def _legend_colors(ax) -> list[tuple]:
+    from matplotlib.colors import to_rgb
+    return [to_rgb(c.get_facecolor()[0]) for c in ax.collections] or \
+        [to_rgb(line.get_color()) for line in ax.get_lines()]
+
+
+def test_every_series_has_its_own_colour_async_workers_included():
+    fig = plot_histories(synthetic_histories())
+    for ax in fig.axes:
+        colors = _legend_colors(ax)
+        assert len(set(colors)) == len(colors), ax.get_title()
+
+
+def test_two_sync_runs_with_dropped_gradients_differ_in_colour():
+    """Lesson 10's backup comparison: two sync modes, each with dropped gradients."""
+    sync = synthetic_histories()["sync"]
+    fig = plot_histories({"sync, 1 backup": sync, "sync, no backup": sync})
+    for ax in fig.axes:
+        colors = _legend_colors(ax)
+        assert len(colors) == 2 and colors[0] != colors[1], ax.get_title()

@@ -19,7 +19,10 @@ backend renders PNGs in-process with no display server, no browser-side JavaScri
 network (plotly/bokeh need their JS bundles to show or export a figure), so the same picture
 updates live in JupyterLab 4, Notebook 7 and VS Code and survives nbconvert and GitHub.
 We use ``matplotlib.figure.Figure`` directly, never pyplot, so no global figure state leaks
-and the inline backend does not show figures twice. Colours are fixed per mode; the
+and the inline backend does not show figures twice. Every series of a figure has its own
+colour: sync and async keep theirs, other modes take the next free one, and in the
+staleness panel worker 0 of a mode has the mode's colour, its other workers free ones (with
+their own markers too), and a mode's dropped gradients are crosses in its colour. The
 background is transparent and text and axes are a grey that reads on light and dark themes.
 """
 from __future__ import annotations
@@ -37,8 +40,28 @@ OTHER_COLORS = ("#009E73", "#CC79A7", "#E69F00", "#56B4E9")
 WORKER_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
-def _mode_color(mode: str, index: int) -> str:
-    return MODE_COLORS.get(mode, OTHER_COLORS[index % len(OTHER_COLORS)])
+def series_colors(histories: dict[str, list[dict]]) -> dict[tuple[str, int | None], str]:
+    """A distinct colour per series: ``(mode, None)`` for a mode's loss curves and dropped
+    gradients, ``(mode, worker)`` for its workers' staleness (worker 0 shares the mode's)."""
+    free = [c for c in (*OTHER_COLORS, *MODE_COLORS.values())
+            if c not in {MODE_COLORS[m] for m in histories if m in MODE_COLORS}]
+    colors: dict[tuple[str, int | None], str] = {}
+    for mode in histories:
+        colors[(mode, None)] = MODE_COLORS.get(mode) or _take(free, len(colors))
+    for mode, records in histories.items():
+        for j, worker in enumerate(_stale_workers(records)):
+            colors[(mode, worker)] = colors[(mode, None)] if j == 0 else _take(free, len(colors))
+    return colors
+
+
+def _take(free: list[str], n: int) -> str:
+    """The next unused colour (after all are used, they repeat: markers still differ)."""
+    return free.pop(0) if free else OTHER_COLORS[n % len(OTHER_COLORS)]
+
+
+def _stale_workers(records: list[dict]) -> list[int]:
+    return sorted({r.get("worker", 0) for r in records
+                   if r.get("staleness") is not None and r.get("global_step") is not None})
 
 
 def _sorted(records: Iterable[dict], key: str) -> list[dict]:
@@ -60,8 +83,9 @@ def _plot(histories: dict[str, list[dict]], title: str) -> Any:
 
     fig = Figure(figsize=(11, 3.4), dpi=90, layout="constrained")
     by_step, by_time, stale = fig.subplots(1, 3)
-    for i, (mode, records) in enumerate(histories.items()):
-        color = _mode_color(mode, i)
+    colors = series_colors(histories)
+    for mode, records in histories.items():
+        color = colors[(mode, None)]
         steps = _sorted(records, "global_step")
         by_step.plot([r["global_step"] for r in steps], [r["loss"] for r in steps],
                      color=color, lw=1.2, marker=".", ms=3, label=mode)
@@ -69,7 +93,7 @@ def _plot(histories: dict[str, list[dict]], title: str) -> Any:
         t0 = timed[0]["wall_time"] if timed else 0.0
         by_time.plot([r["wall_time"] - t0 for r in timed], [r["loss"] for r in timed],
                      color=color, lw=1.2, marker=".", ms=3, label=mode)
-        _plot_staleness(stale, mode, records, color)
+        _plot_staleness(stale, mode, records, colors)
     _label(by_step, "loss against global step", "global step", "loss")
     _label(by_time, "loss against wall time", "seconds since start", "loss")
     _label(stale, "staleness of applied updates", "global step", "steps behind")
@@ -78,19 +102,18 @@ def _plot(histories: dict[str, list[dict]], title: str) -> Any:
     return fig
 
 
-def _plot_staleness(ax: Any, mode: str, records: list[dict], color: str) -> None:
-    workers = sorted({r.get("worker", 0) for r in records})
-    for j, worker in enumerate(workers):
+def _plot_staleness(ax: Any, mode: str, records: list[dict], colors: dict) -> None:
+    for j, worker in enumerate(_stale_workers(records)):
         mine = [r for r in records if r.get("worker", 0) == worker
                 and r.get("staleness") is not None and r.get("global_step") is not None]
-        if mine:
-            ax.scatter([r["global_step"] for r in mine], [r["staleness"] for r in mine],
-                       s=12, color=color, marker=WORKER_MARKERS[j % len(WORKER_MARKERS)],
-                       label=f"{mode} worker {worker}", alpha=0.8)
+        ax.scatter([r["global_step"] for r in mine], [r["staleness"] for r in mine],
+                   s=14, color=colors[(mode, worker)],
+                   marker=WORKER_MARKERS[j % len(WORKER_MARKERS)],
+                   label=f"{mode} worker {worker}", alpha=0.8)
     dropped = [r for r in records if r.get("accepted") is False and r.get("global_step") is not None]
     if dropped:
         ax.scatter([r["global_step"] for r in dropped], [0] * len(dropped), s=30, marker="x",
-                   color="#C0392B", label=f"{mode}: stale gradient dropped")
+                   color=colors[(mode, None)], label=f"{mode}: stale gradient dropped")
 
 
 def _label(ax: Any, title: str, xlabel: str, ylabel: str) -> None:
