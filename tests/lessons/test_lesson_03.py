@@ -1,13 +1,22 @@
-"""Lesson 3 (GPU memory) passes nbval, and its HTML export shows the memory bars, the OOM
-error and two programs sharing and splitting GPUs."""
+"""Lesson 3 (GPU memory) passes nbval, and its stored outputs show what its text claims: the
+memory bars, GPU options that hold for the whole process, the OOM error, two sessions of one
+process sharing a pool, TF's ALREADY_EXISTS for another visible_device_list, and three real
+processes at fraction 0.4 on one GPU, the third failing."""
 from __future__ import annotations
 
+import re
+
 import pytest
-from lesson_tools import LESSONS, assert_passes_nbval
+from lesson_tools import LESSONS, assert_passes_nbval, output_texts, stored_outputs
 
 LESSON = LESSONS / "03_gpu_memory.ipynb"
 
 pytestmark = pytest.mark.slow
+
+
+def said(marker: str) -> str:
+    """What the first code cell containing ``marker`` printed when the lesson was executed."""
+    return output_texts(stored_outputs(LESSON, marker))
 
 
 def test_lesson_passes_nbval_with_its_sanitizers(tmp_path):
@@ -22,9 +31,50 @@ def test_export_draws_the_memory_bars_and_the_oom_error(exported):
     assert "Hint:" in exported
 
 
-def test_export_shows_sharing_and_splitting(exported):
-    assert "same device object: True" in exported
-    assert "this tensor: 80.0 MiB" in exported                # B fails because of A
-    assert "pci bus id: virtual:1" in exported                # B's GPU:0 is the second GPU
-    assert "Correct: the largest batch. Well done!" in exported
-    assert "On real TensorFlow" in exported
+def test_a_second_session_of_the_process_keeps_the_first_sessions_options():
+    text = said("a second session asking for per_process_gpu_memory_fraction=0.5")
+    second = text.split("a second session asking")[1]
+    assert second.count("reserved 1024, limit 1024 MiB") == 2
+
+
+def test_a_new_program_gets_its_fraction_and_allow_growth():
+    text = said("'a new program with ' + title")
+    fraction, growth = text.split("a new program with allow_growth=True")
+    assert fraction.count("reserved 512, limit 512 MiB") == 2
+    assert growth.count("reserved 1, limit 1024 MiB") == 2
+
+
+def test_two_sessions_of_one_process_share_a_pool_and_one_fails_because_of_the_other():
+    assert "same device object: True" in said("print('same device object:'")
+    assert "this tensor: 80.0 MiB" in said("program_b.run(total_b)")
+
+
+def test_another_visible_device_list_in_the_process_is_already_exists():
+    text = said("same_process = tf.Session(")
+    assert ("AlreadyExistsError: TensorFlow device (GPU:0) is being mapped to multiple CUDA "
+            "devices (1 now, and 0 previously), which is not supported.") in text
+    assert "Hint:" in text
+
+
+def test_three_programs_at_fraction_04_two_fit_and_the_third_fails():
+    text = said("run_together([(f'program {n}', 0.4, {})")
+    assert "program 1: step ran" in text and "program 2: step ran" in text
+    assert "program 3: step ran" not in text
+    assert re.search(r"program 3: ResourceExhaustedError: OOM when allocating tensor with "
+                     r"shape\[300,1024,256\]", text)
+    assert "program 3: E tfteach] failed to allocate 409.60MiB" in text      # 0.4 of 1 GiB
+    assert "reserved: 195.9 MiB, limit: 409.6 MiB" in text                   # what the text says
+    assert "program 1: E tfteach]" not in text and "program 2: E tfteach]" not in text
+
+
+def test_programs_split_by_cuda_visible_devices_both_run():
+    text = said("('program A', 0, {'CUDA_VISIBLE_DEVICES': '0'})")
+    assert "program A: step ran" in text and "program B: step ran" in text
+    assert "failed to allocate" not in text
+
+
+def test_on_real_tensorflow_names_the_differences(exported):
+    section = exported.split("On real TensorFlow")[-1]
+    for difference in ("TFTEACH_GPU_LEDGER", "reset_virtual_gpus", "list_local_devices",
+                       "CUDA context", "cuda_driver.cc", "ALREADY_EXISTS"):
+        assert difference in section, difference
