@@ -381,6 +381,26 @@ def test_sidebar_lists_clusters_and_stops_the_users_own(lab, lab_page_factory, m
             leftover.unlink()
 
 
+def test_sidebar_polls_only_while_it_is_shown(lab, lab_page_factory):
+    view = lab_page_factory(lab)
+    view.open()
+    calls: list[str] = []
+    view.page.on("request", lambda r: calls.append(r.url) if "tfteach/api/clusters" in r.url
+                 else None)
+    view.page.wait_for_timeout(2500)
+    assert calls == [], "no polling while the panel is hidden"
+    tab = view.page.locator(".jp-SideBar .lm-TabBar-tab[data-id='tfteach-clusters']")
+    tab.click()
+    view.page.wait_for_timeout(2500)
+    assert len(calls) >= 3, "about two polls a second while shown"
+    tab.click()
+    view.page.locator("#tfteach-clusters[data-polling='false']").wait_for(state="attached")
+    view.page.wait_for_timeout(1000)
+    calls.clear()
+    view.page.wait_for_timeout(2500)
+    assert calls == []
+
+
 def test_launcher_card_opens_the_first_lesson(lab, lab_page_factory):
     view = lab_page_factory(lab)
     view.open()  # a fresh workspace shows the launcher

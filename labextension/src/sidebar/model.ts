@@ -1,8 +1,8 @@
 /**
  * The cluster panel's model: the LocalClusters the server extension lists,
- * refreshed every second while the panel is shown (so a task's state change
- * shows within a second), not at all while it is hidden, and the actions on
- * them.
+ * refreshed every half second while the panel is shown (a poll waits for the
+ * last answer, so a task's state change shows within a second), not at all
+ * while it is hidden, and the actions on them.
  *
  * State: `clusters`, `message` (the server's note, e.g. no registry yet),
  * `error` (the last failed call) and `active` (the panel is shown).
@@ -15,7 +15,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 import { IClusterInfo, IClusterList, requestAPI, taskPath } from '../api';
 
 /** How often the panel asks the server, in milliseconds. */
-export const REFRESH_MS = 1000;
+export const REFRESH_MS = 500;
 
 export class ClusterListModel {
   constructor(refreshMs: number = REFRESH_MS) {

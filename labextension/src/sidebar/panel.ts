@@ -42,11 +42,13 @@ export class ClusterPanel extends Widget {
   protected onAfterShow(msg: Message): void {
     super.onAfterShow(msg);
     this.model.setActive(true);
+    this.node.dataset.polling = 'true';
   }
 
   protected onAfterHide(msg: Message): void {
     super.onAfterHide(msg);
     this.model.setActive(false);
+    this.node.dataset.polling = 'false';
   }
 
   dispose(): void {
