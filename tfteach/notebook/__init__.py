@@ -14,6 +14,7 @@ import this package without loading IPython, ipywidgets or matplotlib):
 - ``cluster_view``: the cluster status table/widget and the kernel's LocalCluster;
 - ``progress``: progress with ETA for long runs, stoppable with the stop button;
 - ``displays``: error boxes, notes, fetched values, the device table;
+- ``palette``: the colours every view and the JupyterLab extension share (and their contrast);
 - ``server``: the JupyterLab extension's REST handlers.
 """
 from __future__ import annotations
