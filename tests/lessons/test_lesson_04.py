@@ -2,8 +2,10 @@
 walk-through, timelines with overlapping GPUs and the cost of copies."""
 from __future__ import annotations
 
+import re
+
 import pytest
-from lesson_tools import LESSONS, assert_passes_nbval, svgs
+from lesson_tools import LESSONS, assert_passes_nbval, output_texts, stored_outputs, svgs
 
 LESSON = LESSONS / "04_how_a_graph_runs.ipynb"
 
@@ -28,3 +30,25 @@ def test_export_draws_timelines_and_copy_costs(exported):
     assert "67108864" in exported                              # the 64 MiB copy's bytes
     assert "Correct: the number of transfers. Well done!" in exported
     assert "On real TensorFlow" in exported
+
+
+def _copy_table() -> tuple[str, dict[int, float]]:
+    outputs = stored_outputs(LESSON, "def copy_cost(n_floats):")
+    table = next(o["data"]["text/markdown"] for o in outputs
+                 if "text/markdown" in o.get("data", {}))
+    units = {"µs": 1.0, "ms": 1e3, "s": 1e6}
+    times = {int(b): float(v) * units[u] for b, v, u in
+             re.findall(r"\| (\d+) \| ([0-9.]+) (µs|ms|s) \|", table)}
+    return output_texts(outputs), times
+
+
+def test_copy_time_grows_at_least_with_the_bytes_as_the_text_says():
+    """The text: small copies cost a few microseconds whatever their size; from a megabyte
+    on, 16 times the bytes takes 16 times as long or more, as the line above the table says."""
+    printed, times = _copy_table()
+    assert len(times) == 5
+    assert times[1024] < 50 and times[65536] < 50, "the fixed cost of small copies"
+    ratio = times[16 << 20] / times[1 << 20]
+    assert ratio >= 16 * 0.75, ratio
+    stated = int(re.search(r"16 MiB took (\d+) times as long as 1 MiB", printed).group(1))
+    assert stated == pytest.approx(ratio, rel=0.1, abs=1), "the printed ratio is the table's"
