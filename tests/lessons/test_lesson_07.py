@@ -41,3 +41,19 @@ def test_try_it_on_tensorflow_runs_the_example_on_tensorflow_servers():
                     if TIMELINE_MIME in o.get("data", {}))
     assert [(t["tensor"], t["src_device"].split("/device:")[0]) for t in timeline["transfers"]] \
         == [("logged:0", "/job:worker/replica:0/task:1")]
+
+
+def test_one_4_byte_tensor_crosses_tasks_then_one_from_each_worker_to_the_host():
+    """The text: only the 4-byte `logged` crosses the network (a red, byte-labelled arrow);
+    with the host as master, two tensors cross, one from each worker."""
+    first = stored_outputs(LESSON, "%%placement --run --target $target")
+    transfers = [e for e in next(o["data"][PLACEMENT_MIME] for o in first
+                                 if PLACEMENT_MIME in o.get("data", {}))["edges"]
+                 if e["cross_device"]]
+    assert [(e["src"], e["bytes"]) for e in transfers] == [("logged", 4)]
+    svg = next(o["data"]["image/svg+xml"] for o in first if PLACEMENT_MIME in o.get("data", {}))
+    assert svg.count('fill="#d0402f"> 4 B</text>') == 1
+    text = output_texts(stored_outputs(LESSON, "%%placement --run --target $host_target"))
+    assert "transfer logged:0: worker:1/GPU:0 -> host:0/GPU:0 (4 B)" in text
+    assert "transfer product:0: worker:0/GPU:0 -> host:0/GPU:0 (4 B)" in text
+    assert "total (Add) -> host:0/GPU:0" in text and "2 transfers" in text
