@@ -209,6 +209,10 @@ def test_hovering_an_op_shows_its_type_duration_and_bytes(views):
     assert "op: MatMul" in text
     assert "duration: 60 µs" in text
     assert "bytes: 16 B" in text
+    tip = views.page.locator(".tft-timeline .tft-tooltip").bounding_box()
+    bar = views.page.locator(".tft-timeline .tft-op[data-name='matmul']").bounding_box()
+    assert tip["y"] >= bar["y"] + bar["height"] or tip["y"] + tip["height"] <= bar["y"], \
+        "the tooltip leaves the hovered bar (and the pointer on it) visible"
     views.screenshot("timeline-hover", ".tft-timeline")
     views.page.mouse.move(0, 0)
 

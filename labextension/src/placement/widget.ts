@@ -379,7 +379,7 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
     const model = this._model;
     if (model && nodeEl) {
       const node = model.node(nodeEl.dataset.name ?? '')!;
-      this._tooltip.show(event, node.name, this._nodeRows(node));
+      this._tooltip.show(event, node.name, this._nodeRows(node), nodeEl.getBoundingClientRect());
     } else if (model && edgeEl) {
       const edge = model.data.edges[Number(edgeEl.dataset.edge)];
       this._tooltip.show(event, `${edge.src} → ${edge.dst}`, [
