@@ -18,6 +18,8 @@ differences in ``_comparison``).
 ``status``, ``kill worker:1``, ``restart worker:1``, ``stop`` drive the kernel's LocalCluster
 (also bound to the name ``cluster``); it stops when the kernel shuts down.
 ``%tfteach errors friendly|full`` chooses how tfteach errors raised by ordinary cells look.
+Loading the extension makes matplotlib's defaults theme-neutral (``palette.theme_matplotlib``:
+transparent figures, grey ink), so figures read in a dark JupyterLab.
 ``%%placement --help`` (``-h``) and ``%tfteach --help`` (or no arguments) print every option
 and subcommand; ``%tfteach?`` shows the same text.
 
@@ -40,6 +42,7 @@ from tfteach.notebook import graphviz_svg
 from tfteach.notebook.cluster_view import ClusterController, parse_task
 from tfteach.notebook.backend_compare import compare
 from tfteach.notebook.displays import DeviceTable, ErrorBox, Heading, Note
+from tfteach.notebook.palette import theme_matplotlib
 from tfteach.notebook.placement_cell import (PlacementOptions, PlacementResult, is_fetchable,
                                              result_displays, run_placement_cell, virtual_gpus)
 from tfteach.notebook.tf_backend import run_tf_cell
@@ -315,6 +318,7 @@ def load_ipython_extension(ipython: Any) -> None:
     magics = TfteachMagics(ipython)
     ipython.register_magics(magics)
     install_error_display(ipython, True)
+    theme_matplotlib()
     graphviz_svg.warm_up()
     _loaded[id(ipython)] = magics
 

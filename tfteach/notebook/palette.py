@@ -6,7 +6,8 @@
   hatch (solid, stripes, dots), so an op type never looks like a device;
 - ``TRANSFER_COLOR`` for transfers, ``FEEDBACK`` accents for the error / success / note boxes;
 - ``figure_rc()``: matplotlib settings for figures that read on light and dark themes
-  (transparent background, ``FIGURE_INK`` text and axes);
+  (transparent background, ``FIGURE_INK`` text and axes); ``theme_matplotlib()`` makes them
+  the kernel's defaults (``%load_ext tfteach`` calls it);
 - ``label_color(fill)``: the text colour (near-black or white) with the higher WCAG contrast
   on ``fill``; every fill here reaches at least ``MIN_CONTRAST`` with its label colour.
 
@@ -84,6 +85,17 @@ def figure_rc() -> dict[str, str]:
             "axes.titlecolor": ink, "xtick.color": ink, "ytick.color": ink,
             "grid.color": ink, "legend.facecolor": "none", "legend.edgecolor": ink,
             "legend.labelcolor": ink}
+
+
+def theme_matplotlib() -> bool:
+    """Make matplotlib's defaults ``figure_rc()`` in this process (``%load_ext tfteach`` does,
+    so a lesson's own figures read in a dark JupyterLab too); False without matplotlib."""
+    try:
+        import matplotlib
+    except ImportError:
+        return False
+    matplotlib.rcParams.update(figure_rc())
+    return True
 
 
 def palette_data() -> dict:
