@@ -11,7 +11,6 @@ def test_a_pyplot_figure_after_load_ext_is_transparent_with_grey_ink(kernel):
     from matplotlib.image import imread
 
     outputs = kernel.run("%load_ext tfteach\nimport matplotlib.pyplot as plt\n"
-                         "import matplotlib\nprint(matplotlib.rcParams['text.color'])\n"
                          "plt.plot([1, 2, 3]); plt.title('loss'); plt.show()")
     pixels = imread(io.BytesIO(base64.b64decode(one(outputs, "image/png"))))
     assert pixels.shape[2] == 4 and pixels[0, 0, 3] == 0, "transparent, not a white slab"
