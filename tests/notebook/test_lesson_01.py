@@ -145,3 +145,42 @@ def test_the_exercise_starts_with_everything_on_gpu_0():
     text = output_texts(stored_outputs(LESSON, "product_0 = tf.matmul(x, w0, name='product_0')"))
     assert {line.split(" -> ")[1] for line in text.splitlines() if " -> " in line
             and "transfer" not in line} == {"GPU:0"}
+
+
+def test_the_textbook_example_pins_the_variable_and_constant_and_mul_gets_gpu_0():
+    """Section 2b: Hands-On ML's example as written; its value is 3 x 4."""
+    outputs = stored_outputs(LESSON, "a.initializer.run(session=sess)")
+    text = output_texts(outputs)
+    for op in ("Variable: (VariableV2)", "Const: (Const)"):
+        assert f"{op}: /job:localhost/replica:0/task:0/device:CPU:0" in text
+    assert "mul: (Mul): /job:localhost/replica:0/task:0/device:GPU:0" in text
+    assert "12.0" in text
+
+
+def test_a_placed_variable_stays_and_the_op_changing_it_follows():
+    """Section 2b: v, placed by a first run on GPU:0, keeps it; inc asked for GPU:1."""
+    text = output_texts(stored_outputs(LESSON, "inc = tf.assign_add(v, 1.0, name='inc')"))
+    assert text.split() == ["v:", "GPU:0", "inc:", "GPU:0"]
+
+
+def test_one_cpu_device_stands_for_every_core():
+    text = output_texts(stored_outputs(LESSON, "cpus = [d.name for d in sess.list_devices()"))
+    assert "cores, 1 CPU device: /job:localhost/replica:0/task:0/device:CPU:0" in text
+
+
+def test_the_created_lines_name_each_gpu_with_its_memory():
+    """Section 2c: one 'Created TensorFlow device' line per GPU, 1024 MB each."""
+    text = output_texts(stored_outputs(LESSON, "print(f'Created TensorFlow device"))
+    lines = text.strip().splitlines()
+    assert [line.split(" with ")[0] for line in lines] == [
+        f"Created TensorFlow device (/job:localhost/replica:0/task:0/device:GPU:{i}"
+        for i in (0, 1)]
+    assert all("with 1024 MB memory) -> physical GPU (device: " in line for line in lines)
+
+
+def test_the_lesson_names_where_real_tensorflow_differs():
+    nb = nbformat.read(LESSON, as_version=4)
+    section = next(c.source for c in nb.cells if c.source.startswith("## On real TensorFlow"))
+    for topic in ("No virtual GPUs", "terminal", "start-up log", "CUDA_VISIBLE_DEVICES",
+                  "Timings"):
+        assert topic in section
