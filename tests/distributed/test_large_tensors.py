@@ -9,7 +9,7 @@ import pytest
 import tfteach as tf
 from tfteach import errors
 from tfteach.cluster import LocalCluster
-from tfteach.distributed import limits, shm
+from tfteach.distributed import limits, local_master, shm
 from tfteach.distributed.client import ClusterClient
 from tfteach.distributed.server import Server
 
@@ -21,7 +21,10 @@ BIG = 300 << 20 >> 3        # elements of int64: a 300 MiB tensor, over MAX_REUS
 
 
 @pytest.fixture
-def capped_server():
+def capped_server(monkeypatch):
+    """A task with a small message cap, which this process's sessions reach over gRPC (as
+    a client in another process would; not as its ``local_master``)."""
+    monkeypatch.setattr(local_master, "lookup", lambda address, token: None)
     spec = {"worker": ["localhost:0"]}
     with Server(spec, job_name="worker", task_index=0, max_message_bytes=CAP) as server:
         yield server

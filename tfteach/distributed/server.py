@@ -21,7 +21,7 @@ import grpc
 
 from tfteach import errors
 
-from . import lifetime, limits, security, shm, tflog
+from . import lifetime, limits, local_master, security, shm, tflog
 from .client import ClusterClient
 from .cluster_spec import ClusterSpec
 from .engine_api import EngineFactory, TaskInfo, engine_factory
@@ -100,6 +100,7 @@ class Server:
         shm.sweep_dead()
         self._grpc.start()
         self._started = True
+        local_master.register(self._address, self._engine, self._token)
         tflog.info(f"Started server with target: {self.target}")
 
     def join(self) -> None:
@@ -117,6 +118,7 @@ class Server:
             return
         self._finalizer.detach()
         lifetime.forget(self)
+        local_master.forget(self._address, self._engine)
         if not started:
             server.start()      # gRPC releases a bound port only when a started server stops
         _cancel_steps_after(self._engine, grace)

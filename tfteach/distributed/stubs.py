@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import grpc
 
-from . import limits, shm, wire
+from . import limits, local_master, security, shm, wire
 from .engine_api import RunResult
 from .protos import tfteach_cluster_pb2 as pb
 from .protos import tfteach_cluster_pb2_grpc as pb_grpc
@@ -289,9 +289,17 @@ class MasterClient(_Stub):
                  options: bytes = b"", timeout: float | None = None
                  ) -> tuple[dict[str, Any], bytes]:
         """Run one step; return ``(fetched tensors, metadata)``. Ctrl-C cancels the call,
-        and the master then aborts the step on every task. A master on this host (known
+        and the master then aborts the step on every task. A master that is a Server of
+        this process runs it on this thread, with no RPC (``local_master``, TF's
+        LocalMaster), unless the call has a deadline. A master on this host (known
         from ``create_session``) gets large feeds through shared memory and answers
         large fetches so (``_call_with_segments``)."""
+        engine = None if timeout is not None else local_master.lookup(
+            self.address, dict(self.client.metadata).get(security.TOKEN_METADATA_KEY, ""))
+        if engine is not None:      # the master is a Server of this process
+            result = local_master.run_step(engine, session_handle, feeds, fetches, targets,
+                                           options)
+            return dict(result.tensors), result.metadata
         request = pb.RunStepRequest(session_handle=session_handle, fetch=list(fetches),
                                     target=list(targets), options=options)
         key = tuple(fetches)
