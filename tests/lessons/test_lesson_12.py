@@ -1,8 +1,11 @@
 """Lesson 12 (capstone) passes nbval, leaves no process behind, and its export shows the run."""
 from __future__ import annotations
 
+import re
+
 import pytest
-from lesson_tools import LESSONS, assert_passes_nbval, assert_stopped_every_task
+from lesson_tools import (LESSONS, assert_passes_nbval, assert_stopped_every_task,
+                          output_texts, stored_outputs)
 
 LESSON = LESSONS / "12_capstone.ipynb"
 
@@ -21,3 +24,36 @@ def test_export_shows_the_run_and_the_result(exported):
         "a first try's direction"
     assert "Correct: the job name, task index and worker hosts. Well done!" in exported
     assert "Stopped the programs and the cluster" in exported
+
+
+def test_the_lesson_shows_the_program_it_runs():
+    """Section 5 prints the program's main (a ps joins its server) and its build_model."""
+    text = output_texts(stored_outputs(LESSON, "print(inspect.getsource(program.main))"))
+    assert "def main(" in text and "server.join()" in text
+    text = output_texts(stored_outputs(LESSON, "inspect.getsource(program.build_model)"))
+    assert "replica_device_setter" in text and "SyncReplicasOptimizer" in text
+
+
+def test_two_ps_and_three_workers_run_as_the_tutorial_starts_them():
+    """The five commands name 2 ps hosts and 3 worker hosts, the ps started with
+    --job_name=ps; the ps tasks serve until SIGTERM, the workers exit 0, the chief >= 0.9."""
+    commands = output_texts(stored_outputs(LESSON, "tasks[job_name, task_index] = "))
+    lines = [line for line in commands.splitlines() if line.startswith("python -m")]
+    assert [re.search(r"--job_name=(\w+) --task_index=(\d)", line).groups() for line in lines] \
+        == [("ps", "0"), ("ps", "1"), ("worker", "0"), ("worker", "1"), ("worker", "2")]
+    assert all(len(re.search(r"--ps_hosts=(\S+)", line).group(1).split(",")) == 2 and
+               len(re.search(r"--worker_hosts=(\S+)", line).group(1).split(",")) == 3
+               and "--master" not in line for line in lines)
+    text = output_texts(stored_outputs(LESSON, "ps_serving = all("))
+    assert "still serving when the workers ended: True" in text
+    assert "exit codes: {'ps:0': -15, 'ps:1': -15, 'worker:0': 0, 'worker:1': 0, " \
+           "'worker:2': 0}" in text
+    assert "the chief's last line: test accuracy" in text
+    assert "test accuracy >= 0.9: True" in text
+
+
+def test_the_supervisor_skeleton_trains_both_workers_to_the_line():
+    """The text: both workers trained the shared w and b to 2 and 1, and exited cleanly."""
+    text = output_texts(stored_outputs(LESSON, "supervisor_ps = trainer("))
+    assert "worker 0: w = 2.00, b = 1.00" in text and "worker 1: w = 2.00, b = 1.00" in text
+    assert "worker exit codes: [0, 0]" in text
