@@ -78,3 +78,19 @@ def test_on_real_tensorflow_names_the_differences(exported):
     for difference in ("TFTEACH_GPU_LEDGER", "reset_virtual_gpus", "list_local_devices",
                        "CUDA context", "cuda_driver.cc", "ALREADY_EXISTS"):
         assert difference in section, difference
+
+
+def test_the_split_tensor_fits_and_only_the_sums_travel():
+    """Exercise 3: two 48 MiB halves, one per 64 MiB GPU; 4 bytes cross."""
+    text = output_texts(stored_outputs(LESSON, "part = tf.ones([3072, 4096], name=f'part_{i}')"))
+    assert "total:0 = 2.5165824e+07" in text
+    assert "transfer Sum_1:0: GPU:1 -> GPU:0 (4 B)" in text and text.count("transfer ") == 1
+
+
+def test_the_table_on_the_cpu_sends_only_the_looked_up_rows():
+    """Exercise 4: the 96 MiB table OOMs on GPU:0; on the CPU only 5 rows (20 KiB) cross."""
+    start = output_texts(stored_outputs(LESSON, "table = tf.ones([24576, 1024], name='table')"))
+    assert "ResourceExhaustedError" in start
+    text = output_texts(stored_outputs(LESSON, "with tf.device('/cpu:0'):\n    table = tf.ones"))
+    assert "total:0 = 40960.0" in text
+    assert "transfer rows:0: CPU:0 -> GPU:0 (20.0 KiB)" in text and text.count("transfer ") == 1
