@@ -52,3 +52,24 @@ def test_copy_time_grows_at_least_with_the_bytes_as_the_text_says():
     assert ratio >= 16 * 0.75, ratio
     stated = int(re.search(r"16 MiB took (\d+) times as long as 1 MiB", printed).group(1))
     assert stated == pytest.approx(ratio, rel=0.1, abs=1), "the printed ratio is the table's"
+
+
+def test_two_gpus_run_the_products_at_once_and_one_gpu_never_does():
+    """Section 3's claim is structural: on one GPU one product waits for the other; on two
+    they overlap on the timeline (the step time is not asserted: it is noisy here)."""
+    text = output_texts(stored_outputs(LESSON, "def both_running_us(meta):"))
+    one, two = (re.search(rf"{name}: both products running for ([\d.]+) (µs|ms|s)", text)
+                for name in ("one GPU", "two GPUs"))
+    assert one.group(1) == "0"
+    assert float(two.group(1)) > 0
+
+
+def test_making_x_on_each_gpu_leaves_only_the_three_results_to_copy():
+    text = output_texts(stored_outputs(LESSON, "x0 = tf.ones([256, 256], name='x0')"))
+    assert "3 transfers" in text and "transfer x" not in text
+
+
+def test_a_control_dependency_makes_sq_wait_for_xw():
+    text = output_texts(stored_outputs(LESSON, "with tf.control_dependencies([xw]):"))
+    assert "'sq': 2" in text
+    assert "4. run xw    counts: sq 1→0, y 1→0" in text
