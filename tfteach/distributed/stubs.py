@@ -66,9 +66,9 @@ class _Stub:
         same_host = bool(self.peer_host) and self.peer_host == request.shm_host
         sending = shm.reused_segment(wire.segment_bytes(tensors)) if same_host else None
         if sending is None:
-            wire.add_named(field, tensors, shm_ok=same_host)
+            own = wire.add_named(field, tensors, shm_ok=same_host)
         else:
-            wire.add_named(field, tensors, sending.view, sending.name, shm_ok=True)
+            own = wire.add_named(field, tensors, sending.view, sending.name, shm_ok=True)
         reply = shm.reused_segment(reply_bytes)
         if reply is not None:
             request.reply_shm, request.reply_shm_bytes = reply.name, reply.size
@@ -79,7 +79,7 @@ class _Stub:
             shm.give_back(reply, reuse=False)
             raise
         finally:                # taken by the task, or of no more use
-            for name in wire.own_segments(field):
+            for name in own:
                 shm.release(name)
         shm.give_back(sending)
         return response, reply

@@ -119,13 +119,13 @@ def from_proto(proto: pb.TensorProto) -> np.ndarray:
 
 
 def add_named(field: Any, tensors: Mapping[str, object], segment: memoryview | None = None,
-              segment_name: str = "", shm_ok: bool = False) -> None:
+              segment_name: str = "", shm_ok: bool = False) -> list[str]:
     """Append ``{name: value}`` to a repeated NamedTensor ``field``. Large tensors go into
     ``segment`` (a reused segment called ``segment_name``, for a receiver on this host)
     while they fit; the others inline or, with ``shm_ok`` (a receiver on this host), the
-    very large ones in a segment of their own (``fill_reply``; a sender releases those
-    named by ``own_segments`` once the call ended)."""
-    offset = 0
+    very large ones in a segment of their own (``fill_reply``). Returns the names of those
+    segments of their own, which a sender releases once the call ended."""
+    offset, own = 0, []
     for name, value in tensors.items():
         proto = field.add(name=name).tensor
         end = None if segment is None else fill_into(proto, value, segment, segment_name,
@@ -134,8 +134,11 @@ def add_named(field: Any, tensors: Mapping[str, object], segment: memoryview | N
             offset = end
         elif shm_ok:
             fill_reply(proto, value, shm_ok=True, inline_bytes=MAX_TENSOR_BYTES)
+            if proto.header.shm_own:
+                own.append(proto.header.shm_name)
         else:
             _set_tensor(proto, *encode(value))
+    return own
 
 
 def segment_bytes(tensors: Mapping[str, object]) -> int:
@@ -150,11 +153,6 @@ def _reusable_bytes(sizes: Iterable[int]) -> int:
     total = sum(aligned(n) for n in sizes
                 if shm.SEGMENT_MIN_BYTES <= n <= shm.MAX_REUSED_BYTES)
     return min(total, shm.MAX_REUSED_BYTES)
-
-
-def own_segments(named: Iterable[pb.NamedTensor]) -> list[str]:
-    """The names of the segments of their own that tensors of ``named`` travel in."""
-    return [item.tensor.header.shm_name for item in named if item.tensor.header.shm_own]
 
 
 def from_named(named: Iterable[pb.NamedTensor],
