@@ -1,6 +1,7 @@
 """Lesson 7 passes nbval, leaves no task process behind, and its HTML export shows the cluster."""
 from __future__ import annotations
 
+import nbformat
 import pytest
 from lesson_tools import (LESSONS, assert_passes_nbval, assert_stopped_every_task,
                           output_texts, stored_outputs, svgs)
@@ -57,3 +58,24 @@ def test_one_4_byte_tensor_crosses_tasks_then_one_from_each_worker_to_the_host()
     assert "transfer logged:0: worker:1/GPU:0 -> host:0/GPU:0 (4 B)" in text
     assert "transfer product:0: worker:0/GPU:0 -> host:0/GPU:0 (4 B)" in text
     assert "total (Add) -> host:0/GPU:0" in text and "2 transfers" in text
+
+
+def test_the_two_task_local_program_computes_238_with_y2_on_task_1():
+    """The tutorial's {"local": [...]} program as written: y2's ops on task 1, 238."""
+    outputs = stored_outputs(LESSON, 'server = tf.train.Server(cluster, job_name="local"')
+    assert [o["text"] for o in outputs if o.get("name") == "stdout"] == ["238\n"]
+    text = output_texts(stored_outputs(LESSON, "for op in tf.get_default_graph().get_operations()"))
+    assert "sub    asked for /job:local/task:1" in text
+    assert "add_1  asked for /job:local/task:0" in text
+    assert "task 1 exited with code 0" in text
+
+
+def test_the_config_json_programs_start_two_servers_and_the_client_prints_238():
+    """config_server.py (GPUOptions on the Server) twice, then config_client.py: 238."""
+    text = output_texts(stored_outputs(LESSON, "config_servers = [run_in_folder("))
+    assert "worker 0: Starting server #0" in text and "worker 1: Starting server #1" in text
+    assert "config_client.py printed: 238" in text and "client exit code: 0" in text
+    server_source = next(c.source for c in nbformat.read(LESSON, as_version=4).cells
+                         if c.source.startswith("%%writefile $folder/config_server.py"))
+    assert "gpu_options=tf.GPUOptions(per_process_gpu_memory_fraction=0.2)" in server_source
+    assert "task_index=task_number, config=config" in server_source
