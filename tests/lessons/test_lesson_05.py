@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from lesson_tools import LESSONS, assert_passes_nbval
+from lesson_tools import LESSONS, assert_passes_nbval, output_texts, stored_outputs
 
 LESSON = LESSONS / "05_data_parallelism.ipynb"
 
@@ -31,3 +31,54 @@ def test_export_shows_scaling_and_the_slow_gpu(exported):
     assert exported.count('src="data:image/png;base64,') >= 3   # digits, loss, bar chart
     assert "Correct: the slow GPU's share of the batch. Well done!" in exported
     assert "On real TensorFlow" in exported
+
+
+def _text(marker: str) -> str:
+    return output_texts(stored_outputs(LESSON, marker))
+
+
+def test_without_reuse_the_second_tower_cannot_make_its_variables():
+    assert "ValueError: Variable model/hidden1/weights already exists, disallowed." in _text(
+        "with tf.variable_scope('model'):                 # no reuse!")
+
+
+def test_six_shared_variables_all_ask_for_the_cpu():
+    lines = [line for line in _text("print('trainable variables (one set").splitlines()
+             if "asks for" in line]
+    assert len(lines) == 6 and all(line.endswith("asks for /device:CPU:0") for line in lines)
+
+
+def test_the_cpu_averages_and_updates_and_24_copies_cross_per_step():
+    text = _text("for dev in sorted(meta.step_stats.dev_stats")
+    assert "CPU:0: 38 ops   AddN/ (6), GradientDescent/ (8), model/ (12), truediv/ (12)" in text
+    assert "copies per step: 24, 1.3 MiB in all" in text
+
+
+def test_the_loss_falls_and_the_towers_learn():
+    """The text: the loss falls and the network recognises most test digits."""
+    found = re.search(r"training loss ([\d.]+) in the first 5, ([\d.]+) in the last 5; "
+                      r"test accuracy ([\d.]+)", _text("history = []"))
+    first, last, accuracy = map(float, found.groups())
+    assert last < first / 3 and accuracy >= 0.9
+
+
+def test_the_fast_gpu_waits_for_most_of_the_step_beside_the_slow_one():
+    """The text: GPU:0 (speed 1) is idle for most of the step; GPU:1 (0.3) computes."""
+    table = next(o["data"]["text/markdown"] for o in stored_outputs(LESSON, "idle_report(slow_meta)")
+                 if "text/markdown" in o.get("data", {}))
+    units = {"µs": 1.0, "ms": 1e3, "s": 1e6}
+    rows = {r[0]: [float(v) * units[u] for v, u in re.findall(r"([\d.]+) (µs|ms|s)", r[1])]
+            for r in re.findall(r"\| (GPU:\d) \|(.*)\|", table)}
+    step, busy, idle = rows["GPU:0"]
+    assert idle > busy
+    assert rows["GPU:1"][1] > rows["GPU:1"][2]
+
+
+def test_the_exercise_checks_compare_with_the_lessons_own_average_and_split():
+    import nbformat
+
+    cells = [c for c in nbformat.read(LESSON, as_version=4).cells
+             if c.metadata.get("tfteach", {}).get("solution") in ("5.3", "5.4")
+             and "check(" in c.source]
+    assert [output_texts(c.outputs).split(".")[0] for c in cells] == [
+        "Correct: the averaged gradients", "Correct: the rows each tower gets"]

@@ -69,3 +69,11 @@ def test_devices_match_on_the_fields_given():
     assert device_matches(full, "GPU:1") and device_matches(full, "/gpu:1")
     assert device_matches(full, "/job:localhost/device:GPU:1")
     assert not device_matches(full, "/cpu:0") and not device_matches(full, "/job:worker")
+
+
+def test_check_compares_a_list_of_arrays_of_different_shapes_part_by_part():
+    from tfteach.lessons import check
+
+    ours = [np.full([2, 3], 2.5), np.arange(3.0)]
+    assert check([np.full([2, 3], 2.5), np.arange(3.0)], ours, what="the gradients")
+    assert not check([np.full([2, 3], 1.0), np.arange(3.0)], ours, what="the gradients")
