@@ -122,6 +122,22 @@ def test_a_step_with_no_op_on_the_master_is_cut_into_phases():
     assert [p.phase for p in split if p.task == W1] == [1]
 
 
+def test_a_send_between_other_tasks_answers_in_the_phase_before_its_receivers():
+    """The learning rate of a model on worker 1 (variables on the ps) is sent with the
+    gradients, for the ps's apply phase, so worker 1 runs one phase, not a phase 0 of its
+    own for the constant's send."""
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(1.0, name="v")
+    with tf.device("/job:worker/task:1"):
+        rate = tf.constant(0.5, name="rate")
+        grad = v * 2.0
+    with tf.device("/job:ps/task:0"):
+        apply = tf.assign_sub(v, rate * grad)
+    split = _split([apply])
+    assert [p.phase for p in split if p.task == W1] == [1]
+    assert [p.phase for p in split if p.task == PS] == [0, 2]
+
+
 def test_compute_on_another_worker_makes_no_recv_tensor_calls_and_matches_a_local_session(
         engine_cluster, monkeypatch):
     calls = _count_recv_tensor(monkeypatch)

@@ -16,7 +16,8 @@ phases keeps the step on RecvTensor.
 
 A tensor between two tasks other than the master (a model on worker 1 of a session on worker
 0, towers on several workers) goes through the master too: the sender's phase ``k`` answers
-it, and the receiver's phase ``k + 1`` or later is fed it; a session whose ops all run on
+it, and the receiver's phase ``k + 1`` or later is fed it (``k`` is the phase just before
+the receiver's: ``_later_sends``); a session whose ops all run on
 other tasks gets an empty part of the master's. One of ``DIRECT_BYTES`` or more (by its
 static shape) is pulled instead by its receiver's ``_Recv`` in such a later phase, from the
 sender's rendezvous (one RecvTensorInline into a reused segment of the receiver's on one
@@ -55,11 +56,16 @@ def split_phases(parts: dict[str, TaskPart], master: str,
     levels = _levels(parts, master, sends)
     others: list[TaskPart] = []
     recv_phase: dict[str, int] = {}         # rendezvous key -> phase of its _Recv
+    phase_ofs = {}
     for task in [t for t in parts if t != master]:
         part = parts[task]
-        phase_of = _lift_recvs(part, {n.name: levels[(task, n.name)] for n in part.nodes})
-        recv_phase.update((n.key, phase_of[n.name]) for n in part.nodes if n.op == RECV)
-        phases = _phases_of(part, phase_of, tensors, at_master=False, direct=direct)
+        phase_ofs[task] = _lift_recvs(part, {n.name: levels[(task, n.name)]
+                                             for n in part.nodes})
+        recv_phase.update((n.key, phase_ofs[task][n.name]) for n in part.nodes
+                          if n.op == RECV)
+    for task, phase_of in phase_ofs.items():
+        phase_of = _later_sends(parts[task], phase_of, recv_phase)
+        phases = _phases_of(parts[task], phase_of, tensors, at_master=False, direct=direct)
         if phases is None:
             return None
         others.extend(phases)
@@ -115,6 +121,18 @@ def _as_late_as_possible(part: TaskPart, phase_of: dict[str, int],
         name = node.name
         late[name] = max(min(bounds, default=phase_of[name]), phase_of[name])
     return late
+
+
+def _later_sends(part: TaskPart, phase_of: dict[str, int],
+                 recv_phase: dict[str, int]) -> dict[str, int]:
+    """A ``_Send`` of another task's part to a task other than the master answers in the
+    phase just before its ``_Recv`` is fed, not the first it could: a learning rate for the
+    ps's apply phase then needs no phase of its own before the model runs (one RunGraph
+    call fewer)."""
+    for node in part.nodes:
+        if node.op == SEND and node.key in recv_phase:
+            phase_of[node.name] = max(phase_of[node.name], recv_phase[node.key] - 1)
+    return phase_of
 
 
 def _lift_recvs(part: TaskPart, phase_of: dict[str, int]) -> dict[str, int]:
