@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from lesson_tools import LESSONS, assert_passes_nbval, svgs
+from lesson_tools import LESSONS, assert_passes_nbval, output_texts, stored_outputs, svgs
 
 LESSON = LESSONS / "06_model_parallelism.ipynb"
 
@@ -29,3 +29,34 @@ def test_export_checks_both_exercises(exported):
     assert "Correct: the placement. Well done!" in exported
     assert "Correct: the bytes copied from GPU:0 to GPU:1. Well done!" in exported
     assert "On real TensorFlow" in exported
+
+
+def _busy_tables() -> list[str]:
+    import nbformat
+
+    return [o["data"]["text/markdown"] for c in nbformat.read(LESSON, as_version=4).cells
+            if c.cell_type == "code" and c.source.startswith("busy_report([")
+            for o in c.outputs if "text/markdown" in o.get("data", {})]
+
+
+def test_split_gpus_take_turns_so_together_they_do_about_one_gpus_work():
+    """The text: each GPU is busy for only part of the step; you pay for two and use about
+    one (the layers depend on each other, so the lanes hardly overlap)."""
+    row = re.search(r"\| model parallel \| [^|]+ \| (\d+)% busy \| (\d+)% busy \|",
+                    _busy_tables()[0])
+    busy = [int(b) for b in row.groups()]
+    assert all(b < 100 for b in busy) and sum(busy) <= 115, busy
+
+
+def test_data_parallelism_copies_fewer_bytes_than_the_split_model():
+    copied = dict(re.findall(r"\| (model parallel|data parallel) \|.*\| ([\d.]+) MiB \|",
+                             _busy_tables()[0]))
+    assert float(copied["data parallel"]) < float(copied["model parallel"])
+
+
+def test_without_colocation_every_gradient_lands_on_gpu_0():
+    """Exercise 3's start: minimize without colocate_gradients_with_ops."""
+    text = output_texts(stored_outputs(LESSON, ".GradientDescentOptimizer(0.3).minimize(loss)"))
+    grads = [line for line in text.splitlines() if line.startswith("gradients/")
+             and "MatMul_grad/MatMul" in line]
+    assert grads and all(line.endswith("-> GPU:0") for line in grads)
