@@ -48,16 +48,27 @@ def test_string_feeds_and_fetches_arrive_as_bytes_as_over_grpc(engine_cluster):
         assert sess.run(joined, {s: ["a", "bc"]}).tolist() == [b"a", b"bc"]
 
 
+class _FakeServer:
+    engine = "the engine"
+
+
 def test_a_client_without_the_servers_token_is_not_served_directly():
-    engine = object()
-    local_master.register("localhost:1", engine, "secret")
+    server = _FakeServer()
+    local_master.register("localhost:1", server, "secret")
     try:
-        assert local_master.lookup("127.0.0.1:1", "secret") is engine
+        assert local_master.lookup("127.0.0.1:1", "secret") == "the engine"
         assert local_master.lookup("localhost:1", "other") is None
         assert local_master.lookup("localhost:2", "secret") is None
     finally:
-        local_master.forget("localhost:1", engine)
+        local_master.forget("localhost:1", server)
     assert local_master.lookup("localhost:1", "secret") is None
+
+
+def test_a_server_collected_without_stop_is_not_served_directly():
+    server = _FakeServer()
+    local_master.register("localhost:1", server, "")
+    del server
+    assert local_master.lookup("localhost:1", "") is None
 
 
 def test_ctrl_c_aborts_the_step_on_every_task_so_the_queue_keeps_its_next_element(

@@ -6,8 +6,9 @@ TF's ``GrpcSession`` does the same (``LocalMaster::Lookup``) unless its config s
 ``tf.train.Server`` in the client process as the master, then spends no RunStep round
 trip and no copy of its feeds and fetches between client and master.
 
-State: ``_servers = {address key: (engine, token)}``, the started servers of this process
-(``Server.start`` registers, ``Server.stop`` forgets). Rules: only RunStep takes this path
+State: ``_servers = {address key: (weak reference to a Server, token)}``, the started
+servers of this process (``Server.start`` registers, ``Server.stop`` forgets; a server
+collected without ``stop`` serves no more). Rules: only RunStep takes this path
 (sessions are created, extended and closed over gRPC, where the token is checked), only
 for a client holding the server's token (or a server without one), only without a
 deadline of its own. Ctrl-C while the step runs aborts it on every task, as cancelling a
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import hmac
 import threading
+import weakref
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -28,7 +30,7 @@ from .engine_api import Cancellation, RunResult, as_run_result, serving
 
 _LOOPBACK = ("localhost", "127.0.0.1", "::1", "0.0.0.0", "")
 _lock = threading.Lock()
-_servers: dict[str, tuple[Any, str]] = {}
+_servers: dict[str, tuple[weakref.ref, str]] = {}
 
 
 def _key(address: str) -> str:
@@ -37,16 +39,18 @@ def _key(address: str) -> str:
     return f"localhost:{port}" if host in _LOOPBACK else f"{host}:{port}"
 
 
-def register(address: str, engine: Any, token: str | None) -> None:
-    """A server of this process serves ``address`` with ``engine`` (and ``token``)."""
+def register(address: str, server: Any, token: str | None) -> None:
+    """``server`` (of this process; its ``engine`` is None once stopped) serves
+    ``address`` and checks ``token``."""
     with _lock:
-        _servers[_key(address)] = (engine, token or "")
+        _servers[_key(address)] = (weakref.ref(server), token or "")
 
 
-def forget(address: str, engine: Any) -> None:
-    """The server of ``engine`` stopped serving ``address``."""
+def forget(address: str, server: Any) -> None:
+    """``server`` stopped serving ``address``."""
     with _lock:
-        if _servers.get(_key(address), (None,))[0] is engine:
+        found = _servers.get(_key(address))
+        if found is not None and found[0]() in (server, None):
             del _servers[_key(address)]
 
 
@@ -56,7 +60,8 @@ def lookup(address: str, token: str) -> Any:
     found = _servers.get(_key(address))
     if found is None or (found[1] and not hmac.compare_digest(found[1], token or "")):
         return None
-    return found[0]
+    server = found[0]()
+    return None if server is None else server.engine
 
 
 def run_step(engine: Any, session_handle: str, feeds: Mapping[str, Any],

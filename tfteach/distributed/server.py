@@ -100,7 +100,7 @@ class Server:
         shm.sweep_dead()
         self._grpc.start()
         self._started = True
-        local_master.register(self._address, self._engine, self._token)
+        local_master.register(self._address, self, self._token)
         tflog.info(f"Started server with target: {self.target}")
 
     def join(self) -> None:
@@ -118,7 +118,7 @@ class Server:
             return
         self._finalizer.detach()
         lifetime.forget(self)
-        local_master.forget(self._address, self._engine)
+        local_master.forget(self._address, self)
         if not started:
             server.start()      # gRPC releases a bound port only when a started server stops
         _cancel_steps_after(self._engine, grace)
