@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import re
 
+import nbformat
 import pytest
-from lesson_tools import LESSONS, assert_passes_nbval, assert_stopped_every_task
+from lesson_tools import (LESSONS, assert_passes_nbval, assert_stopped_every_task,
+                          output_texts, stored_outputs)
 
 LESSON = LESSONS / "11_when_things_go_wrong.ipynb"
 
@@ -30,3 +32,20 @@ def test_export_shows_every_failure_with_its_hint(exported):
     assert exported.count("Well done!") == 2
     assert "Stopped the cluster" in exported
     assert "TFTEACH_CLUSTER_TOKEN=" not in exported, "the token is never shown"
+
+
+def test_two_tasks_started_as_worker_0_leave_worker_1_missing():
+    """The text: the second `--task 0` cannot get worker 0's port (its hint says why), and a
+    session to worker 0 then waits for task 1."""
+    text = output_texts(stored_outputs(LESSON, "both_task_0 = [subprocess.Popen("))
+    assert "exit codes: [1, 'running']" in text
+    assert "Cannot start server" in text and "the port is in use" in text
+    text = output_texts(stored_outputs(LESSON, "tf.Session('grpc://' + two_workers['worker'][0]"))
+    assert "no response from worker: /job:worker/replica:0/task:1" in text
+
+
+def test_the_text_says_tensorflow_retries_a_dead_port_instead_of_failing_at_once():
+    cells = nbformat.read(LESSON, as_version=4).cells
+    text = next(c.source for c in cells if "Two classic typos" in c.source)
+    assert "**TensorFlow does not fail at once**" in text
+    assert "tfteach fails at once with `UnavailableError`" in text
