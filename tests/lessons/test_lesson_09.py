@@ -1,10 +1,12 @@
 """Lesson 9 passes nbval, leaves no task process behind, and its export compares both replications."""
 from __future__ import annotations
 
+import ast
 import re
 
 import pytest
-from lesson_tools import LESSONS, assert_passes_nbval, assert_stopped_every_task, svgs
+from lesson_tools import (LESSONS, assert_passes_nbval, assert_stopped_every_task, output_texts,
+                          stored_outputs, svgs)
 
 LESSON = LESSONS / "09_in_graph_vs_between_graph.ipynb"
 
@@ -24,3 +26,32 @@ def test_export_shows_towers_on_two_workers_and_the_comparison(exported):
     assert re.search(r"graphs / sessions\s+1 / 1\s+2 / 2", exported)
     assert "Correct: the devices (variable job, matmul). Well done!" in exported
     assert "Stopped the cluster" in exported
+
+
+def test_the_async_updates_of_both_workers_interleave():
+    """The text: the order of the 120 updates, as runs of one worker's updates in a row; each
+    worker made 60 of them, and they took turns at least once."""
+    text = output_texts(stored_outputs(LESSON, "runs = [(worker, len(list(group)))"))
+    runs = ast.literal_eval(re.search(r"in a row\): (\[.*\])", text).group(1))
+    assert sum(n for worker, n in runs if worker == 0) == 60
+    assert sum(n for worker, n in runs if worker == 1) == 60
+    assert len(runs) >= 2
+    assert f"120 updates in {len(runs)} runs" in text
+
+
+def test_each_step_moves_the_model_down_and_its_gradients_up():
+    """The text: per worker, the values (9640 bytes) come down and the gradients (9640) go up;
+    in-graph exactly that per tower, between-graph plus a few tiny tensors."""
+    in_graph = output_texts(stored_outputs(LESSON, "show_wire('in-graph, one step:'"))
+    for pair in ["ps:0      -> worker:0", "ps:0      -> worker:1",
+                 "worker:0  -> ps:0", "worker:1  -> ps:0"]:
+        assert re.search(rf"{re.escape(pair)}\s+4 tensors\s+9640 bytes", in_graph), pair
+    between = output_texts(stored_outputs(LESSON, "show_wire(\"between-graph, worker 0's step:\""))
+    sizes = [int(b) for b in re.findall(r"tensors\s+(\d+) bytes", between)]
+    assert len(sizes) == 4 and all(9640 < size <= 9640 + 32 for size in sizes), sizes
+
+
+def test_the_in_graph_step_runs_ops_on_all_three_tasks():
+    text = output_texts(stored_outputs(LESSON, "ops_per_task = Counter("))
+    counts = ast.literal_eval(re.search(r"ops per task: (\{.*\})", text).group(1))
+    assert set(counts) == {"ps:0", "worker:0", "worker:1"} and min(counts.values()) > 0
