@@ -9,6 +9,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from tfteach.notebook import palette
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lessons"))
 from lesson_tools import (LESSONS, assert_passes_nbval, export_html, output_texts,  # noqa: E402
                           stored_outputs, svgs)
@@ -58,7 +60,8 @@ def test_exported_lesson_draws_in_chromium(exported, tmp_path):
     colours = {c for _, c in Image.open(shot).convert("RGB").getcolors(1 << 24)}
     device_colours = {(0x56, 0xB4, 0xE9), (0xE6, 0x9F, 0x00), (0x00, 0x9E, 0x73)}
     assert device_colours <= colours, "the CPU:0, GPU:0 and GPU:1 node colours are drawn"
-    assert (0xC0, 0x39, 0x2B) in colours, "transfer arrows and the error box are drawn"
+    transfer = tuple(int(palette.TRANSFER_COLOR[i:i + 2], 16) for i in (1, 3, 5))
+    assert transfer in colours, "the transfer arrows are drawn in the palette's transfer red"
 
 
 def test_try_it_on_tensorflow_shows_tf_lacking_the_gpus_and_every_op_it_moved():
