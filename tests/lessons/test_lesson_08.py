@@ -47,3 +47,37 @@ def test_each_worker_sees_one_gpu_as_gpu_0_and_runs_its_ops_there():
             in text
         assert f"y ran on /job:worker/replica:0/task:{task}/device:GPU:0, " \
                "w on /job:ps/replica:0/task:0/device:CPU:0" in text
+
+
+def _wire_table(text: str) -> dict:
+    return {(src, dst): (int(count), int(size)) for src, dst, count, size in
+            re.findall(r"^(\w+:\d)\s+(\w+:\d)\s+(\d+)\s+(\d+)$", text, re.M)}
+
+
+def test_each_step_moves_values_down_and_gradients_up_as_the_text_reads_the_table():
+    """Round robin: ps:0 sends w1 and w2 (9472 B) and gets their gradients and the 4-byte
+    learning rate back; ps:1 the same for the biases (168 B); one 4-byte control message per
+    update goes back to the worker; in all about twice the model's 9640 bytes."""
+    table = _wire_table(output_texts(stored_outputs(LESSON, "round_robin_wire = wire_bytes(")))
+    assert table == {("ps:0", "worker:0"): (4, 9472 + 2 * 4), ("ps:1", "worker:0"): (4, 168 + 2 * 4),
+                     ("worker:0", "ps:0"): (3, 9472 + 4), ("worker:0", "ps:1"): (3, 168 + 4)}
+    total = sum(size for _, size in table.values())
+    assert 0 <= total - 2 * 9640 < 64
+    greedy = _wire_table(output_texts(stored_outputs(LESSON, "greedy_wire = wire_bytes(")))
+    assert sum(size for _, size in greedy.values()) == total, "the same total, spread differently"
+
+
+def test_per_ps_traffic_follows_the_bytes_each_ps_holds():
+    text = output_texts(stored_outputs(LESSON, "traffic = per_ps(table)"))
+    rows = {name.strip(): (int(a), int(b)) for name, a, b in
+            re.findall(r"^(round robin|greedy by bytes)\s+(\d+)\s+(\d+)$", text, re.M)}
+    assert sum(rows["round robin"]) == sum(rows["greedy by bytes"])
+    assert rows["round robin"][1] < rows["greedy by bytes"][1] < rows["greedy by bytes"][0]
+
+
+def test_the_forward_pass_puts_variables_round_robin_on_ps_and_the_maths_on_the_worker():
+    text = output_texts(stored_outputs(LESSON, "for op in ['w1', 'b1', 'w2', 'b2', 'hidden'"))
+    where = dict(re.findall(r"^(\w+)\s+-> (\S+)$", text, re.M))
+    assert where == {"w1": "ps:0/CPU:0", "b1": "ps:1/CPU:0", "w2": "ps:0/CPU:0",
+                     "b2": "ps:1/CPU:0", "hidden": "worker:0/CPU:0",
+                     "logits": "worker:0/CPU:0", "loss": "worker:0/CPU:0"}
