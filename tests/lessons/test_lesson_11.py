@@ -49,3 +49,32 @@ def test_the_text_says_tensorflow_retries_a_dead_port_instead_of_failing_at_once
     text = next(c.source for c in cells if "Two classic typos" in c.source)
     assert "**TensorFlow does not fail at once**" in text
     assert "tfteach fails at once with `UnavailableError`" in text
+
+
+def test_a_filtered_session_lists_only_its_worker_and_runs_without_the_ps():
+    text = output_texts(stored_outputs(LESSON, "config = tf.ConfigProto(device_filters=['/job:worker"))
+    lines = text.split()
+    assert lines[:2] == ["[3.", "6.]"]
+    assert lines[2:] and all(d.startswith("/job:worker/replica:0/task:0/") for d in lines[2:])
+
+
+def test_a_restored_ps_continues_from_the_checkpoint_state():
+    """The text: restoring model.ckpt-20 gives back exactly the state saved at step 20; the 10
+    steps after it are lost."""
+    saved = output_texts(stored_outputs(LESSON, "path = saver.save(sess, "))
+    restored = output_texts(stored_outputs(LESSON, "latest = tf.train.latest_checkpoint("))
+    state_20 = re.search(r"step 20: .*", saved).group(0)
+    assert "step 30:" in saved
+    assert restored.splitlines() == ["restoring model.ckpt-20", state_20]
+
+
+def test_the_same_step_runs_again_on_a_new_session_after_the_worker_restarts():
+    before = output_texts(stored_outputs(LESSON, "with tf.device('/job:worker/task:1'):"))
+    after = output_texts(stored_outputs(LESSON, "sess = tf.Session(cluster.target('worker', 0))\n"
+                                                "print(sess.run(y))"))
+    assert before.strip().endswith("[10. 20.]") and after.strip() == "[10. 20.]"
+
+
+def test_device_filters_leave_the_task_with_the_other_token_alone():
+    text = output_texts(stored_outputs(LESSON, "device_filters=['/job:worker/task:0'])).run(z)"))
+    assert text.strip() == "42.0"
