@@ -57,3 +57,17 @@ def test_the_supervisor_skeleton_trains_both_workers_to_the_line():
     text = output_texts(stored_outputs(LESSON, "supervisor_ps = trainer("))
     assert "worker 0: w = 2.00, b = 1.00" in text and "worker 1: w = 2.00, b = 1.00" in text
     assert "worker exit codes: [0, 0]" in text
+
+
+def test_the_live_curves_have_one_series_per_worker_reaching_the_last_step():
+    text = output_texts(stored_outputs(LESSON, "curves = LossCurves("))
+    steps = {int(w): int(s) for w, s in re.findall(
+        r"worker (\d): \d+ records from 1 worker, .* at global step (\d+)", text)}
+    assert set(steps) == {0, 1} and max(steps.values()) >= 200
+
+
+def test_sync_accepts_one_gradient_per_worker_and_step():
+    """The solution's text: 200 sync steps x 2 workers = 400 (sometimes one more)."""
+    text = output_texts(stored_outputs(LESSON, "sync_workers = [launch(i, ['--sync'"))
+    assert "exit codes: [0, 0]" in text
+    assert int(re.search(r"accepted gradients: (\d+)", text).group(1)) in (400, 401)
