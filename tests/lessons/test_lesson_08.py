@@ -1,6 +1,7 @@
 """Lesson 8 passes nbval, leaves no task process behind, and its export shows the ps placement."""
 from __future__ import annotations
 
+import ast
 import re
 
 import pytest
@@ -81,3 +82,25 @@ def test_the_forward_pass_puts_variables_round_robin_on_ps_and_the_maths_on_the_
     assert where == {"w1": "ps:0/CPU:0", "b1": "ps:1/CPU:0", "w2": "ps:0/CPU:0",
                      "b2": "ps:1/CPU:0", "hidden": "worker:0/CPU:0",
                      "logits": "worker:0/CPU:0", "loss": "worker:0/CPU:0"}
+
+
+def test_reset_of_a_named_container_empties_only_that_container():
+    """The picture: `kept` (default container) survives Session.reset(target, ['experiment']),
+    `scratch` does not; reset(target) then empties the default container too."""
+    text = output_texts(stored_outputs(LESSON, "with tf.container('experiment'):"))
+    assert text.splitlines() == ["added 10 to both: [11.0, 12.0]", "kept is still 11.0",
+                                 "uninitialized now: [b'scratch']",
+                                 "after reset(target): [b'kept' b'scratch']"]
+
+
+def test_the_ring_all_reduce_sums_and_each_link_carries_what_the_arithmetic_says():
+    """2·M·W/P bytes on a ps link, 2·M·(W−1)/W per worker in a ring (M = 9640 bytes)."""
+    text = output_texts(stored_outputs(LESSON, "def ring_all_reduce(grads):"))
+    assert "every worker has the sum: True" in text
+    sent = ast.literal_eval(re.search(r"bytes sent by each worker: (\[.*?\])", text).group(1))
+    assert len(sent) == 4 and all(abs(s - 2 * 9640 * 3 / 4) <= 8 for s in sent)
+    rows = re.findall(r"^\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$", text, re.M)
+    assert [int(w) for w, *_ in rows] == [2, 4, 8, 16]
+    for w, one_ps, two_ps, ring in (map(int, row) for row in rows):
+        assert (one_ps, two_ps, ring) == (2 * 9640 * w, 9640 * w, 2 * 9640 * (w - 1) // w)
+        assert ring < 2 * 9640 <= two_ps
