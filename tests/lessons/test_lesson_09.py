@@ -55,3 +55,19 @@ def test_the_in_graph_step_runs_ops_on_all_three_tasks():
     text = output_texts(stored_outputs(LESSON, "ops_per_task = Counter("))
     counts = ast.literal_eval(re.search(r"ops per task: (\{.*\})", text).group(1))
     assert set(counts) == {"ps:0", "worker:0", "worker:1"} and min(counts.values()) > 0
+
+
+def test_each_remedy_tames_the_early_jumps_of_stale_gradients():
+    """The text under the stale-gradient simulation: stale gradients at the full rate jump far
+    above the fresh run early on; a smaller rate, dropping and warm-up each lower that peak;
+    the smaller rate ends slower, dropping refuses gradients, warm-up ends jumping again."""
+    text = output_texts(stored_outputs(LESSON, "def train_with_staleness("))
+    table = {name.strip(): (float(peak), float(last), int(dropped)) for name, peak, last, dropped
+             in re.findall(r"^(.{30}) +([\d.]+) +([\d.]+) +(\d+)$", text, re.M)}
+    fresh, stale = table["fresh gradients, rate 1.0"], table["stale (0-9), rate 1.0"]
+    smaller, drop = table["stale, smaller rate 0.25"], table["stale, drop if older than 3"]
+    warm = table["stale, warm-up over 60 steps"]
+    assert stale[0] > 2 * fresh[0]
+    assert all(remedy[0] < stale[0] / 2 for remedy in (smaller, drop, warm))
+    assert smaller[1] > fresh[1] and drop[2] > 0 and warm[1] > stale[1]
+    assert [row[2] for row in (fresh, stale, smaller, warm)] == [0, 0, 0, 0]
