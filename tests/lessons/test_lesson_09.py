@@ -71,3 +71,25 @@ def test_each_remedy_tames_the_early_jumps_of_stale_gradients():
     assert all(remedy[0] < stale[0] / 2 for remedy in (smaller, drop, warm))
     assert smaller[1] > fresh[1] and drop[2] > 0 and warm[1] > stale[1]
     assert [row[2] for row in (fresh, stale, smaller, warm)] == [0, 0, 0, 0]
+
+
+def test_shards_are_disjoint_strided_and_cover_every_example():
+    text = output_texts(stored_outputs(LESSON, "shards = [np.arange(len(x_train))[i::num_workers]"))
+    for i in range(3):
+        assert f"worker {i}: " in text and f"rows {[i, i + 3, i + 6, i + 9, i + 12]} ..." in text
+    assert text.count("shard() agrees: True") == 3
+    assert "no overlap, nothing missing: True" in text
+
+
+def test_a_bigger_batch_needs_a_bigger_rate_and_a_big_rate_a_warm_up():
+    """The text: 4x the batch at the same rate ends where one worker ends; 4x the rate gets
+    much further; rate 4.0 jumps above ln 10 at first, and a warm-up avoids the jump."""
+    text = output_texts(stored_outputs(LESSON, "def train_with_batch("))
+    rows = {name.strip(): (float(a), float(b)) for name, a, b in
+            re.findall(r"^(.{34}) +([\d.]+) +([\d.]+)$", text, re.M)}
+    one, same_rate = rows["1 worker, batch 32, rate 0.25"], rows["4 workers, batch 128, rate 0.25"]
+    scaled = rows["4 workers, batch 128, rate 1.0"]
+    big, warm = rows["16 workers, batch 512, rate 4.0"], rows["16 workers, rate 4.0, warm-up 10"]
+    assert abs(same_rate[1] - one[1]) < 0.05
+    assert scaled[1] < one[1] / 2
+    assert big[0] > 2.303 > warm[0]
