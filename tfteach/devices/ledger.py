@@ -27,6 +27,8 @@ import sys
 import threading
 from typing import Iterator
 
+from tfteach.devices.host_processes import pid_alive
+
 ENV = "TFTEACH_GPU_LEDGER"
 BACKPEDAL = 0.9          # TF's kBackpedalFactor
 MIN_ALLOCATION = 256     # TF's kMinAllocationSize: region sizes are multiples of it
@@ -107,7 +109,7 @@ def _read(path: str) -> dict:
             claims = json.load(f)
     except (OSError, ValueError):
         return {}
-    return {pid: int(b) for pid, b in claims.items() if _alive(int(pid))}
+    return {pid: int(b) for pid, b in claims.items() if pid_alive(int(pid))}
 
 
 def _write(path: str, claims: dict) -> None:
@@ -115,20 +117,6 @@ def _write(path: str, claims: dict) -> None:
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(claims, f)
     os.replace(tmp, path)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def _rounded(nbytes: int) -> int:

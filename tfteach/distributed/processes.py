@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from tfteach.devices.host_processes import HAS_PROC, pid_alive
+
 
 def spawn(argv: Sequence[str], env: Mapping[str, str], log_path: str | os.PathLike) -> int:
     """Start ``argv`` in a new session (its own process group) with stdout and stderr
@@ -26,31 +28,13 @@ def spawn(argv: Sequence[str], env: Mapping[str, str], log_path: str | os.PathLi
     return proc.pid
 
 
-_HAS_PROC = Path("/proc/self/stat").exists()
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` exists and is not a zombie."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:         # reaped since kill(0), unless there is no /proc to ask
-        return not _HAS_PROC
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
-
-
 def runs(pid: int, argv: Sequence[str]) -> bool:
     """Whether process ``pid`` runs ``argv`` (True where /proc cannot tell: during exec,
     when the kernel briefly shows an empty command line, or without /proc)."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:         # gone by now, unless there is no /proc to ask
-        return not _HAS_PROC
+        return not HAS_PROC
     return not cmdline or cmdline.split(b"\0")[:-1] == [os.fsencode(arg) for arg in argv]
 
 
