@@ -123,6 +123,31 @@ def test_a_reply_segment_carries_several_tensors_and_is_reused():
     assert not (shm.SHM_DIR / reply.name).exists()
 
 
+def test_a_lent_reply_segment_returns_to_the_pool_only_once_its_array_is_freed():
+    from tfteach.distributed import wire
+
+    reply = shm.reused_segment(1 << 20)
+    value = np.arange(1 << 18, dtype=np.float32)
+    [item] = _answer([value], reply).sent
+    got = wire.from_reply(item.tensor, reply, lend=True)[0]
+    np.testing.assert_array_equal(got, value)
+    view = got[1:]
+    del got
+    shm.give_back(reply)        # the array is still out: not back yet
+    others = [shm.reused_segment(reply.size) for _ in range(2)]
+    for segment in others:
+        shm.give_back(segment, reuse=False)
+    assert reply not in others
+    np.testing.assert_array_equal(view, value[1:])
+    del view
+    taken = [shm.reused_segment(reply.size) for _ in range(shm.KEEP_REUSED + 1)]
+    try:
+        assert reply in taken
+    finally:
+        for segment in taken:
+            shm.give_back(segment, reuse=False)
+
+
 def test_a_tensor_that_does_not_fit_the_reply_segment_gets_its_own():
     from tfteach.distributed import wire
 

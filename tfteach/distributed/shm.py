@@ -27,7 +27,9 @@ mapping of each (``mapped``) and copies the tensors out. Making a segment costs 
 per 4 KiB page on both sides (1.3 ms per MiB here); a reused one costs two copies. A caller
 gives a segment back to its pool only after a successful answer (so no late reader or
 writer can touch it again), and unlinks its segments on ``release_own()``;
-``sweep_dead()`` covers a killed caller.
+``sweep_dead()`` covers a killed caller. A segment whose answer is handed on as an array
+over it (``lend``: a pulled tensor, no copy out) returns to the pool once that array and
+every view of it are freed.
 
 Who may use which segment (a server maps names its callers send, so it checks them):
 - Same host, and which process a call comes from, are the server's findings, not the
@@ -53,7 +55,7 @@ import stat
 import threading
 import time
 import weakref
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from pathlib import Path
 
 from tfteach import errors
@@ -86,6 +88,7 @@ _available: bool | None = None
 _free: list["ReusedSegment"] = []
 _reused: "weakref.WeakSet[ReusedSegment]" = weakref.WeakSet()     # every live one
 _mapped: "OrderedDict[str, memoryview]" = OrderedDict()
+_returned: deque = deque()      # lent segments whose arrays were freed (``lend``)
 
 
 def available() -> bool:
@@ -177,6 +180,8 @@ def release_own() -> None:
     with _lock:
         names = list(_pending)
         reused, _free[:] = list(_reused), []
+        for segment in reused:
+            segment.unlinked = True
         _mapped.clear()     # unmapped once no tensor being copied holds them
     for name in names:
         release(name)
@@ -201,6 +206,7 @@ class ReusedSegment:
         finally:
             os.close(fd)
         self.view = memoryview(self._map)
+        self.lent = self.unlinked = False
         _reused.add(self)
 
     def __repr__(self) -> str:
@@ -219,6 +225,11 @@ def reused_segment(nbytes: int) -> ReusedSegment | None:
     if not 0 < nbytes <= MAX_REUSED_BYTES or not available():
         return None
     with _lock:
+        while _returned:
+            back = _returned.popleft()
+            back.lent = False
+            if not back.unlinked:   # not released (``release_own``) while lent
+                _free.append(back)
         fits = [r for r in _free if r.size >= nbytes]
         if fits:
             best = min(fits, key=lambda r: r.size)
@@ -232,11 +243,11 @@ def reused_segment(nbytes: int) -> ReusedSegment | None:
 
 def give_back(segment: ReusedSegment | None, reuse: bool = True) -> None:
     """Return a reused segment to the pool (``reuse``: its call's answer arrived) or
-    close it."""
-    if segment is None:
+    close it. A lent segment (``lend``) returns when its array is freed."""
+    if segment is None or segment.lent:
         return
     dropped = segment
-    if reuse:
+    if reuse and not segment.unlinked:
         with _lock:
             _free.append(segment)
             dropped = None
@@ -245,6 +256,15 @@ def give_back(segment: ReusedSegment | None, reuse: bool = True) -> None:
                 _free.remove(dropped)
     if dropped is not None:
         dropped.close()
+
+
+def lend(segment: ReusedSegment, owner: object) -> None:
+    """Hand ``segment`` on with ``owner``, the buffer an array over it holds (and every
+    view of that array): the segment returns to the pool once ``owner`` is freed, so
+    nothing writes into it while the array lives. (Queued, not given back at once: the
+    last reference may drop anywhere, even under ``_lock``.)"""
+    segment.lent = True
+    weakref.finalize(owner, _returned.append, segment).atexit = False
 
 
 def mapped(name: str, nbytes: int, owner: int) -> memoryview | None:

@@ -208,7 +208,7 @@ class WorkerClient(_Stub):
         try:
             reply = self._recv_reply(call, timeout)
             if not reply.stream_key:
-                value = wire.from_reply(reply.tensor, segment)
+                value = wire.from_reply(reply.tensor, segment, lend=True)
         except BaseException:   # a late writer must never find it reused
             shm.give_back(segment, reuse=False)
             raise

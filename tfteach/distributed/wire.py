@@ -230,21 +230,27 @@ def reply_bytes(sent: Iterable[pb.NamedTensor]) -> int:
                            if item.tensor.header.shm_name)
 
 
-def from_reply(proto: pb.TensorProto,
-               reply: "shm.ReusedSegment | None" = None) -> tuple[np.ndarray, bool]:
+def from_reply(proto: pb.TensorProto, reply: "shm.ReusedSegment | None" = None,
+               lend: bool = False) -> tuple[np.ndarray, bool]:
     """``(tensor, is_dead)`` from a ``fill_reply`` or ``fill_into`` answer (the array is
-    writable; one written into ``reply`` is copied out of it)."""
+    writable; one written into ``reply`` is copied out of it, or with ``lend`` is a view
+    of it that keeps ``reply`` out of the pool while it lives: ``shm.lend``)."""
     header = proto.header
     check_header(header)
     if not header.shm_name:
         return from_proto(proto).copy(), header.is_dead
-    buffer = _allocate(header.nbytes)
     if reply is not None and header.shm_name == reply.name:
         start, end = header.shm_offset, header.shm_offset + header.nbytes
         if not 0 <= start <= end <= reply.size:
             raise errors.DataLossError(f"Received a tensor outside reply segment {reply.name}")
-        buffer[:] = np.frombuffer(reply.view[start:end], dtype=np.uint8)
+        view = np.frombuffer(reply.view[start:end], dtype=np.uint8)
+        if lend:
+            shm.lend(reply, view.base)
+            return decode(header, view), header.is_dead
+        buffer = _allocate(header.nbytes)
+        buffer[:] = view
     else:
+        buffer = _allocate(header.nbytes)
         shm.take(header.shm_name, header.nbytes, memoryview(buffer))
     return decode(header, buffer), header.is_dead
 
