@@ -93,10 +93,16 @@ def test_object_arrays_are_refused(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
-def test_saving_into_a_missing_directory_is_not_found(tmp_path):
+def test_saving_into_a_missing_directory_creates_it(tmp_path):
+    write_checkpoint(tmp_path / "nowhere" / "model.ckpt", TENSORS)
+    assert (tmp_path / "nowhere" / "model.ckpt.index").is_file()
+
+
+def test_saving_where_no_directory_can_be_made_is_not_found(tmp_path):
+    (tmp_path / "file").write_text("not a folder")
     with pytest.raises(NotFoundError, match="doesn't exist") as info:
-        write_checkpoint(tmp_path / "nowhere" / "model.ckpt", TENSORS)
-    assert "os.makedirs" in info.value.hint
+        write_checkpoint(tmp_path / "file" / "model.ckpt", TENSORS)
+    assert "folder you can create" in info.value.hint
 
 
 def test_overwriting_a_prefix_replaces_its_values(tmp_path):

@@ -140,13 +140,24 @@ def test_saver_argument_errors():
         tf.train.Saver([tf.constant(1.0)])
 
 
-def test_save_into_a_missing_directory_says_to_create_it(tmp_path):
+def test_save_into_a_missing_directory_creates_it_as_tf_does(tmp_path):
     _model()
     saver = tf.train.Saver()
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
+        prefix = saver.save(sess, os.path.join(str(tmp_path), "missing", "m"))
+    assert os.path.isfile(prefix + ".index")
+    assert tf.train.latest_checkpoint(os.path.join(str(tmp_path), "missing")) == prefix
+
+
+def test_save_where_no_directory_can_be_made_is_not_found(tmp_path):
+    _model()
+    (tmp_path / "file").write_text("not a folder")
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
         with pytest.raises(NotFoundError, match="Parent directory of .* doesn't exist"):
-            saver.save(sess, os.path.join(str(tmp_path), "missing", "m"))
+            saver.save(sess, os.path.join(str(tmp_path), "file", "sub", "m"))
 
 
 def test_training_resumes_from_a_checkpoint(tmp_path):

@@ -163,10 +163,15 @@ def write_checkpoint(prefix: str | os.PathLike, tensors: Mapping[str, np.ndarray
     """
     prefix = os.fspath(prefix)
     arrays = {name: _savable(name, value) for name, value in tensors.items()}
+    # TF's SaveV2 creates the prefix's directory (tf.compat.v1 Saver.save into a new folder
+    # works); a path that cannot be a directory still fails there, as below.
     parent = os.path.dirname(prefix) or "."
-    if not os.path.isdir(parent):
-        raise NotFoundError(f"Parent directory of {prefix} doesn't exist, can't save.",
-                            hint=f"Create it first: os.makedirs({parent!r}, exist_ok=True).")
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except OSError as exc:
+        raise NotFoundError(f"Parent directory of {prefix} doesn't exist, can't save: {exc}",
+                            hint=f"Save under a folder you can create: {parent!r} is not one."
+                            ) from None
     for path in _files_on_disk(prefix):
         if TEMP_MARK in path[len(prefix):]:
             _remove(path)
