@@ -42,6 +42,11 @@ class VarRef:
         return value
 
     def assign(self, value: Any, op: Any = None) -> None:
+        if isinstance(value, np.ndarray):
+            # Updates replace a variable's array, never write into it; read-only, it is copied
+            # when fetched (executor.to_fetch_value), so a learner changing a fetched array
+            # changes no variable, as in TF.
+            value.flags.writeable = False
         new = int(getattr(value, "nbytes", 0))
         old = int(getattr(self.value, "nbytes", 0)) if self.value is not None else 0
         if new == old:
