@@ -3,13 +3,16 @@
 Every runtime failure in tfteach is an ``OpError`` subclass with TF's class name and TF's
 message text, so code written against ``tf.errors`` works unchanged. On top of TF we add a
 ``hint``: one line starting ``Hint:`` that tells a learner what to do next. The hint is part
-of ``str(err)`` but not of ``err.message``, which stays TF's text.
+of ``str(err)`` but not of ``err.message``, which stays TF's text, in English; the hint and
+its word "Hint" are in the learner's language (:mod:`tfteach.i18n`).
 
 Invariants: ``error_code`` matches TF's ``error_codes.proto``; errors carry no secrets.
 """
 from __future__ import annotations
 
 from typing import Any
+
+from tfteach.i18n import tr
 
 OK = 0
 CANCELLED = 1
@@ -47,7 +50,7 @@ class OpError(Exception):
 
     def __str__(self) -> str:
         if self.hint:
-            return f"{self.message}\nHint: {self.hint}"
+            return f"{self.message}\n{tr('Hint')}: {self.hint}"
         return self.message
 
     def __reduce__(self):

@@ -6,7 +6,8 @@ The layers, lowest first (a module may import its own layer and any lower one):
 ====  ============  ==========================================================================
 rank  layer         modules
 ====  ============  ==========================================================================
-0     framework     tfteach.framework.*, tfteach.errors, tfteach._late (loaders a lower layer
+0     framework     tfteach.framework.*, tfteach.errors, tfteach.i18n (the learner's
+                    language and message catalogs), tfteach._late (loaders a lower layer
                     shows but a higher one registers), tfteach.data.* (NumPy loaders that need
                     only tfteach.errors)
 1     ops           tfteach.ops.*, tfteach.layers, tfteach.nn (the tf.layers / tf.nn
@@ -38,7 +39,7 @@ LAYERS = ["framework", "ops", "devices", "runtime", "train", "distributed", "not
 
 # Top-level modules and the layer each belongs to (subpackages take their own name's layer).
 PLACES = {
-    "tfteach.errors": "framework", "tfteach._late": "framework", "tfteach.data": "framework",
+    "tfteach.errors": "framework", "tfteach.i18n": "framework", "tfteach._late": "framework", "tfteach.data": "framework",
     "tfteach.layers": "ops", "tfteach.nn": "ops",
     "tfteach.config": "devices", "tfteach.timeline": "runtime", "tfteach.summary": "train",
     "tfteach.cluster": "distributed", "tfteach.server": "distributed",
