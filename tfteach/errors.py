@@ -33,6 +33,12 @@ DATA_LOSS = 15
 UNAUTHENTICATED = 16
 
 
+def with_hint(message: str, *hints: str) -> str:
+    """``message`` followed by one ``Hint:`` line per hint, the word in the learner's
+    language (``message`` itself is left as it is: TF's text stays English)."""
+    return "\n".join([message] + [f"{tr('Hint')}: {hint}" for hint in hints if hint])
+
+
 class OpError(Exception):
     """A failed graph operation: TF's message, the op (if known), and a hint for learners."""
 
@@ -50,7 +56,7 @@ class OpError(Exception):
 
     def __str__(self) -> str:
         if self.hint:
-            return f"{self.message}\n{tr('Hint')}: {self.hint}"
+            return with_hint(self.message, self.hint)
         return self.message
 
     def __reduce__(self):
