@@ -1,10 +1,14 @@
-"""The ``tfteach`` command: ``tfteach lessons copy DIR``, ``tfteach lessons path``, ``tfteach devices``.
+"""The ``tfteach`` command: ``tfteach lessons copy [--lang ko] DIR``, ``tfteach lessons path``,
+``tfteach devices``.
 
 Lessons ship inside the wheel (``tfteach/lessons_data``) and sit in the repository's
 ``lessons/`` for an editable install; ``lessons copy`` writes them with outputs and
 execution counts cleared, so a teacher hands out fresh notebooks (``--no-solutions`` leaves
 out the exercises' solution cells) and a learner gets a working copy that JupyterLab may
 save into (``--keep-existing`` keeps the notebooks already there, with the learner's work).
+``--lang`` picks the lessons' language (``en``, ``ko``, ``zh`` or ``ru``; a translated set
+comes with the course's glossary); ``--lang all`` writes the English set into DIR and each
+translation into DIR/<lang>/, as the repository's ``lessons/`` holds them.
 """
 from __future__ import annotations
 
@@ -14,14 +18,15 @@ import shutil
 import sys
 from pathlib import Path
 
+from tfteach.i18n import LANGUAGES
 from tfteach.notebook import exercises
 
 _COPIED_FILES = ("README.md", "sanitize.cfg")
 
 
-def lessons_dir() -> Path:
-    """Where the lessons are: inside the installed package, else the repository checkout."""
-    return exercises.lessons_folder()
+def lessons_dir(lang: str = "en") -> Path:
+    """Where the lessons in ``lang`` are: inside the installed package, else the checkout."""
+    return exercises.lessons_folder(lang)
 
 
 def strip_outputs(notebook: dict, solutions: bool = True) -> dict:
@@ -37,14 +42,24 @@ def strip_outputs(notebook: dict, solutions: bool = True) -> dict:
     return nb
 
 
+def _sources(lang: str) -> list[Path]:
+    """The files a copy in ``lang`` holds: its lessons, syllabus and (translations) glossary."""
+    src, english = lessons_dir(lang), lessons_dir()
+    extra = [src / n for n in _COPIED_FILES]
+    if src != english:
+        extra.append(english / "GLOSSARY.md")
+    return sorted(src.glob("*.ipynb")) + [path for path in extra if path.exists()]
+
+
 def copy_lessons(dest: Path, overwrite: bool = False, solutions: bool = True,
-                 keep_existing: bool = False) -> list[Path]:
-    """Copy every lesson (without outputs; without solutions unless ``solutions``) and the
-    syllabus into ``dest``; with ``keep_existing`` the files already there stay as they are."""
-    src = lessons_dir()
+                 keep_existing: bool = False, lang: str = "en") -> list[Path]:
+    """Copy every lesson in ``lang`` (without outputs; without solutions unless
+    ``solutions``) and the syllabus into ``dest``; with ``keep_existing`` the files already
+    there stay as they are."""
+    sources = _sources(lang)
     dest.mkdir(parents=True, exist_ok=True)
     written = []
-    for path in sorted(src.glob("*.ipynb")) + [src / n for n in _COPIED_FILES if (src / n).exists()]:
+    for path in sources:
         target = dest / path.name
         if target.exists() and keep_existing:
             continue
@@ -53,7 +68,8 @@ def copy_lessons(dest: Path, overwrite: bool = False, solutions: bool = True,
                                   "--keep-existing to copy only the lessons missing there")
         if path.suffix == ".ipynb":
             notebook = strip_outputs(json.loads(path.read_text()), solutions)
-            target.write_text(json.dumps(notebook, indent=1) + "\n")
+            target.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n",
+                              encoding="utf-8")
         else:
             shutil.copyfile(path, target)
         written.append(target)
@@ -78,18 +94,25 @@ def main(argv: list[str] | None = None) -> int:
                       help="leave out the exercises' solution cells (for a class)")
     copy.add_argument("--keep-existing", action="store_true",
                       help="keep the notebooks already in DIR (a learner's work)")
-    lsub.add_parser("path", help="print where the lessons are")
+    path = lsub.add_parser("path", help="print where the lessons are")
+    copy.add_argument("--lang", choices=(*LANGUAGES, "all"), default="en",
+                      help="the lessons' language (default: en); all: every language, "
+                           "the translations in DIR/<lang>/")
+    path.add_argument("--lang", choices=LANGUAGES, default="en",
+                      help="the lessons' language (default: en)")
     sub.add_parser("devices", help="list the devices a session would get here")
     args = parser.parse_args(argv)
     try:
         if args.command == "devices":
             _devices()
         elif args.action == "path":
-            print(lessons_dir())
+            print(lessons_dir(args.lang))
         else:
-            for path in copy_lessons(args.dir, args.overwrite, args.solutions,
-                                     args.keep_existing):
-                print(path)
+            for lang in (LANGUAGES if args.lang == "all" else (args.lang,)):
+                dest = args.dir if lang in ("en", args.lang) else args.dir / lang
+                for path in copy_lessons(dest, args.overwrite, args.solutions,
+                                         args.keep_existing, lang):
+                    print(path)
     except (FileNotFoundError, FileExistsError) as e:
         print(f"tfteach: {e}", file=sys.stderr)
         return 1

@@ -25,7 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from tfteach.errors import with_hint
 from tfteach.framework.device_spec import DeviceSpec
+from tfteach.i18n import tr
 from tfteach.notebook import exercises
 
 _FROM_EXERCISE: Any = object()      # "the exercise's answer, from the package"
@@ -47,10 +49,11 @@ class Feedback:
         return self.passed
 
     def text(self) -> str:
+        what = tr(self.what)
         if self.passed:
-            return f"Correct: {self.what}. Well done!"
-        lines = [f"Not yet: {self.what}."] + [f"- {p}" for p in self.problems]
-        return "\n".join(lines + [f"Hint: {h}" for h in dict.fromkeys(self.hints)])
+            return tr("Correct: {what}. Well done!", what=what)
+        lines = [tr("Not yet: {what}.", what=what)] + [f"- {p}" for p in self.problems]
+        return with_hint("\n".join(lines), *dict.fromkeys(self.hints))
 
     def html(self) -> str:
         """The box: themed colours (``palette.feedback_style``), `code` in hints as code."""
@@ -80,9 +83,9 @@ def check(actual: Any, expected: Any = _FROM_EXERCISE, what: str | None = None, 
         raise TypeError("check() needs the expected value, or exercise='lesson.number'")
     feedback = Feedback(what or "the answer")
     if not _same(actual, expected, atol):
-        feedback.problems.append(f"expected {_show(expected)}, got {_show(actual)}")
+        feedback.problems.append(_expected_got(expected, actual))
         if hint:
-            feedback.hints.append(hint)
+            feedback.hints.append(tr(hint))
     return feedback
 
 
@@ -124,7 +127,7 @@ def _check_exercise(name: str, actual: Any, expected: Any, atol: float) -> Feedb
     if passed:
         return feedback
     if tries >= exercises.TRIES_BEFORE_ANSWER:
-        feedback.problems.append(f"expected {_show(expected)}, got {_show(actual)}")
+        feedback.problems.append(_expected_got(expected, actual))
     else:
         feedback.problems.extend(_directions(actual, expected, atol))
     _add_hints(feedback, name, info, tries)
@@ -133,40 +136,49 @@ def _check_exercise(name: str, actual: Any, expected: Any, atol: float) -> Feedb
 
 def _add_hints(feedback: Feedback, name: str, info: dict, tries: int) -> None:
     """The hints for the ``tries``-th wrong try: direction, then stronger, then the answer."""
-    feedback.hints.append(info["direction"])
+    feedback.hints.append(tr(info["direction"]))
     if tries >= 2:
-        feedback.hints.append(info["hint"])
+        feedback.hints.append(tr(info["hint"]))
     ask = f"`tfteach.lessons.solution('{name}')`"
     if tries >= exercises.TRIES_BEFORE_ANSWER:
-        feedback.hints.append(f"the whole solution: {ask}")
+        feedback.hints.append(tr("the whole solution: {ask}", ask=ask))
     elif tries == 1:
-        feedback.hints.append(f"a stronger hint comes with the next wrong try, the answer with "
-                              f"the third, or now with {ask}")
+        feedback.hints.append(tr("a stronger hint comes with the next wrong try, the answer "
+                                 "with the third, or now with {ask}", ask=ask))
     else:
-        feedback.hints.append(f"the answer comes with the next wrong try, or now with {ask}")
+        feedback.hints.append(tr("the answer comes with the next wrong try, or now with {ask}",
+                                 ask=ask))
 
 
 def _directions(actual: Any, expected: Any, atol: float) -> list[str]:
     """What is wrong, without the expected value: which parts, and too high or too low."""
     if isinstance(expected, dict) and isinstance(actual, dict):
-        missing = [f"there is no answer for {k!r}" for k in expected if k not in actual]
-        extra = [f"{k!r} is not asked for" for k in actual if k not in expected]
+        missing = [tr("there is no answer for {key}", key=repr(k))
+                   for k in expected if k not in actual]
+        extra = [tr("{key} is not asked for", key=repr(k)) for k in actual if k not in expected]
         wrong = [_one_direction(repr(k), actual[k], v)
                  for k, v in expected.items() if k in actual and not _same(actual[k], v, atol)]
         return missing + wrong + extra
     if isinstance(expected, (list, tuple)) and isinstance(actual, (list, tuple)):
         if len(actual) != len(expected):
-            return [f"give {len(expected)} values, not {len(actual)}"]
+            return [tr("give {expected} values, not {actual}", expected=len(expected),
+                       actual=len(actual))]
         pairs = enumerate(zip(actual, expected, strict=True))
-        return [_one_direction(f"value {i + 1}", a, e) for i, (a, e) in pairs
+        return [_one_direction(tr("value {n}", n=i + 1), a, e) for i, (a, e) in pairs
                 if not _same(a, e, atol)]
-    return [_one_direction("the answer", actual, expected)]
+    return [_one_direction(tr("the answer"), actual, expected)]
 
 
 def _one_direction(label: str, actual: Any, expected: Any) -> str:
     if _is_number(actual) and _is_number(expected):
-        return f"{label}, {_show(actual)}, is too {'high' if actual > expected else 'low'}"
-    return f"{label}, {_show(actual)}, is not right yet"
+        if actual > expected:
+            return tr("{label}, {value}, is too high", label=label, value=_show(actual))
+        return tr("{label}, {value}, is too low", label=label, value=_show(actual))
+    return tr("{label}, {value}, is not right yet", label=label, value=_show(actual))
+
+
+def _expected_got(expected: Any, actual: Any) -> str:
+    return tr("expected {expected}, got {actual}", expected=_show(expected), actual=_show(actual))
 
 
 def _is_number(value: Any) -> bool:
@@ -221,7 +233,7 @@ def _check_placed(feedback: Feedback, result: Any, expected: dict[str, str], val
                   atol: float, reveal: bool) -> None:
     error = getattr(result, "error", None)
     if error is not None:
-        feedback.problems.append(f"the cell failed with {type(error).__name__}")
+        feedback.problems.append(tr("the cell failed with {error}", error=type(error).__name__))
         feedback.hints.append(getattr(error, "hint", None) or str(error))
         return
     placed = _full_devices(result)
@@ -241,29 +253,34 @@ def _full_devices(result: Any) -> dict[str, str]:
 def _check_one(feedback: Feedback, placed: dict[str, str], name: str, wanted: str,
                reveal: bool = True) -> None:
     if name not in placed:
-        feedback.problems.append(f"there is no op named '{name}'")
-        feedback.hints.append(f"create it with name='{name}', e.g. "
-                              f"tf.matmul(a, b, name='{name}'), in the %%placement cell")
+        feedback.problems.append(tr("there is no op named '{name}'", name=name))
+        feedback.hints.append(tr("create it with name='{name}', e.g. "
+                                 "tf.matmul(a, b, name='{name}'), in the %%placement cell",
+                                 name=name))
     elif not device_matches(placed[name], wanted):
         if not reveal:
-            feedback.problems.append(f"'{name}' is on {_short(placed[name])}, not where the exercise asks")
+            feedback.problems.append(tr("'{name}' is on {device}, not where the exercise asks",
+                                        name=name, device=_short(placed[name])))
             return
-        feedback.problems.append(f"'{name}' is on {_short(placed[name])}, not on {wanted}")
-        feedback.hints.append(f"create '{name}' inside `with tf.device('{wanted}'):`")
+        feedback.problems.append(tr("'{name}' is on {device}, not on {wanted}", name=name,
+                                    device=_short(placed[name]), wanted=wanted))
+        feedback.hints.append(tr("create '{name}' inside `with tf.device('{wanted}'):`",
+                                 name=name, wanted=wanted))
 
 
 def _check_value(feedback: Feedback, values: dict | None, expected: Any, atol: float,
                  reveal: bool = True) -> None:
     if not values:
-        feedback.problems.append("the cell computed no value")
-        feedback.hints.append("add --run to the %%placement line and end the cell with the "
-                              "tensor to compute")
+        feedback.problems.append(tr("the cell computed no value"))
+        feedback.hints.append(tr("add --run to the %%placement line and end the cell with the "
+                                 "tensor to compute"))
         return
     got = list(values.values())[-1]
     if not _same(got, expected, atol):
-        feedback.problems.append(f"the value is {_show(got)}, expected {_show(expected)}"
-                                 if reveal else f"the value, {_show(got)}, is not right yet")
-        feedback.hints.append("end the cell with the tensor whose value is asked for")
+        feedback.problems.append(
+            tr("the value is {got}, expected {expected}", got=_show(got), expected=_show(expected))
+            if reveal else tr("the value, {got}, is not right yet", got=_show(got)))
+        feedback.hints.append(tr("end the cell with the tensor whose value is asked for"))
 
 
 def _short(device: str) -> str:

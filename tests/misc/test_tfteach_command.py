@@ -28,7 +28,7 @@ def test_copy_lessons_writes_fresh_notebooks(tmp_path, monkeypatch):
     (src / "01_x.ipynb").write_text(json.dumps(_lesson([{"output_type": "stream",
                                                          "name": "stdout", "text": "2"}])))
     (src / "README.md").write_text("syllabus")
-    monkeypatch.setattr(cli, "lessons_dir", lambda: src)
+    monkeypatch.setattr(cli, "lessons_dir", lambda lang="en": src)
     out = tmp_path / "class"
     written = cli.copy_lessons(out)
     assert sorted(p.name for p in written) == ["01_x.ipynb", "README.md"]
@@ -76,7 +76,7 @@ def test_keep_existing_copies_only_what_is_missing(tmp_path, monkeypatch):
     src.mkdir()
     for name in ("01_x.ipynb", "02_y.ipynb"):
         (src / name).write_text(json.dumps(_lesson([])))
-    monkeypatch.setattr(cli, "lessons_dir", lambda: src)
+    monkeypatch.setattr(cli, "lessons_dir", lambda lang="en": src)
     out = tmp_path / "work"
     out.mkdir()
     (out / "01_x.ipynb").write_text("the learner's work")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tfteach import errors
+from tfteach.i18n import language, tr
 
 ANSWERS = Path(__file__).with_name("exercises.json")
 TRIES_BEFORE_ANSWER = 3
@@ -44,8 +45,8 @@ def exercise(name: str) -> dict[str, Any]:
     except KeyError:
         raise errors.NotFoundError(
             f"There is no exercise {name!r}",
-            hint="exercises are named 'lesson.number', e.g. '5.2' for lesson 5's second; "
-                 "the check cell of an exercise names it with exercise=...") from None
+            hint=tr("exercises are named 'lesson.number', e.g. '5.2' for lesson 5's second; "
+                    "the check cell of an exercise names it with exercise=...")) from None
 
 
 def wrong_tries(name: str) -> int:
@@ -68,12 +69,15 @@ def forget_tries(name: str | None = None) -> None:
         _wrong_tries.pop(name, None)
 
 
-def lessons_folder() -> Path:
-    """Where the lessons are: inside the installed package, else the repository checkout."""
+def lessons_folder(lang: str = "en") -> Path:
+    """Where the lessons are, in ``lang`` (``en``, ``ko``, ``zh`` or ``ru``): inside the
+    installed package, else the repository checkout. The English ones are at the top, each
+    translation in a folder named by its language."""
     package = Path(__file__).resolve().parents[1]
     for candidate in (package / "lessons_data", package.parent / "lessons"):
-        if candidate.is_dir() and any(candidate.glob("*.ipynb")):
-            return candidate
+        folder = candidate if lang == "en" else candidate / lang
+        if folder.is_dir() and any(folder.glob("*.ipynb")):
+            return folder
     raise FileNotFoundError("tfteach's lessons were not found (neither in the installed package "
                             "nor next to it). Reinstall tfteach from its repository.")
 
@@ -92,11 +96,11 @@ class Solution:
     answer: Any = None
 
     def text(self) -> str:
-        parts = [f"Solution of exercise {self.name}:"]
+        parts = [tr("Solution of exercise {name}:", name=self.name)]
         for kind, source in self.cells:
             parts.append(f"```python\n{source}\n```" if kind == "code" else source)
         if self.answer is not None:
-            parts.append(f"The answer: `{self.answer!r}`")
+            parts.append(tr("The answer: {answer}", answer=f"`{self.answer!r}`"))
         return "\n\n".join(parts)
 
     def _repr_markdown_(self) -> str:
@@ -111,10 +115,18 @@ def solution(name: str) -> Solution:
     info = exercise(name)
     lesson = int(str(name).split(".")[0])
     found = Solution(str(name), answer=info.get("answer"))
-    for path in sorted(lessons_folder().glob(f"{lesson:02d}_*.ipynb")):
+    for path in sorted(_lessons_in_language().glob(f"{lesson:02d}_*.ipynb")):
         for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
             if cell.get("metadata", {}).get("tfteach", {}).get(SOLUTION_KEY) == str(name):
                 source = cell["source"]
                 found.cells.append((cell["cell_type"],
                                     "".join(source) if isinstance(source, list) else source))
     return found
+
+
+def _lessons_in_language() -> Path:
+    """The learner's language's lessons, or the English ones where it has none."""
+    try:
+        return lessons_folder(language())
+    except FileNotFoundError:
+        return lessons_folder()
