@@ -166,6 +166,30 @@ def test_lessons_point_at_the_first_lesson_under_the_root(server):
     assert body["first"] == "lessons/01_device_placement.ipynb"
 
 
+def test_lessons_in_a_language_point_at_its_folders_first_lesson(server):
+    write_notebook(server.root_dir / "lessons" / "01_device_placement.ipynb", "1")
+    write_notebook(server.root_dir / "lessons" / "ko" / "01_device_placement.ipynb", "1")
+    status, body, _ = server.api("GET", "tfteach/api/lessons?lang=ko")
+    assert status == 200
+    assert body["dir"] == "lessons/ko"
+    assert body["first"] == "lessons/ko/01_device_placement.ipynb"
+
+
+def test_lessons_in_a_language_without_its_folder_say_so(server):
+    write_notebook(server.root_dir / "lessons" / "01_device_placement.ipynb", "1")
+    status, body, _ = server.api("GET", "tfteach/api/lessons?lang=ru")
+    assert status == 200
+    assert body["dir"] is None and body["first"] is None
+    assert "lessons/ru/" in body["message"] and "Hint:" in body["message"]
+
+
+def test_lessons_in_an_unknown_language_are_a_bad_request(server):
+    write_notebook(server.root_dir / "lessons" / "01_device_placement.ipynb", "1")
+    status, body, _ = server.api("GET", "tfteach/api/lessons?lang=xx")
+    assert status == 400
+    assert "'xx'" in body["message"] and "ko" in body["message"]
+
+
 def test_lessons_without_a_lessons_folder_explain_how_to_get_them(server):
     status, body, _ = server.api("GET", "tfteach/api/lessons")
     assert status == 200
@@ -291,3 +315,11 @@ def test_find_lessons_prefers_a_lessons_folder_over_notebooks_at_the_root(tmp_pa
     assert find_lessons(tmp_path)["first"] == "lessons/01_device_placement.ipynb"
     assert find_lessons(tmp_path / "lessons")["first"] == "01_device_placement.ipynb"
     assert find_lessons(tmp_path / "nothing")["dir"] is None
+
+
+def test_find_lessons_in_a_language_at_the_server_root_itself(tmp_path):
+    from tfteach.notebook.server import find_lessons
+
+    write_notebook(tmp_path / "01_device_placement.ipynb", "1")
+    write_notebook(tmp_path / "zh" / "01_device_placement.ipynb", "1")
+    assert find_lessons(tmp_path, "zh")["first"] == "zh/01_device_placement.ipynb"

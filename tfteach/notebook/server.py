@@ -4,7 +4,8 @@
     POST /tfteach/api/clusters/<id>/tasks/<job>/<task>/kill      SIGKILL one task
     POST /tfteach/api/clusters/<id>/tasks/<job>/<task>/restart   start it again, same port
     POST /tfteach/api/clusters/<id>/stop                         stop every task
-    GET  /tfteach/api/lessons                                    where the lessons are
+    GET  /tfteach/api/lessons[?lang=ko|zh|ru]                    where the lessons are (in a
+                                                                 language: lessons/<lang>/)
 
 The cluster data comes from ``tfteach.distributed.registry`` (imported lazily, so a
 missing or broken registry gives an empty list and a message, not a dead server). Each task
@@ -36,6 +37,8 @@ from typing import Any
 import tornado.web
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
+
+from tfteach.i18n import LANGUAGES
 
 API_ROOT = "tfteach/api"
 FIRST_LESSON = "01_device_placement.ipynb"
@@ -213,24 +216,31 @@ class StopClusterHandler(_Base):
         self.finish(json.dumps({"ok": True, "action": "stop", "cluster": cluster_id}))
 
 
-def find_lessons(root: Path) -> dict[str, Any]:
+def find_lessons(root: Path, lang: str = "en") -> dict[str, Any]:
     """Where the lessons are under the server root: ``{dir, first, message}`` with paths
     relative to ``root`` (``first`` prefers 01_device_placement.ipynb). They are in its
     ``lessons/`` folder (JupyterLab started at the repository root or above a working copy),
     or the root holds them itself (started with ``jupyter lab lessons/``): then ``dir`` is
-    ``""``."""
+    ``""``. A ``lang`` other than English looks in that folder's ``<lang>/`` subfolder."""
     folder = root / "lessons"
     if folder.is_dir():
-        return _lessons_in(folder, "lessons/", "lessons/")
+        return _lessons_in(folder, "lessons/", "lessons/", lang)
     if (root / FIRST_LESSON).is_file() or any(root.glob("[0-9][0-9]_*.ipynb")):
-        return _lessons_in(root, "", "the server's root folder")
+        return _lessons_in(root, "", "the server's root folder", lang)
     return {"dir": None, "first": None, "message": (
         f"There is no lessons/ folder in the server's root folder {root}.\nHint: run "
         "`tfteach lessons copy lessons` in a terminal there, or copy the lessons/ folder of the "
         "tfteach repository into it, then try again.")}
 
 
-def _lessons_in(folder: Path, prefix: str, where: str) -> dict[str, Any]:
+def _lessons_in(folder: Path, prefix: str, where: str, lang: str = "en") -> dict[str, Any]:
+    if lang != "en":
+        folder, prefix, where = folder / lang, f"{prefix}{lang}/", f"{prefix}{lang}/"
+        if not folder.is_dir():
+            return {"dir": None, "first": None, "message": (
+                f"There is no {prefix} folder: these lessons have no {lang!r} translation.\n"
+                "Hint: run `tfteach lessons copy lessons` again to get the translated lessons, "
+                "or open the English ones.")}
     notebooks = sorted(p.name for p in folder.glob("*.ipynb"))
     first = FIRST_LESSON if FIRST_LESSON in notebooks else (notebooks[0] if notebooks else None)
     return {"dir": prefix.rstrip("/"), "first": f"{prefix}{first}" if first else None,
@@ -242,7 +252,12 @@ class LessonsHandler(APIHandler):
     def get(self) -> None:
         root = getattr(self.contents_manager, "root_dir", None) or self.settings.get(
             "server_root_dir", os.getcwd())
-        self.finish(json.dumps(find_lessons(Path(os.path.expanduser(root)))))
+        lang = self.get_query_argument("lang", "en")
+        if lang not in LANGUAGES:
+            raise tornado.web.HTTPError(400, (
+                f"There are no lessons in the language {lang!r}.\nHint: ask for one of "
+                f"{', '.join(LANGUAGES)}."))
+        self.finish(json.dumps(find_lessons(Path(os.path.expanduser(root)), lang)))
 
 
 def handlers(base_url: str) -> list[tuple[str, type]]:
