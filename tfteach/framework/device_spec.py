@@ -15,6 +15,9 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
+from tfteach.errors import with_hint
+from tfteach.i18n import tr
+
 _JOB_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
 
@@ -78,9 +81,9 @@ _EMPTY = DeviceSpec()
 
 
 def _bad(part: str, spec: str) -> ValueError:
-    return ValueError(f"Unknown attribute: '{part}' in '{spec}'\n"
-                      "Hint: a device looks like '/cpu:0', '/gpu:1', '/device:GPU:1' or "
-                      "'/job:worker/replica:0/task:1/device:CPU:0'.")
+    return ValueError(with_hint(f"Unknown attribute: '{part}' in '{spec}'", tr(
+        "a device looks like '/cpu:0', '/gpu:1', '/device:GPU:1' or "
+        "'/job:worker/replica:0/task:1/device:CPU:0'.")))
 
 
 def _index(value: str, part: str, spec: str) -> int | None:

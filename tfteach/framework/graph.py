@@ -20,6 +20,8 @@ import threading
 import warnings
 from typing import Any, Callable, Iterator, Sequence
 
+from tfteach.errors import with_hint
+from tfteach.i18n import tr
 from tfteach.framework import dtypes
 from tfteach.framework import registry
 from tfteach.framework.device_spec import DeviceSpec, canonical, merge_device
@@ -174,10 +176,12 @@ class Operation:
         try:
             return self.attrs[name]
         except KeyError:
-            hint = ("\nHint: only an op created under tf.colocate_with has a '_class' attr; "
-                    "op.colocation_groups() works on every op." if name == "_class" else "")
-            raise ValueError(f"Operation '{self.name}' has no attr named '{name}'.{hint}") \
-                from None
+            message = f"Operation '{self.name}' has no attr named '{name}'."
+            if name == "_class":
+                message = with_hint(message, tr(
+                    "only an op created under tf.colocate_with has a '_class' attr; "
+                    "op.colocation_groups() works on every op."))
+            raise ValueError(message) from None
 
     def values(self) -> tuple[Tensor, ...]:
         return self.outputs
@@ -314,9 +318,10 @@ class Graph:
         if not isinstance(t, Tensor):
             raise TypeError(f"Input to op '{name or op_type}' must be a Tensor, got {t!r}")
         if t.graph is not self:
-            raise ValueError(f"Tensor {t} must be from the same graph as the op "
-                             f"'{name or op_type}' being created.\nHint: build all ops of "
-                             "one program inside the same `with graph.as_default():` block.")
+            raise ValueError(with_hint(
+                f"Tensor {t} must be from the same graph as the op '{name or op_type}' being "
+                "created.", tr("build all ops of one program inside the same "
+                               "`with graph.as_default():` block.")))
 
     def _register(self, op: Operation) -> None:
         op._id = len(self._ops)
@@ -401,14 +406,14 @@ class Graph:
         """TF's rule: a root scope name is a valid op name; a nested one may also start
         with ``_ - \\ /`` (it follows a ``/``)."""
         if self._name_stack and not _VALID_SCOPE_NAME.match(name):
-            raise ValueError(f"'{name}' is not a valid scope name. A scope name has to match "
-                             f"the following pattern: {_VALID_SCOPE_NAME.pattern}\nHint: use "
-                             f"{_SCOPE_CHARS}.")
+            raise ValueError(with_hint(
+                f"'{name}' is not a valid scope name. A scope name has to match the following "
+                f"pattern: {_VALID_SCOPE_NAME.pattern}", tr("use {chars}.", chars=_SCOPE_CHARS)))
         if not self._name_stack and not _VALID_OP_NAME.match(name):
-            raise ValueError(f"'{name}' is not a valid root scope name. A root scope name has "
-                             f"to match the following pattern: {_VALID_OP_NAME.pattern}\n"
-                             "Hint: start with a letter, a digit or '.', then use "
-                             f"{_SCOPE_CHARS}.")
+            raise ValueError(with_hint(
+                f"'{name}' is not a valid root scope name. A root scope name has to match the "
+                f"following pattern: {_VALID_OP_NAME.pattern}",
+                tr("start with a letter, a digit or '.', then use {chars}.", chars=_SCOPE_CHARS)))
 
     # ---- device, colocation, control dependencies -------------------------------------
     @contextlib.contextmanager
@@ -590,9 +595,9 @@ class Graph:
         """Check the graph's invariants; raises ValueError that prints the whole graph."""
         problems = list(_problems(self))
         if problems:
-            raise ValueError("Graph is invalid:\n  " + "\n  ".join(problems) +
-                             "\n\nThe graph:\n" + str(self) +
-                             "\nHint: create ops only through tfteach functions, in one graph.")
+            raise ValueError(with_hint(
+                "Graph is invalid:\n  " + "\n  ".join(problems) + "\n\nThe graph:\n" + str(self),
+                tr("create ops only through tfteach functions, in one graph.")))
 
     lint = validate
 

@@ -32,7 +32,8 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from tfteach.errors import NotFoundError
+from tfteach.errors import NotFoundError, with_hint
+from tfteach.i18n import tr
 from tfteach.framework import dtypes, registry, tensor_proto
 from tfteach.framework.graph import (Graph, Operation, Tensor, get_default_graph,
                                      register_graph_def_writer)
@@ -215,8 +216,9 @@ def as_graph_def_proto(graph_def: Any) -> pb.GraphDef:
     elif hasattr(graph_def, "SerializeToString"):
         data = graph_def.SerializeToString()
     else:
-        raise TypeError(f"graph_def must be a GraphDef proto, not {type(graph_def).__name__}."
-                        "\nHint: pass graph.as_graph_def(), TF's GraphDef, or its bytes.")
+        raise TypeError(with_hint(
+            f"graph_def must be a GraphDef proto, not {type(graph_def).__name__}.",
+            tr("pass graph.as_graph_def(), TF's GraphDef, or its bytes.")))
     try:
         return pb.GraphDef.FromString(data)
     except Exception as err:  # noqa: BLE001 (protobuf's DecodeError differs by backend)
@@ -274,9 +276,11 @@ def _check_op_types(nodes: Iterable[pb.NodeDef]) -> None:
         except KeyError:
             raise NotFoundError(
                 f"Op type not registered '{node.op}' in binary running on tfteach (node "
-                f"'{node.name}').", hint="tfteach imports GraphDefs of the op types it has: "
-                f"{', '.join(t for t in registry.registered_types() if not t.startswith('_'))}"
-                ". Run this graph on real TensorFlow instead.") from None
+                f"'{node.name}').", hint=tr(
+                    "tfteach imports GraphDefs of the op types it has: {types}. Run this "
+                    "graph on real TensorFlow instead.", types=", ".join(
+                        t for t in registry.registered_types() if not t.startswith("_")))
+            ) from None
 
 
 def import_graph_def(graph_def: Any, input_map: Mapping[str, Any] | None = None,
@@ -342,8 +346,9 @@ def _import_node(g: Graph, node: pb.NodeDef, scope: str, created: Mapping[str, O
     if node.op == "OneHot":
         inputs, attrs = _one_hot_from_tf(node, inputs, attrs)
     if scope + node.name in g._by_name:
-        raise ValueError(f"Duplicate node name in graph: '{scope + node.name}'\nHint: import "
-                         "under a name (import_graph_def(graph_def, name='imported')).")
+        raise ValueError(with_hint(
+            f"Duplicate node name in graph: '{scope + node.name}'",
+            tr("import under a name (import_graph_def(graph_def, name='imported')).")))
     try:
         op = g.create_op(node.op, inputs, attrs, name=scope + node.name + "/")
     except Exception as err:  # noqa: BLE001 (any failure of foreign data is its fault)

@@ -17,6 +17,9 @@ from __future__ import annotations
 import collections
 from typing import Any
 
+from tfteach.errors import with_hint
+from tfteach.i18n import tr
+
 from tfteach.framework.graph import Graph, Operation, Tensor
 from tfteach.framework.tensor_shape import TensorShape, unknown_shape
 
@@ -31,8 +34,9 @@ class IndexedSlices:
     def __init__(self, values: Tensor, indices: Tensor, dense_shape: Tensor | None = None) -> None:
         for what, t in (("values", values), ("indices", indices), ("dense_shape", dense_shape)):
             if t is not None and not isinstance(t, Tensor):
-                raise TypeError(f"IndexedSlices {what} must be a Tensor, got {t!r}.\nHint: "
-                                "build them with tf.constant or other ops first.")
+                raise TypeError(with_hint(
+                    f"IndexedSlices {what} must be a Tensor, got {t!r}.",
+                    tr("build them with tf.constant or other ops first.")))
         self._values = values
         self._indices = indices
         self._dense_shape = dense_shape

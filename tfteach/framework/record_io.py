@@ -23,6 +23,7 @@ import google_crc32c
 import numpy as np
 
 from tfteach.errors import DataLossError
+from tfteach.i18n import tr
 
 _MASK_DELTA = 0xA282EAD8
 _U32 = 0xFFFFFFFF
@@ -67,19 +68,20 @@ def read_records(f: IO[bytes], name: str = "record file") -> Iterator[bytes]:
         length, length_crc = struct.unpack("<QI", header)
         if masked_crc32c(header[:8]) != length_crc:
             raise DataLossError(f"corrupted record at {f.tell() - 12} in {name}: the "
-                                "length's checksum does not match", hint=_HINT)
+                                "length's checksum does not match", hint=_damaged())
         data, trailer = f.read(length), f.read(4)
         if len(data) < length or len(trailer) < 4:
             raise _truncated(name)
         if masked_crc32c(data) != struct.unpack("<I", trailer)[0]:
             raise DataLossError(f"corrupted record in {name}: the data's checksum does not "
-                                "match", hint=_HINT)
+                                "match", hint=_damaged())
         yield data
 
 
-_HINT = "the file was damaged or is still being written; write it again."
+def _damaged() -> str:
+    return tr("the file was damaged or is still being written; write it again.")
 
 
 def _truncated(name: str) -> DataLossError:
     return DataLossError(f"truncated record at the end of {name}",
-                         hint="a writer may still be writing it (flush or close it first).")
+                         hint=tr("a writer may still be writing it (flush or close it first)."))
