@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from tfteach import errors
+from tfteach.i18n import tr
 from tfteach.framework import dtypes as _dtypes
 from tfteach.framework.graph import Operation, Tensor, get_default_graph
 from tfteach.framework.indexed_slices import IndexedSlices
@@ -40,7 +41,7 @@ def _accumulator(ctx: Any, cls: type, *args: Any) -> Any:
     if type(found) is not cls:
         raise errors.InvalidArgumentError(
             f"Accumulator '{name}' is a {found.op_type}, not a {cls.op_type}", op=ctx.op,
-            hint="give each accumulator a shared_name of its own.")
+            hint=tr("give each accumulator a shared_name of its own."))
     return found
 
 
@@ -79,7 +80,7 @@ def _take_grad_kernel(ctx: Any, accum: AccumulatorResource, num_required: Any) -
     if need < 1:
         raise errors.InvalidArgumentError(
             f"Argument num_required must be positive, but was {need}", op=ctx.op,
-            hint="take_grad(n) waits for n gradients; n must be at least 1.")
+            hint=tr("take_grad(n) waits for n gradients; n must be at least 1."))
     attempt = _Attempt(_new_pending(), need, ctx.op.name)
     accum.taker, accum.need = _caller(ctx), need
     return _start_waiting(ctx, accum, attempt, accum.takers)
@@ -169,8 +170,9 @@ class ConditionalAccumulator:
         with g.as_default():
             grad = convert_to_tensor(grad, dtype=self._dtype, name="grad")
         if not self._shape.is_compatible_with(grad.shape):
-            raise ValueError(f"Shapes {grad.shape} and {self._shape} are incompatible.\n"
-                             "Hint: apply gradients of the accumulator's shape.")
+            raise ValueError(errors.with_hint(
+                f"Shapes {grad.shape} and {self._shape} are incompatible.",
+                tr("apply gradients of the accumulator's shape.")))
         step = self._int64(local_step, "local_step")
         return self._op("AccumulatorApplyGradient", [step, grad], {"dtype": self._dtype},
                         name or "AccumulatorApplyGradient")

@@ -28,6 +28,7 @@ import numpy as np
 
 from tfteach import errors
 from tfteach.framework.tensor_shape import TensorShape
+from tfteach.i18n import tr
 from tfteach.ops.data_flow_ops import _resolve_all, _Waitable
 
 
@@ -85,7 +86,7 @@ class AccumulatorResource(_Waitable):
             raise errors.InvalidArgumentError(
                 f"Shape mismatch: expected shape {self.shape.bracket()} but got "
                 f"{list(np.shape(grad))} for accumulator '{self.name}'", op=op,
-                hint="apply gradients of the variable's shape to its accumulator.")
+                hint=tr("apply gradients of the variable's shape to its accumulator."))
 
     def _add(self, grad: Any) -> None:
         self.sum = np.array(grad, copy=True) if self.count == 0 else self.sum + grad
@@ -126,8 +127,8 @@ class AccumulatorResource(_Waitable):
 def _mismatch(detail: str, op: Any) -> errors.InvalidArgumentError:
     return errors.InvalidArgumentError(
         f"Shape mismatch: {detail}", op=op,
-        hint="apply IndexedSlices gradients of the accumulator's variable: rows of the "
-             "variable's shape, indices within its first dimension.")
+        hint=tr("apply IndexedSlices gradients of the accumulator's variable: rows of the "
+                "variable's shape, indices within its first dimension."))
 
 
 class SparseAccumulatorResource(AccumulatorResource):
@@ -149,7 +150,7 @@ class SparseAccumulatorResource(AccumulatorResource):
             raise errors.InvalidArgumentError(
                 f"Expected {len(indices)} non-empty input values, got "
                 f"{len(values) if values.ndim else 0}", op=op,
-                hint="give one row of values per index.")
+                hint=tr("give one row of values per index."))
         mine = self.shape.dims
         if shape is not None and mine is not None:
             if len(mine) > len(shape):

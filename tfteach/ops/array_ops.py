@@ -18,6 +18,7 @@ from tfteach.framework import dtypes
 from tfteach.framework.graph import Tensor, get_default_graph
 from tfteach.framework.registry import ALL_TYPES, register_op
 from tfteach.framework.tensor_shape import TensorShape, as_shape, unknown_shape
+from tfteach.i18n import tr
 from tfteach.ops.common import (axis_list, const_value, convert_to_tensor, create_op, graph_of, host_ints,
                                 same_shape_fn, shape_error)
 from tfteach.ops.constant_op import constant
@@ -38,8 +39,9 @@ def _placeholder_kernel(ctx):
         f"You must feed a value for placeholder tensor '{op.name}' with dtype "
         f"{op.attrs['dtype'].tf_name} and shape {op.attrs['shape'].bracket()}\n"
         f"\t [[Node: {op.summary()}]]", op=op,
-        hint=f"pass feed_dict={{{op.name.split('/')[-1]}: value}} to Session.run "
-             f"(a value of shape {op.attrs['shape'].bracket()}, dtype {op.attrs['dtype'].name}).")
+        hint=tr("pass feed_dict={{{name}: value}} to Session.run (a value of shape {shape}, "
+                "dtype {dtype}).", name=op.name.split("/")[-1],
+                shape=op.attrs["shape"].bracket(), dtype=op.attrs["dtype"].name))
 
 
 register_op("Placeholder", _placeholder_shape, _placeholder_kernel, gpu_types=ALL_TYPES,
@@ -196,9 +198,9 @@ def _reshape_kernel(ctx, x, s):
         raise InvalidArgumentError(
             f"Input to reshape is a tensor with {x.size} values, but the requested shape "
             f"{wanted}\n\t [[Node: {ctx.op.summary()}]]", op=ctx.op,
-            hint=f"the shape [{', '.join(map(str, target))}] must hold exactly the input's "
-                 f"{x.size} values (use -1 for one dimension to have it computed); check the "
-                 "batch size of what you feed.")
+            hint=tr("the shape [{shape}] must hold exactly the input's {size} values (use -1 "
+                    "for one dimension to have it computed); check the batch size of what you "
+                    "feed.", shape=", ".join(map(str, target)), size=x.size))
     return x.reshape(target)
 
 
@@ -393,7 +395,8 @@ def _broadcast_gradient_args_kernel(ctx, s0, s1):
         if a[i] != b[i] and 1 not in (a[i], b[i]):
             from tfteach.errors import InvalidArgumentError
             raise InvalidArgumentError(f"Incompatible shapes: {a} vs. {b}", op=ctx.op,
-                                       hint="the two operands must broadcast against each other.")
+                                       hint=tr("the two operands must broadcast against "
+                                               "each other."))
     r0 = [i for i in range(n) if a[i] == 1 and b[i] != 1]
     r1 = [i for i in range(n) if b[i] == 1 and a[i] != 1]
     return np.array(r0, dtype=np.int32), np.array(r1, dtype=np.int32)

@@ -9,10 +9,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from tfteach.errors import with_hint
 from tfteach.framework import dtypes
 from tfteach.framework.graph import Graph, Operation, Tensor, get_default_graph
 from tfteach.framework.indexed_slices import IndexedSlices
 from tfteach.framework.tensor_shape import TensorShape, broadcast_shapes
+from tfteach.i18n import tr
 from tfteach.ops.constant_op import constant
 
 _conversion_hooks: list = []
@@ -76,10 +78,11 @@ def binary_inputs(op_type: str, x: Any, y: Any, names: tuple = ("x", "y")) -> tu
     if ty is None:
         ty = convert_to_tensor(y, dtype=tx.dtype, name=names[1], graph=g)
     if tx.dtype is not ty.dtype:
-        raise TypeError(f"Input '{names[1]}' of '{op_type}' Op has type {ty.dtype.name} that "
-                        f"does not match type {tx.dtype.name} of argument '{names[0]}'.\n"
-                        f"Hint: TensorFlow never converts types silently; use "
-                        f"tf.cast(t, tf.{tx.dtype.name}) on one side.")
+        raise TypeError(with_hint(
+            f"Input '{names[1]}' of '{op_type}' Op has type {ty.dtype.name} that does not "
+            f"match type {tx.dtype.name} of argument '{names[0]}'.",
+            tr("TensorFlow never converts types silently; use tf.cast(t, tf.{dtype}) on one "
+               "side.", dtype=tx.dtype.name)))
     return tx, ty
 
 

@@ -41,6 +41,7 @@ from tfteach.framework.graph import Operation, Tensor
 from tfteach.framework.kernel import Pending
 from tfteach.framework.registry import ALL_TYPES, not_differentiable, register_op
 from tfteach.framework.tensor_shape import TensorShape, unknown_shape
+from tfteach.i18n import tr
 from tfteach.ops.common import convert_to_tensor, graph_of
 
 CPU_ONLY: frozenset = frozenset()
@@ -133,8 +134,9 @@ class _Waitable:
     def _reset_error(self) -> errors.CancelledError:
         return errors.CancelledError(
             f"{type(self).__name__.replace('Resource', '')} '{self.name}' was reset (its "
-            "container was cleared)", hint="the task's state was reset (tf.Session.reset or a "
-            "restart); rebuild the session and run the initialization again.")
+            "container was cleared)", hint=tr(
+                "the task's state was reset (tf.Session.reset or a restart); rebuild the "
+                "session and run the initialization again."))
 
     def read(self, op: Any = None) -> np.ndarray:
         """What fetching the handle gives: its name, as TF's string handle."""
@@ -155,15 +157,15 @@ def _start_waiting(ctx: Any, resource: _Waitable, attempt: _Attempt,
     the attempt unless it already ended (see ``tfteach.framework.kernel``)."""
     pending = attempt.pending
     pending.on_cancel = lambda: resource.cancel(attempt, errors.CancelledError(
-        f"{attempt.op_name} was cancelled", hint="the step it belonged to failed, was aborted "
-        "or was interrupted (the first error of the step says why); the queue keeps its "
-        "elements for the next step."))
+        f"{attempt.op_name} was cancelled", hint=tr(
+            "the step it belonged to failed, was aborted or was interrupted (the first error "
+            "of the step says why); the queue keeps its elements for the next step.")))
     pending.on_deadline = lambda: resource.cancel(attempt, errors.DeadlineExceededError(
         f"Timed out waiting in {attempt.op_name} on '{resource.name}'",
-        hint="it waits for what another step must give (an element, a free slot, enough "
-             "gradients: another worker, the chief, an input thread); is that step running? "
-             "Raise RunOptions(timeout_in_ms=...) or ConfigProto(operation_timeout_in_ms=...) "
-             "if it is just slow."))
+        hint=tr("it waits for what another step must give (an element, a free slot, enough "
+                "gradients: another worker, the chief, an input thread); is that step "
+                "running? Raise RunOptions(timeout_in_ms=...) or "
+                "ConfigProto(operation_timeout_in_ms=...) if it is just slow.")))
     resource.wait(attempt, queue)
     return pending
 
@@ -197,7 +199,7 @@ def _dynamic_partition_kernel(ctx: Any, data: Any, partitions: Any) -> tuple:
         raise errors.InvalidArgumentError(
             f"data.shape must start with partitions.shape, got data.shape = "
             f"{list(data.shape)}, partitions.shape = {list(parts.shape)}", op=ctx.op,
-            hint="give one partition number per row of data.")
+            hint=tr("give one partition number per row of data."))
     return tuple(data[parts == i] for i in range(ctx.attrs["num_partitions"]))
 
 

@@ -23,6 +23,7 @@ from tfteach.framework.indexed_slices import IndexedSlices
 from tfteach.framework.registry import (ALL_TYPES, GPU_FLOAT, not_differentiable,
                                         passes_indexed_slices, register_op, set_gradient)
 from tfteach.framework.tensor_shape import TensorShape, unknown_shape
+from tfteach.i18n import tr
 from tfteach.ops import array_ops, math_ops
 from tfteach.ops.common import (bad_index, const_value, convert_to_tensor, graph_of,
                                 index_add, register_tensor_conversion, shape_error)
@@ -39,7 +40,8 @@ def _check_range(ctx: Any, indices: Any, limit: int, text: str, negatives_ok: bo
         pos, value = bad
         raise errors.InvalidArgumentError(
             f"{what}[{pos}] = {value} {text.format(limit=limit)}", op=ctx.op,
-            hint=f"every value of {what} must pick an existing row: 0 <= index < {limit}.")
+            hint=tr("every value of {what} must pick an existing row: 0 <= index < {limit}.",
+                    what=what, limit=limit))
 
 
 # ---- GatherV2 ------------------------------------------------------------------------------
@@ -132,9 +134,10 @@ def gather(params: Any, indices: Any, validate_indices: Any = None, name: str | 
         p = convert_to_tensor(params, name="params")
         i = convert_to_tensor(indices, name="indices")
         if not i.dtype.is_integer:
-            raise TypeError(f"Value passed to parameter 'indices' has DataType {i.dtype.name} "
-                            "not in list of allowed values: int32, int64\nHint: indices are "
-                            "row numbers; cast them with tf.cast(indices, tf.int32).")
+            raise TypeError(errors.with_hint(
+                f"Value passed to parameter 'indices' has DataType {i.dtype.name} not in list "
+                "of allowed values: int32, int64",
+                tr("indices are row numbers; cast them with tf.cast(indices, tf.int32).")))
         a = convert_to_tensor(0 if axis is None else axis, dtype=i.dtype, name="axis")
         return g.create_op("GatherV2", [p, i, a], {"Tparams": p.dtype, "Tindices": i.dtype,
                            "Taxis": a.dtype, "batch_dims": 0}, name=scope).outputs[0]
@@ -278,9 +281,10 @@ passes_indexed_slices("Identity", "PlaceholderWithDefault")
 def indexed_slices_to_tensor(value: IndexedSlices, dtype: Any = None) -> Tensor:
     """TF's conversion: sum the rows into a dense tensor of ``dense_shape``."""
     if value.dense_shape is None:
-        raise ValueError("Tensor conversion requested for IndexedSlices for argument `value` "
-                         f"without dense_shape: {value}\nHint: give the IndexedSlices a "
-                         "dense_shape, or use its .values and .indices directly.")
+        raise ValueError(errors.with_hint(
+            f"Tensor conversion requested for IndexedSlices for argument `value` without "
+            f"dense_shape: {value}", tr("give the IndexedSlices a dense_shape, or use its "
+                                        ".values and .indices directly.")))
     ds = value.dense_shape
     g = ds.graph
     with g.as_default():

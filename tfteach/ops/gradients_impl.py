@@ -36,9 +36,11 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from tfteach.errors import with_hint
 from tfteach.framework import dtypes
 from tfteach.framework.graph import Graph, Operation, Tensor
 from tfteach.framework.indexed_slices import IndexedSlices
+from tfteach.i18n import tr
 from tfteach.ops import array_grad, math_grad  # noqa: F401 (they register the gradients)
 from tfteach.ops import array_ops, gather_ops, math_ops
 from tfteach.ops.common import as_tensor_or_none, convert_to_tensor
@@ -75,8 +77,10 @@ def _unconnected(value: Any) -> UnconnectedGradients:
     try:
         return UnconnectedGradients(value)
     except ValueError:
-        raise ValueError(f"Unknown value for unconnected_gradients: '{value}'\nHint: pass "
-                         "tf.UnconnectedGradients.NONE or .ZERO (or 'none' / 'zero').") from None
+        raise ValueError(with_hint(
+            f"Unknown value for unconnected_gradients: '{value}'",
+            tr("pass tf.UnconnectedGradients.NONE or .ZERO (or 'none' / 'zero').")
+        )) from None
 
 
 def _tensors(values: Any, what: str) -> list[Tensor]:
@@ -85,9 +89,10 @@ def _tensors(values: Any, what: str) -> list[Tensor]:
     for v in items:
         t = as_tensor_or_none(v)
         if t is None:
-            raise TypeError(f"tf.gradients: every element of {what} must be a Tensor or a "
-                            f"Variable, got {v!r}.\nHint: pass the tensors the graph computed "
-                            "(e.g. the loss) and the variables to differentiate against.")
+            raise TypeError(with_hint(
+                f"tf.gradients: every element of {what} must be a Tensor or a Variable, got "
+                f"{v!r}.", tr("pass the tensors the graph computed (e.g. the loss) and the "
+                              "variables to differentiate against.")))
         out.append(t)
     if not out:
         raise ValueError(f"tf.gradients needs at least one tensor in {what}.")
@@ -203,10 +208,11 @@ class _Backprop:
             return
         grad_fn = op.op_def.grad
         if grad_fn is None:
-            raise LookupError(
-                f"No gradient defined for operation '{op.name}' (op type: {op.type})\n"
-                f"Hint: tf.gradients cannot go through {op.type}; wrap the part that needs "
-                "no gradient in tf.stop_gradient, or leave it out of the loss.")
+            raise LookupError(with_hint(
+                f"No gradient defined for operation '{op.name}' (op type: {op.type})",
+                tr("tf.gradients cannot go through {op_type}; wrap the part that needs no "
+                   "gradient in tf.stop_gradient, or leave it out of the loss.",
+                   op_type=op.type)))
         with self.g.name_scope(op.name + "_grad"), self._placed(op):
             if not op.op_def.sparse_grads:
                 out_grads = [_dense(gr) for gr in out_grads]

@@ -10,8 +10,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from tfteach.errors import with_hint
 from tfteach.framework import dtypes
 from tfteach.framework.graph import Tensor
+from tfteach.i18n import tr
 from tfteach.ops import array_ops, random_ops
 
 
@@ -27,9 +29,9 @@ class Initializer:
     def _float_dtype(self, dtype: Any) -> dtypes.DType:
         dt = self._dtype(dtype)
         if not dt.is_floating:
-            raise ValueError(f"Expected floating point type, got {dt.name}.\nHint: "
-                             f"{type(self).__name__} makes random floats; use "
-                             "tf.zeros_initializer() or tf.constant_initializer() for ints.")
+            raise ValueError(with_hint(f"Expected floating point type, got {dt.name}.", tr(
+                "{initializer} makes random floats; use tf.zeros_initializer() or "
+                "tf.constant_initializer() for ints.", initializer=type(self).__name__)))
         return dt
 
     def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None) -> Tensor:

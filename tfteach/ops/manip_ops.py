@@ -18,6 +18,7 @@ from tfteach.framework import dtypes
 from tfteach.framework.graph import Tensor
 from tfteach.framework.registry import ALL_TYPES, register_op
 from tfteach.framework.tensor_shape import TensorShape, unknown_shape
+from tfteach.i18n import tr
 from tfteach.ops.common import (const_value, convert_to_tensor, create_op, host_ints,
                                 same_dtype, shape_error)
 
@@ -212,7 +213,7 @@ def _slice_kernel(ctx, x, begin, size_t):
         raise errors.InvalidArgumentError(
             f"Expected begin and size arguments to be 1-D tensors of size {x.ndim}, but got "
             f"shapes [{len(b)}] and [{len(sz)}] instead.", op=ctx.op,
-            hint="give one begin and one size per axis of the input.")
+            hint=tr("give one begin and one size per axis of the input."))
     index = tuple(builtins.slice(b, None if s == -1 else b + s)
                   for b, s in zip(b, sz, strict=True))
     return x[index]

@@ -13,8 +13,10 @@ from typing import Any, Callable
 
 import numpy as np
 
+from tfteach.errors import with_hint
 from tfteach.framework.graph import Tensor
 from tfteach.framework.registry import not_differentiable, register_op, set_gradient
+from tfteach.i18n import tr
 from tfteach.ops import array_ops
 from tfteach.ops.common import axis_list, const_value, same_shape_fn
 from tfteach.ops.math_ops import (_COMPARE, cumprod, divide, equal, floordiv, greater,
@@ -219,8 +221,9 @@ def _prod_grad(op, grad):
     x, a = op.inputs
     axes, rank = const_value(a), x.shape.ndims
     if axes is None or rank is None:
-        raise LookupError(f"The gradient of Prod '{op.name}' needs constant axes and a known "
-                          "rank.\nHint: pass axis= as a Python int or list.")
+        raise LookupError(with_hint(
+            f"The gradient of Prod '{op.name}' needs constant axes and a known rank.",
+            tr("pass axis= as a Python int or list.")))
     reduced = axis_list(axes, rank)
     perm = reduced + [i for i in range(rank) if i not in reduced]
     g = _broadcast_back(grad, op)

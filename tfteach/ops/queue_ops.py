@@ -23,6 +23,7 @@ from tfteach.framework import dtypes as _dtypes
 from tfteach.framework.graph import Operation, Tensor, get_default_graph
 from tfteach.framework.registry import not_differentiable, register_op
 from tfteach.framework.tensor_shape import TensorShape, as_shape, unknown_shape
+from tfteach.i18n import tr
 from tfteach.ops.common import const_value, convert_to_tensor
 from tfteach.ops.data_flow_ops import (_HANDLE, _HANDLE_OP, _NO_OUTPUT, _USES_HANDLE, _Attempt,
                                        _handle_attrs, _host, _new_pending, _resolve_all,
@@ -56,8 +57,8 @@ class FIFOQueueResource(_Waitable):
                 f"Shared queue '{self.name}' has component types "
                 f"{[t.name for t in self.component_types]} but requested component types "
                 f"were {[t.name for t in component_types]}", op=op,
-                hint="every graph that shares a queue (same shared_name) must create it with "
-                     "the same dtypes.")
+                hint=tr("every graph that shares a queue (same shared_name) must create it "
+                        "with the same dtypes."))
 
     def close(self, cancel_pending_enqueues: bool) -> None:
         with self.lock:
@@ -129,14 +130,14 @@ class FIFOQueueResource(_Waitable):
     def _closed_error(self) -> errors.CancelledError:
         return errors.CancelledError(
             f"FIFOQueue '{self.name}' is closed.",
-            hint="nothing can be enqueued after queue.close(); create a new queue.")
+            hint=tr("nothing can be enqueued after queue.close(); create a new queue."))
 
     def _insufficient(self, attempt: _Attempt) -> errors.OutOfRangeError:
         return errors.OutOfRangeError(
             f"FIFOQueue '{self.name}' is closed and has insufficient elements (requested "
             f"{attempt.need}, current size {len(self.items)})",
-            hint="the queue was closed and emptied: this is how input pipelines say "
-                 "'end of data'; catch tf.errors.OutOfRangeError to stop.")
+            hint=tr("the queue was closed and emptied: this is how input pipelines say "
+                    "'end of data'; catch tf.errors.OutOfRangeError to stop."))
 
 
 # ---- kernels ---------------------------------------------------------------------------------
@@ -162,7 +163,7 @@ def _enqueue_many_kernel(ctx: Any, queue: FIFOQueueResource, *components: Any) -
         raise errors.InvalidArgumentError(
             f"Shape mismatch in tuple component 1. Expected [{len(parts[0])},...], got "
             f"{list(parts[1].shape)}", op=ctx.op,
-            hint="enqueue_many takes components with the same first dimension.")
+            hint=tr("enqueue_many takes components with the same first dimension."))
     return _enqueue(ctx, queue, [tuple(p[i] for p in parts) for i in range(n.pop())])
 
 
@@ -179,7 +180,7 @@ def _dequeue_many_kernel(ctx: Any, queue: FIFOQueueResource, n: Any) -> Any:
     count = int(ctx.device.to_host(n))
     if count < 0:
         raise errors.InvalidArgumentError(f"DequeueMany requested {count} < 0 elements",
-                                          op=ctx.op, hint="ask for 0 or more elements.")
+                                          op=ctx.op, hint=tr("ask for 0 or more elements."))
     attempt = _Attempt(_new_pending(), count, ctx.op.name, [])
     return _start_waiting(ctx, queue, attempt, queue.dequeuers)
 
@@ -246,9 +247,9 @@ class QueueBase:
             vals = [vals[n] for n in self._names]
         vals = _as_list(vals)
         if len(vals) != len(self._dtypes):
-            raise ValueError(f"Expected {len(self._dtypes)} components for queue "
-                             f"'{self._name}', got {len(vals)}.\nHint: enqueue one value per "
-                             "dtype the queue was created with.")
+            raise ValueError(errors.with_hint(
+                f"Expected {len(self._dtypes)} components for queue '{self._name}', got "
+                f"{len(vals)}.", tr("enqueue one value per dtype the queue was created with.")))
         g = self._queue_ref.graph
         with g.as_default():
             out = [convert_to_tensor(v, dtype=dt, name=f"component_{i}")
@@ -256,9 +257,9 @@ class QueueBase:
         for t, shape in zip(out, self._shapes, strict=True):
             have = TensorShape(t.shape.dims[1:]) if many and t.shape.dims else t.shape
             if shape.dims is not None and not shape.is_compatible_with(have):
-                raise ValueError(f"Shapes {have} and {shape} are incompatible for queue "
-                                 f"'{self._name}'.\nHint: enqueue elements of the shapes the "
-                                 "queue was created with.")
+                raise ValueError(errors.with_hint(
+                    f"Shapes {have} and {shape} are incompatible for queue '{self._name}'.",
+                    tr("enqueue elements of the shapes the queue was created with.")))
         return out
 
     def _op(self, op_type: str, inputs: list, attrs: dict, name: str) -> Operation:

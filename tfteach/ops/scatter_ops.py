@@ -24,12 +24,17 @@ from tfteach import errors
 from tfteach.framework import dtypes
 from tfteach.framework.graph import Tensor
 from tfteach.framework.registry import GPU_FLOAT, get, register_op
+from tfteach.i18n import tr
 from tfteach.ops.common import bad_index, convert_to_tensor, index_add, shape_error
 from tfteach.ops.state_ops import _locked, _ref_of
 
 
 def _host_indices(ctx: Any, indices: Any) -> np.ndarray:
     return np.asarray(ctx.device.to_host(indices)).reshape(-1)
+
+
+def _row_hint(rows: int) -> str:
+    return tr("every index must name a row of the variable: 0 <= i < {rows}.", rows=rows)
 
 
 # ---- Scatter* --------------------------------------------------------------------------------
@@ -44,8 +49,7 @@ def _scatter(fn: Callable) -> Callable:
             if bad is not None:
                 raise errors.InvalidArgumentError(
                     f"indices[{bad[0]}] = {bad[1]} is not in [0, {old.shape[0]})", op=op,
-                    hint=f"every index must name a row of the variable: 0 <= i < "
-                         f"{old.shape[0]}.")
+                    hint=_row_hint(old.shape[0]))
             new = old.copy()
             rows = xp.broadcast_to(updates, (idx.size,) + old.shape[1:])
             fn(xp, new, xp.asarray(idx), rows)
@@ -136,8 +140,7 @@ def _sparse_apply(n_refs: int, rule: Callable) -> Callable:
             if bad is not None:
                 raise errors.InvalidArgumentError(
                     f"Index {bad[1]} at offset {bad[0]} in indices is out of range", op=op,
-                    hint=f"every index must name a row of the variable: 0 <= i < "
-                         f"{arrays[0].shape[0]}.")
+                    hint=_row_hint(arrays[0].shape[0]))
             for pos in _rounds(idx):
                 rows = xp.asarray(idx[pos])
                 new = rule(ctx, *[a[rows] for a in arrays], *hyper, grad[xp.asarray(pos)])

@@ -15,10 +15,12 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from tfteach.errors import with_hint
 from tfteach.framework import dtypes
 from tfteach.framework.graph import GraphKeys, Tensor, get_default_graph
 from tfteach.framework.registry import GPU_FLOAT, register_op
 from tfteach.framework.tensor_shape import as_shape, unknown_shape
+from tfteach.i18n import tr
 from tfteach.ops import array_ops
 from tfteach.ops.common import (binary_inputs, convert_to_tensor, graph_of,
                                 register_tensor_conversion)
@@ -38,7 +40,7 @@ def _assign_kernel(ctx, ref, value):
         raise InvalidArgumentError(
             f"Assign requires shapes of both tensors to match. lhs shape= "
             f"{list(ref.value.shape)} rhs shape= {list(value.shape)}", op=ctx.op,
-            hint="assign a value of the variable's shape, or pass validate_shape=False.")
+            hint=tr("assign a value of the variable's shape, or pass validate_shape=False."))
     ref.assign(ctx.xp.array(value, copy=True), ctx.op)
     return ref
 
@@ -67,9 +69,10 @@ def _count_up_to_kernel(ctx, ref):
         if before >= limit:
             from tfteach.errors import OutOfRangeError
             raise OutOfRangeError(f"Reached limit of {limit}", op=ctx.op,
-                                  hint="the counter (e.g. num_epochs of an input producer) "
-                                       "is used up; initialize its local variable again "
-                                       "(tf.local_variables_initializer()) to start over.")
+                                  hint=tr("the counter (e.g. num_epochs of an input "
+                                          "producer) is used up; initialize its local "
+                                          "variable again (tf.local_variables_initializer()) "
+                                          "to start over."))
         ref.assign(before + 1, ctx.op)
     return before
 
@@ -101,8 +104,9 @@ def _ref_of(v: Any) -> Tensor:
         return v._variable
     if isinstance(v, Tensor) and v.is_ref:
         return v
-    raise TypeError(f"'{getattr(v, 'name', v)}' needs a variable (a ref tensor), got {v!r}.\n"
-                    "Hint: assign to a tf.Variable, not to a tensor computed from it.")
+    raise TypeError(with_hint(
+        f"'{getattr(v, 'name', v)}' needs a variable (a ref tensor), got {v!r}.",
+        tr("assign to a tf.Variable, not to a tensor computed from it.")))
 
 
 def _update(op_type: str, ref: Any, value: Any, name: str | None, **attrs: Any) -> Tensor:

@@ -27,9 +27,11 @@ import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from tfteach.errors import with_hint
 from tfteach.framework import dtypes
 from tfteach.framework.graph import Graph, GraphKeys, Tensor, get_default_graph
 from tfteach.framework.tensor_shape import as_shape, unknown_shape
+from tfteach.i18n import tr
 from tfteach.ops import init_ops
 from tfteach.ops.state_ops import Variable
 
@@ -115,17 +117,18 @@ class _VariableStore:
                      op_name: str | None = None) -> Variable:
         if name in self.vars:
             if reuse is not True and reuse is not AUTO_REUSE:
-                raise ValueError(
+                raise ValueError(with_hint(
                     f"Variable {name} already exists, disallowed. Did you mean to set "
                     f"reuse=True or reuse=tf.AUTO_REUSE in VarScope? Originally defined "
-                    f"at:\n\n{self.created_at[name]}\nHint: to share it, open the scope "
-                    "again with reuse=True (or call scope.reuse_variables()).")
+                    f"at:\n\n{self.created_at[name]}",
+                    tr("to share it, open the scope again with reuse=True (or call "
+                       "scope.reuse_variables()).")))
             return self._found(name, shape, dtype)
         if reuse is True:
-            raise ValueError(
+            raise ValueError(with_hint(
                 f"Variable {name} does not exist, or was not created with tf.get_variable(). "
-                "Did you mean to set reuse=tf.AUTO_REUSE in VarScope?\nHint: create it "
-                "first in a scope without reuse, or use reuse=tf.AUTO_REUSE.")
+                "Did you mean to set reuse=tf.AUTO_REUSE in VarScope?",
+                tr("create it first in a scope without reuse, or use reuse=tf.AUTO_REUSE.")))
         v = _create(name, shape, dtype, initializer, trainable, collections, validate_shape,
                     op_name or name)
         self.vars[name] = v
@@ -177,9 +180,10 @@ def _initial_value(name: str, shape: Any, dtype: dtypes.DType, initializer: Any)
         return initializer
     sh = unknown_shape() if shape is None else as_shape(shape)
     if not sh.is_fully_defined():
-        raise ValueError(f"Shape of a new variable ({name}) must be fully defined, but "
-                         f"instead was {sh}.\nHint: pass shape=[...] with every dimension "
-                         "known, or a constant initializer value.")
+        raise ValueError(with_hint(
+            f"Shape of a new variable ({name}) must be fully defined, but instead was {sh}.",
+            tr("pass shape=[...] with every dimension known, or a constant initializer "
+               "value.")))
     dims = sh.as_list()
     return lambda: initializer(dims, dtype=dtype, partition_info=None)
 
