@@ -20,16 +20,23 @@ import numpy as np
 from tfteach.errors import ResourceExhaustedError
 from tfteach.framework.device_spec import DeviceSpec
 from tfteach.framework.dtypes import as_dtype
+from tfteach.i18n import tr
 
 MiB = 1 << 20
 
 
-OOM_HINT = ("use smaller tensors or batches, free tensors you no longer need, or give the "
-            "device more memory (gpu_options.per_process_gpu_memory_fraction, or "
-            "tfteach.config.set_virtual_gpus(n, memory_limit_mb=...)).")
-SHARED_OOM_HINT = ("other processes hold the rest of this GPU, so its allocator could not "
-                   "reserve up to its limit (see the 'failed to allocate' lines above): give "
-                   "every process a fraction that sums to at most 1, or stop one of them.")
+def oom_hint() -> str:
+    """What to do when a device's allocator reached its limit."""
+    return tr("use smaller tensors or batches, free tensors you no longer need, or give the "
+              "device more memory (gpu_options.per_process_gpu_memory_fraction, or "
+              "tfteach.config.set_virtual_gpus(n, memory_limit_mb=...)).")
+
+
+def shared_oom_hint() -> str:
+    """What to do when other processes hold the GPU memory below the allocator's limit."""
+    return tr("other processes hold the rest of this GPU, so its allocator could not reserve "
+              "up to its limit (see the 'failed to allocate' lines above): give every process "
+              "a fraction that sums to at most 1, or stop one of them.")
 
 
 class MemoryBudget:
@@ -87,9 +94,9 @@ class MemoryBudget:
 
     def _oom(self, nbytes: int, shape: Any, dtype: Any, op_name: str, device_name: str):
         dims = ",".join(str(d) for d in shape)
-        region, hint = "", OOM_HINT
+        region, hint = "", oom_hint()
         if self.used + nbytes <= self.limit:        # below the limit: the GPU itself is full
-            region, hint = f"reserved: {self.reserved / MiB:.1f} MiB, ", SHARED_OOM_HINT
+            region, hint = f"reserved: {self.reserved / MiB:.1f} MiB, ", shared_oom_hint()
         try:
             tf_type = as_dtype(dtype).tf_name
         except TypeError:

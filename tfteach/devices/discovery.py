@@ -31,6 +31,7 @@ from tfteach.devices import ledger
 from tfteach.devices.base import MiB, CPUDevice, Device, MemoryBudget, VirtualGPUDevice
 from tfteach.errors import AlreadyExistsError, FailedPreconditionError, InvalidArgumentError
 from tfteach.framework.device_spec import DeviceSpec
+from tfteach.i18n import tr
 
 DEFAULT_VIRTUAL_GPUS = 2
 DEFAULT_VIRTUAL_MEMORY_MB = 1024
@@ -108,12 +109,13 @@ def apply_visible_device_list(visible: list[int], spec: str) -> list[int]:
         if not entry.strip().isdigit():
             raise InvalidArgumentError(f"Could not parse entry in 'visible_device_list': "
                                        f"'{entry}'. visible_device_list = {spec}",
-                                       hint="use comma-separated GPU ids such as '1,0'.")
+                                       hint=tr("use comma-separated GPU ids such as '1,0'."))
         i = int(entry)
         if i >= len(visible):
             raise InvalidArgumentError(f"'visible_device_list' listed an invalid GPU id '{i}' "
                                        f"but visible device count is {len(visible)}",
-                                       hint="ids count the GPUs this process can see, from 0.")
+                                       hint=tr("ids count the GPUs this process can see, "
+                                               "from 0."))
         if visible[i] in out:
             raise InvalidArgumentError(f"visible_device_list contained a duplicate entry: {spec}")
         out.append(visible[i])
@@ -189,10 +191,10 @@ def _map_ids(state: _ProcessGPUs, platform_ids: list[int], record: bool) -> None
                 "(ConfigProto.gpu_options, for example different visible_device_list) when "
                 "creating multiple Sessions in the same process. This is not  currently "
                 "supported.",
-                hint="GPU options hold for the whole process: give every session (and Server) "
-                     "of a process the same visible_device_list, and split GPUs between "
-                     "processes instead (CUDA_VISIBLE_DEVICES, or visible_device_list in each "
-                     "program).")
+                hint=tr("GPU options hold for the whole process: give every session (and "
+                        "Server) of a process the same visible_device_list, and split GPUs "
+                        "between processes instead (CUDA_VISIBLE_DEVICES, or "
+                        "visible_device_list in each program)."))
     if record:
         for tf_id, platform in enumerate(platform_ids):
             state.platform_ids.setdefault(tf_id, platform)
@@ -256,8 +258,8 @@ def _share_with_processes(budget: MemoryBudget, phys: int, tf_id: int) -> None:
     if held < SCRATCH_BYTES:
         raise FailedPreconditionError(
             f"Failed to allocate scratch buffer for device {tf_id}",
-            hint="other processes hold all of this GPU's memory: stop one, or give each a "
-                 "smaller per_process_gpu_memory_fraction.")
+            hint=tr("other processes hold all of this GPU's memory: stop one, or give each a "
+                    "smaller per_process_gpu_memory_fraction."))
     budget.reserved = held
     budget.extend = region.grow
 

@@ -100,6 +100,7 @@ def translate_error(e: BaseException, op_name: str, device_name: str) -> Excepti
     if type(e).__name__ != "OutOfMemoryError":
         return None
     from tfteach.errors import ResourceExhaustedError
+    from tfteach.i18n import tr
     return ResourceExhaustedError(
         f"OOM when allocating tensor on {device_name}: {e}\n\t [[Node: {op_name}]]",
-        hint="use smaller batches, or raise gpu_options.per_process_gpu_memory_fraction.")
+        hint=tr("use smaller batches, or raise gpu_options.per_process_gpu_memory_fraction."))

@@ -48,6 +48,7 @@ import numpy as np
 from tfteach.devices.gpu import translate_error
 from tfteach.errors import CancelledError, DeadlineExceededError, OpError, UnknownError
 from tfteach.framework.kernel import Pending  # also imported from here (transport ops, tests)
+from tfteach.i18n import tr
 from tfteach.runtime import blas, host_memory
 from tfteach.runtime.config import NodeExecStats, StepStats, TransferStats
 from tfteach.runtime.plan import Plan, PlanNode
@@ -297,8 +298,8 @@ class Executor:
         if ends:
             self._event(step, (_FAIL, DeadlineExceededError(
                 "Timed out waiting for the step to finish",
-                hint="a node is waiting for input that never comes (a queue, a dead task?); "
-                     "raise RunOptions.timeout_in_ms if it is just slow.")))
+                hint=tr("a node is waiting for input that never comes (a queue, a dead "
+                        "task?); raise RunOptions.timeout_in_ms if it is just slow."))))
 
     def _event(self, step: _Step, event: tuple) -> None:
         """Handle ``event`` now, or (a sync step) in the step's own thread, after the
@@ -529,8 +530,9 @@ def _as_op_error(e: BaseException, node: PlanNode) -> BaseException:
         return translated
     summary = node.op.summary() if node.op is not None else node.name
     return UnknownError(f"{type(e).__name__}: {e}\n\t [[Node: {summary}]]", op=node.op,
-                        hint=f"the kernel of '{node.name}' ({node.type}) on "
-                             f"{node.device.name} failed; check its inputs' values.")
+                        hint=tr("the kernel of '{name}' ({type}) on {device} failed; check "
+                                "its inputs' values.", name=node.name, type=node.type,
+                                device=node.device.name))
 
 
 def _stats(step: _Step) -> StepStats:

@@ -25,6 +25,7 @@ from tfteach.devices.base import Device
 from tfteach.errors import InvalidArgumentError
 from tfteach.framework.device_spec import DeviceSpec
 from tfteach.framework.graph import Operation
+from tfteach.i18n import tr
 
 _TYPE_PRIORITY = {"GPU": 210, "CPU": 60}
 
@@ -56,7 +57,8 @@ def place(ops: list[Operation], devices: list[Device], soft: bool = False,
     """Place ``ops`` (a whole graph, in creation order) on ``devices``."""
     if not devices:
         raise InvalidArgumentError("No devices are registered",
-                                   hint="the session found no CPU or GPU; check device_count.")
+                                   hint=tr("the session found no CPU or GPU; check "
+                                           "device_count."))
     groups = _build_groups(ops, soft, pinned or {}, devices)
     placer = _Assigner(devices, soft, default_task or DeviceSpec())
     return placer.run(ops, groups)
@@ -97,8 +99,8 @@ def _join(g: _Group, op: Operation, soft: bool, pinned: dict, by_name: dict) -> 
         raise _error(g.members[0], f"Cannot colocate nodes '{g.members[0].name}' and "
                      f"'{op.name}' because no device type supports both of those nodes and the "
                      "other nodes colocated with them.",
-                     "a colocated group (a variable and the ops that update it) must share a "
-                     "device type; use dtypes that the device supports.")
+                     tr("a colocated group (a variable and the ops that update it) must share "
+                        "a device type; use dtypes that the device supports."))
     g.types = types if g.types is None else g.types & types
     if op.name in pinned and pinned[op.name] in by_name:
         g.device = by_name[pinned[op.name]]
@@ -142,8 +144,8 @@ def _merge(g: _Group, op: Operation, new: DeviceSpec, soft: bool) -> DeviceSpec:
 def _colocate_error(g: _Group, op: Operation, msg: str) -> InvalidArgumentError:
     first = g.members[0]
     return _error(first, f"Cannot colocate nodes '{op.name}' and '{first.name}: {msg}",
-                  "ops colocated with each other (a variable, its Assign and read) must ask "
-                  "for the same device; or set allow_soft_placement=True.")
+                  tr("ops colocated with each other (a variable, its Assign and read) must "
+                     "ask for the same device; or set allow_soft_placement=True."))
 
 
 def _error(op: Operation, msg: str, hint: str) -> InvalidArgumentError:
@@ -219,17 +221,18 @@ class _Assigner:
             return _error(first, f"Operation was explicitly assigned to {req} but available "
                           f"devices are [ {names} ]. Make sure the device specification "
                           "refers to a valid device.",
-                          f"this session has {shorts}. Ask for one of those, or create the "
-                          "session with config=tf.ConfigProto(allow_soft_placement=True) to "
-                          "fall back to a device that exists.")
+                          tr("this session has {devices}. Ask for one of those, or create the "
+                             "session with config=tf.ConfigProto(allow_soft_placement=True) "
+                             "to fall back to a device that exists.", devices=shorts))
         wanted = spec.device_type or "any"
         return _error(first, f"Could not satisfy explicit device specification '{req}' because "
                       f"no supported kernel for {wanted} devices is available."
                       f"{_debug_info(g)}\n{first.op_def.registered_kernels_text()}",
-                      f"{first.type} has no {wanted} kernel for dtype "
-                      f"{_dtype_of(first)}. Use a dtype the device supports (e.g. a float "
-                      "variable such as tf.Variable(3.0)), pin the op to /cpu:0, or set "
-                      "allow_soft_placement=True to let it move to the CPU.")
+                      tr("{op_type} has no {device_type} kernel for dtype {dtype}. Use a dtype "
+                         "the device supports (e.g. a float variable such as "
+                         "tf.Variable(3.0)), pin the op to /cpu:0, or set "
+                         "allow_soft_placement=True to let it move to the CPU.",
+                         op_type=first.type, device_type=wanted, dtype=_dtype_of(first)))
 
 
 def _dtype_of(op: Operation) -> str:

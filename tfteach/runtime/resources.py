@@ -16,6 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from tfteach.errors import FailedPreconditionError
+from tfteach.i18n import tr
 
 
 class VarRef:
@@ -37,8 +38,9 @@ class VarRef:
             node = f"\n\t [[Node: {op.summary()}]]" if op is not None else ""
             raise FailedPreconditionError(
                 f"Attempting to use uninitialized value {self.name}{node}", op=op,
-                hint="run sess.run(tf.global_variables_initializer()) once after creating "
-                     "the session (variables belong to a session and start uninitialized).")
+                hint=tr("run sess.run(tf.global_variables_initializer()) once after creating "
+                        "the session (variables belong to a session and start "
+                        "uninitialized)."))
         return value
 
     def assign(self, value: Any, op: Any = None) -> None:

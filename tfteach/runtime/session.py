@@ -27,11 +27,12 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from tfteach.devices import discovery
-from tfteach.errors import CancelledError, NotFoundError
+from tfteach.errors import CancelledError, NotFoundError, with_hint
 from tfteach.framework import graph as graph_mod
 from tfteach.framework.device_spec import DeviceSpec
 from tfteach.framework.graph import Graph, Operation, Tensor
 from tfteach.framework.indexed_slices import IndexedSlices, IndexedSlicesValue
+from tfteach.i18n import tr
 from tfteach.runtime import placer
 from tfteach.runtime.config import ConfigProto, RunMetadata, RunOptions
 from tfteach.runtime.executor import Executor, to_fetch_value
@@ -124,8 +125,9 @@ class BaseSession:
         def run_step(options: RunOptions | None = None,
                      run_metadata: RunMetadata | None = None) -> Any:
             if self._closed:
-                raise CancelledError("Session has been closed.", hint="this function belongs "
-                                     "to a closed session; call make_callable on an open one.")
+                raise CancelledError("Session has been closed.", hint=tr(
+                    "this function belongs to a closed session; call make_callable on an "
+                    "open one."))
             return self._run_fetches(flat, rebuild, {}, options, run_metadata)
         return run_step if accept_options else lambda: run_step()
 
@@ -319,20 +321,21 @@ def _as_target(target: Any) -> str:
     if isinstance(target, ConfigProto):
         raise TypeError(f'{message}. Did you do "Session(config)" instead of '
                         '"Session(config=config)"?')
-    raise TypeError(f"{message}\nHint: pass '' (or nothing) for a session in this process, or "
-                    "a server's target such as 'grpc://localhost:2222'.")
+    raise TypeError(with_hint(message, tr("pass '' (or nothing) for a session in this process, "
+                                          "or a server's target such as "
+                                          "'grpc://localhost:2222'.")))
 
 
 def _no_factory(target: str) -> NotFoundError:
     """TF's error for a target that no registered session factory accepts."""
     names = [p.split(":", 1)[0].upper() + "_SESSION" for p in _remote_factories]
-    hint = ("use '' (or no target) for a session in this process, or 'grpc://host:port' "
-            "for a cluster task")
+    hint = tr("use '' (or no target) for a session in this process, or 'grpc://host:port' "
+              "for a cluster task.")
     if target.startswith("grpc://"):
-        hint = "grpc:// targets need the cluster runtime: `import tfteach` registers it"
+        hint = tr("grpc:// targets need the cluster runtime: `import tfteach` registers it.")
     return NotFoundError(f'No session factory registered for the given session options: '
                          f'{{target: "{target}"}} Registered factories are '
-                         f'{{{", ".join(names + ["DIRECT_SESSION"])}}}.', hint=hint + ".")
+                         f'{{{", ".join(names + ["DIRECT_SESSION"])}}}.', hint=hint)
 
 
 def device_mapping_text(devices: list) -> str:
@@ -373,9 +376,10 @@ def _as_fetch(f: Any, graph: Graph) -> Any:
     try:
         return graph.as_graph_element(f, allow_tensor=True, allow_operation=True)
     except (ValueError, KeyError) as e:      # TF: ValueError for both
-        raise ValueError(f"Fetch argument {f!r} cannot be interpreted as a Tensor. ({e})\n"
-                         "Hint: fetch only tensors and ops of the session's graph; a program "
-                         "built after tf.reset_default_graph() needs a new Session.") from None
+        raise ValueError(with_hint(
+            f"Fetch argument {f!r} cannot be interpreted as a Tensor. ({e})",
+            tr("fetch only tensors and ops of the session's graph; a program built after "
+               "tf.reset_default_graph() needs a new Session."))) from None
     except TypeError as e:
         raise TypeError(f"Fetch argument {f!r} has invalid type {type(f)}, must be a string "
                         f"or Tensor. ({e})") from None
@@ -403,11 +407,12 @@ def _flatten_feed_dict(feed_dict: dict) -> dict:
         if isinstance(key, tuple):
             keys, values = _leaves(key), _leaves(value)
             if len(keys) != len(values):
-                raise ValueError(
+                raise ValueError(with_hint(
                     f"Could not flatten dictionary. Key had {len(keys)} elements, but value had "
-                    f"{len(values)} elements. Key: {keys}, value: {values}.\nHint: a tuple key "
-                    "takes one value per tensor, e.g. {(a, b): (1.0, 2.0)}; lists inside the "
-                    "value are flattened too, so give array values as NumPy arrays.")
+                    f"{len(values)} elements. Key: {keys}, value: {values}.",
+                    tr("a tuple key takes one value per tensor, e.g. {(a, b): (1.0, 2.0)}; "
+                       "lists inside the value are flattened too, so give array values as "
+                       "NumPy arrays.")))
             pairs = zip(keys, values, strict=True)
         for k, v in pairs:
             if k in out:
@@ -453,7 +458,8 @@ def _feed_value(t: Tensor, value: Any) -> np.ndarray:
                         f"with Tensor type {dt!r}. Try explicitly setting the type of the feed "
                         "tensor to a larger type (e.g. int64).")
     if not _fits(t.shape.dims, arr.shape):
-        raise ValueError(f"Cannot feed value of shape {arr.shape} for Tensor '{t.name}', which "
-                         f"has shape '{t.shape}'\nHint: reshape the value to {t.shape} (? means "
-                         "any size), e.g. x.reshape(-1, ...).")
+        raise ValueError(with_hint(
+            f"Cannot feed value of shape {arr.shape} for Tensor '{t.name}', which has shape "
+            f"'{t.shape}'", tr("reshape the value to {shape} (? means any size), e.g. "
+                               "x.reshape(-1, ...).", shape=t.shape)))
     return arr
