@@ -1,7 +1,8 @@
 """Text for learners in their language: English, Korean, Chinese or Russian.
 
 Every sentence tfteach writes for a learner (hints, check feedback, the magics' tables and
-headings, progress and cluster-status lines, loss-curve summaries) goes through :func:`tr`,
+headings, progress and cluster-status lines, loss-curve summaries) goes through :func:`tr`
+(or :func:`trn` where it counts something),
 which looks the English text up in a gettext catalog (``tfteach/locale/<lang>/LC_MESSAGES/
 tfteach.mo``) and fills in its ``{fields}``::
 
@@ -88,7 +89,21 @@ def catalog(lang: str) -> gettext.NullTranslations:
     return gettext.translation(DOMAIN, LOCALE_DIR, languages=[lang], fallback=True)
 
 
+def N_(message: str) -> str:
+    """Marks ``message`` for the catalog where it is written; :func:`tr` translates it where
+    it is shown (e.g. a table's column names, kept in English as keys)."""
+    return message
+
+
 def tr(message: str, /, lang: str | None = None, **fields: object) -> str:
     """``message`` in ``lang`` (default: :func:`language`), with its ``{fields}`` filled."""
     text = catalog(lang or language()).gettext(message)
     return text.format(**fields) if fields else text
+
+
+def trn(singular: str, plural: str, n: int, /, lang: str | None = None,
+        **fields: object) -> str:
+    """The form of a message for the number ``n`` (``{n} worker``/``{n} workers``) in
+    ``lang``, with ``n`` and the other ``{fields}`` filled."""
+    text = catalog(lang or language()).ngettext(singular, plural, n)
+    return text.format(n=n, **fields)

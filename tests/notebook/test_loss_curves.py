@@ -44,7 +44,7 @@ def test_summary_and_static_png():
     assert summary(curves.histories).splitlines() == [
         "Loss curves:",
         "  sync: 20 records from 2 workers, last loss 0.2 at global step 9, "
-        "1 stale gradients dropped",
+        "1 stale gradient dropped",
         "  async: 20 records from 2 workers, last loss 0.125 at global step 19, "
         "max staleness 1"]
     bundle = curves._repr_mimebundle_()

@@ -17,7 +17,8 @@ import numpy as np
 
 from tfteach.notebook.displays import format_value
 from tfteach.notebook.palette import feedback_style
-from tfteach.notebook.style import count, html_escape
+from tfteach.i18n import tr, trn
+from tfteach.notebook.style import html_escape
 from tfteach.notebook.tf_backend import as_tfteach_device
 from tfteach.timeline import short_device
 
@@ -42,24 +43,31 @@ class Comparison:
 
     def lines(self) -> list[str]:
         """One line per difference (placement, then values, then errors)."""
-        out = [f"placement of {name}: tfteach {ours}, TensorFlow {theirs}"
-               for name, ours, theirs in self.placement]
-        out += [f"only {side} has {', '.join(names)}" for side, names in self.only.items()]
-        out += [f"value of {name}: tfteach {ours}, TensorFlow {theirs}"
-                for name, ours, theirs in self.values]
+        out = [tr("placement of {name}: tfteach {ours}, TensorFlow {theirs}", name=name,
+                  ours=ours, theirs=theirs) for name, ours, theirs in self.placement]
+        out += [tr("only {side} has {names}", side=side, names=", ".join(names))
+                for side, names in self.only.items()]
+        out += [tr("value of {name}: tfteach {ours}, TensorFlow {theirs}", name=name,
+                   ours=ours, theirs=theirs) for name, ours, theirs in self.values]
         if self.errors:
-            out.append(f"error: tfteach {self.errors[0]}; TensorFlow {self.errors[1]}")
+            out.append(tr("error: tfteach {ours}; TensorFlow {theirs}", ours=self.errors[0],
+                          theirs=self.errors[1]))
         return out
 
     def text(self) -> str:
         if self.differs:
-            n = len(self.lines())
-            return "\n".join([f"tfteach and TensorFlow differ ({n} "
-                              f"difference{'s' if n != 1 else ''}):"]
+            return "\n".join([trn("tfteach and TensorFlow differ ({n} difference):",
+                                  "tfteach and TensorFlow differ ({n} differences):",
+                                  len(self.lines()))]
                              + [f"  {line}" for line in self.lines()])
-        raised = f"; both raised {self.both_raised}" if self.both_raised else ", no errors"
-        return (f"tfteach and TensorFlow agree: {count(self.agreed_ops, 'op')} on the same "
-                f"devices, {count(self.agreed_values, 'fetched value')} the same{raised}.")
+        ops = trn("{n} op on the same devices", "{n} ops on the same devices", self.agreed_ops)
+        values = trn("{n} fetched value the same", "{n} fetched values the same",
+                     self.agreed_values)
+        if self.both_raised:
+            return tr("tfteach and TensorFlow agree: {ops}, {values}; both raised {error}.",
+                      ops=ops, values=values, error=self.both_raised)
+        return tr("tfteach and TensorFlow agree: {ops}, {values}, no errors.", ops=ops,
+                  values=values)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
         style = feedback_style("error" if self.differs else "success")

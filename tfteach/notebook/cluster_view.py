@@ -17,11 +17,13 @@ import atexit
 import threading
 from typing import Any, Sequence
 
-from tfteach.notebook.style import count, html_escape, kernel_running
+from tfteach.errors import with_hint
+from tfteach.i18n import N_, tr, trn
+from tfteach.notebook.style import html_escape, kernel_running, text_table
 from tfteach.notebook.view import widget_only_bundle
 from tfteach.timeline import short_device
 
-_HEAD = ("task", "address", "devices", "state", "last step")
+_HEAD = (N_("task"), N_("address"), N_("devices"), N_("state"), N_("last step"))
 
 
 def task_rows(cluster: Any) -> list[dict[str, Any]]:
@@ -53,19 +55,16 @@ def _health(cluster: Any, job: str, index: int) -> dict[str, Any]:
 
 def _cells(row: dict[str, Any]) -> tuple[str, ...]:
     return (row["task"], row["address"], ", ".join(row["devices"]) or "-",
-            "alive" if row["alive"] else "DEAD",
+            tr("alive") if row["alive"] else tr("DEAD"),
             "-" if row["last_step"] is None else str(row["last_step"]))
 
 
 def rows_text(rows: list[dict[str, Any]]) -> str:
-    table = [_HEAD] + [_cells(r) for r in rows]
-    widths = [max(len(r[i]) for r in table) for i in range(len(_HEAD))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-                     for r in table)
+    return text_table([tuple(tr(h) for h in _HEAD)] + [_cells(r) for r in rows])
 
 
 def rows_html(rows: list[dict[str, Any]]) -> str:
-    head = "".join(f"<th style='text-align:left'>{h}</th>" for h in _HEAD)
+    head = "".join(f"<th style='text-align:left'>{tr(h)}</th>" for h in _HEAD)
     body = ""
     for r in rows:
         color = ("var(--jp-success-color1,#1E8449)" if r["alive"]
@@ -146,17 +145,20 @@ class ClusterController:
     def start(self, ps: int = 1, workers: int = 2, gpus_per_task: int = 0,
               speeds: Sequence[float] | None = None) -> ClusterStatus:
         if self.cluster is not None:
-            raise RuntimeError("A cluster is already running in this kernel.\nHint: run "
-                               "`%tfteach cluster stop` first, or use it as it is.")
+            raise RuntimeError(with_hint(
+                tr("A cluster is already running in this kernel."),
+                tr("run `%tfteach cluster stop` first, or use it as it is.")))
         local_cluster = load_local_cluster()
         self.cluster = local_cluster(ps=ps, workers=workers, gpus_per_task=gpus_per_task,
                                      worker_speeds=list(speeds) if speeds else None)
-        return self.show(f"Started a cluster: {ps} ps, {count(workers, 'worker')}")
+        return self.show(trn("Started a cluster: {ps} ps, {n} worker",
+                             "Started a cluster: {ps} ps, {n} workers", workers, ps=ps))
 
     def require(self) -> Any:
         if self.cluster is None:
-            raise RuntimeError("No cluster is running in this kernel.\nHint: start one with "
-                               "`%tfteach cluster start --ps 1 --workers 2`.")
+            raise RuntimeError(with_hint(
+                tr("No cluster is running in this kernel."),
+                tr("start one with `%tfteach cluster start --ps 1 --workers 2`.")))
         return self.cluster
 
     def show(self, title: str = "") -> ClusterStatus:
@@ -168,11 +170,11 @@ class ClusterController:
 
     def kill(self, job: str, task: int) -> ClusterStatus:
         self.require().kill(job, task)
-        return self.show(f"Killed {job}:{task}")
+        return self.show(tr("Killed {task}", task=f"{job}:{task}"))
 
     def restart(self, job: str, task: int) -> ClusterStatus:
         self.require().restart(job, task)
-        return self.show(f"Restarted {job}:{task}")
+        return self.show(tr("Restarted {task}", task=f"{job}:{task}"))
 
     def stop(self) -> ClusterStatus | None:
         if self.cluster is None:
@@ -182,7 +184,7 @@ class ClusterController:
             self.status.stop()
         cluster.close()
         self.status = None
-        return ClusterStatus(cluster, title="Stopped the cluster", live=False)
+        return ClusterStatus(cluster, title=tr("Stopped the cluster"), live=False)
 
 
 def load_local_cluster() -> Any:
@@ -190,9 +192,10 @@ def load_local_cluster() -> Any:
     try:
         from tfteach.distributed.local_cluster import LocalCluster
     except ImportError as exc:
-        raise RuntimeError(f"The cluster runtime is not available ({exc}).\nHint: install "
-                           "tfteach with its distributed extras and restart the kernel."
-                           ) from None
+        raise RuntimeError(with_hint(
+            tr("The cluster runtime is not available ({error}).", error=exc),
+            tr("install tfteach with its distributed extras and restart the kernel."))
+        ) from None
     return LocalCluster
 
 
@@ -205,6 +208,6 @@ def parse_task(text: str) -> tuple[str, int]:
     else:
         job, _, task = text.partition(":")
     if not job or not str(task).isdigit():
-        raise ValueError(f"Cannot read the task {text!r}.\nHint: write it as job:index, "
-                         "e.g. worker:1 or ps:0.")
+        raise ValueError(with_hint(tr("Cannot read the task {task}.", task=repr(text)),
+                                   tr("write it as job:index, e.g. worker:1 or ps:0.")))
     return job, int(task)

@@ -10,8 +10,10 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from tfteach.errors import with_hint
+from tfteach.i18n import N_, tr
 from tfteach.notebook.palette import feedback_style
-from tfteach.notebook.style import format_bytes, html_escape, inline_code
+from tfteach.notebook.style import format_bytes, html_escape, inline_code, text_table
 from tfteach.timeline import short_device
 
 _TEXT = "font-family:var(--jp-code-font-family,monospace);font-size:12px;white-space:pre-wrap"
@@ -37,17 +39,16 @@ class ErrorBox:
         return getattr(self.error, "hint", None)
 
     def text(self) -> str:
-        lines = [f"{self.title}{' while ' + self.context if self.context else ''}:",
-                 self.message]
-        if self.hint:
-            lines.append(f"Hint: {self.hint}")
-        return "\n".join(lines)
+        head = (tr("{error} while {context}:", error=self.title, context=tr(self.context))
+                if self.context else f"{self.title}:")
+        return with_hint(f"{head}\n{self.message}", self.hint or "")
 
     def html(self) -> str:
         head = f"<b>{html_escape(self.title)}</b>"
         if self.context:
-            head += f" while {html_escape(self.context)}"
-        hint = (f'<div style="margin-top:6px"><b>Hint:</b> {inline_code(self.hint)}</div>'
+            head = tr("{error} while {context}", error=head,
+                      context=html_escape(tr(self.context)))
+        hint = (f'<div style="margin-top:6px"><b>{tr("Hint")}:</b> {inline_code(self.hint)}</div>'
                 if self.hint else "")
         return (f'<div class="tfteach-error" style="{feedback_style("error")};{_TEXT}">'
                 f"{head}<div>{html_escape(self.message)}</div>{hint}</div>")
@@ -76,13 +77,13 @@ class Note:
         style = f"{feedback_style('note')};{_TEXT}"
         return {"text/html": f'<div class="tfteach-note" style="{style}">'
                              f"{inline_code(self.text)}</div>",
-                "text/plain": f"Note: {self.text}"}
+                "text/plain": tr("Note: {text}", text=self.text)}
 
 
 def format_value(value: Any) -> str:
     """A fetched value as NumPy prints it (None for ops)."""
     if value is None:
-        return "None (an op: it ran, it has no value)"
+        return tr("None (an op: it ran, it has no value)")
     if isinstance(value, (np.ndarray, np.generic)):
         if np.ndim(value) == 0:
             return str(np.asarray(value)[()])
@@ -111,7 +112,8 @@ class RunValues:
 class DeviceTable:
     """The devices a session would get here, and what CUDA_VISIBLE_DEVICES did."""
 
-    COLUMNS = ("device", "type", "memory", "speed", "kind", "description")
+    COLUMNS = (N_("device"), N_("type"), N_("memory"), N_("speed"), N_("kind"),
+               N_("description"))
 
     def __init__(self, devices: Iterable[Any], env: dict[str, str] | None = None) -> None:
         self.devices = list(devices)
@@ -120,9 +122,10 @@ class DeviceTable:
     def rows(self) -> list[tuple[str, ...]]:
         out = []
         for d in self.devices:
-            kind = ("virtual (CPU-backed)" if d.is_virtual else
-                    "real GPU" if d.device_type == "GPU" else "host CPU")
-            memory = ("host memory" if d.device_type == "CPU" else format_bytes(d.memory_limit))
+            kind = (tr("virtual (CPU-backed)") if d.is_virtual else
+                    tr("real GPU") if d.device_type == "GPU" else tr("host CPU"))
+            memory = (tr("host memory") if d.device_type == "CPU"
+                      else format_bytes(d.memory_limit))
             out.append((d.name, d.device_type, memory, f"{d.speed:g}x", kind,
                         d.description or "-"))
         return out
@@ -130,27 +133,29 @@ class DeviceTable:
     def visibility_note(self) -> str:
         """One sentence on CUDA_VISIBLE_DEVICES and how the GPUs map to it."""
         gpus = [d for d in self.devices if d.device_type == "GPU"]
-        mapped = ", ".join(f"{short_device(d.name)} is {'virtual' if d.is_virtual else 'physical'}"
-                           f" GPU {d.physical_index}" for d in gpus)
+        mapped = ", ".join(
+            tr("{device} is virtual GPU {index}" if d.is_virtual else
+               "{device} is physical GPU {index}", device=short_device(d.name),
+               index=d.physical_index) for d in gpus)
         env = self.env.get("CUDA_VISIBLE_DEVICES")
         if env is None:
-            head = "CUDA_VISIBLE_DEVICES is not set: every GPU is visible."
+            head = tr("CUDA_VISIBLE_DEVICES is not set: every GPU is visible.")
         elif env.strip() == "":
-            head = "CUDA_VISIBLE_DEVICES is empty: it hides every GPU."
+            head = tr("CUDA_VISIBLE_DEVICES is empty: it hides every GPU.")
         else:
-            head = f"CUDA_VISIBLE_DEVICES={env}: only those GPUs are visible, renumbered from 0."
-        return f"{head} {mapped}." if gpus else f"{head} No GPU is visible."
+            head = tr("CUDA_VISIBLE_DEVICES={env}: only those GPUs are visible, renumbered "
+                      "from 0.", env=env)
+        return f"{head} {mapped}." if gpus else f"{head} {tr('No GPU is visible.')}"
 
     def text(self) -> str:
-        rows = [r[:5] for r in self.rows()]
-        widths = [max(len(c[i]) for c in [self.COLUMNS[:5], *rows]) for i in range(5)]
-        fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-        lines = [fmt.format(*self.COLUMNS[:5]).rstrip()]
-        lines += [fmt.format(*r).rstrip() for r in rows]
-        return "\n".join(lines + [self.visibility_note()])
+        rows = [self.headings()[:5]] + [r[:5] for r in self.rows()]
+        return "\n".join([text_table(rows), self.visibility_note()])
+
+    def headings(self) -> tuple[str, ...]:
+        return tuple(tr(c) for c in self.COLUMNS)
 
     def html(self) -> str:
-        head = "".join(f"<th style='text-align:left'>{c}</th>" for c in self.COLUMNS)
+        head = "".join(f"<th style='text-align:left'>{c}</th>" for c in self.headings())
         body = "".join("<tr>" + "".join(f"<td style='text-align:left'>{html_escape(v)}</td>"
                                         for v in r) + "</tr>" for r in self.rows())
         return (f"<table class='tfteach-devices'><thead><tr>{head}</tr></thead>"

@@ -33,7 +33,7 @@ import time
 from typing import Any, Callable, Iterable
 
 from tfteach.notebook.palette import figure_rc
-from tfteach.notebook.style import count
+from tfteach.i18n import tr, trn
 
 MODE_COLORS = {"sync": "#0072B2", "async": "#D55E00"}
 OTHER_COLORS = ("#009E73", "#CC79A7", "#E69F00", "#56B4E9")
@@ -94,9 +94,9 @@ def _plot(histories: dict[str, list[dict]], title: str) -> Any:
         by_time.plot([r["wall_time"] - t0 for r in timed], [r["loss"] for r in timed],
                      color=color, lw=1.2, marker=".", ms=3, label=mode)
         _plot_staleness(stale, mode, records, colors)
-    _label(by_step, "loss against global step", "global step", "loss")
-    _label(by_time, "loss against wall time", "seconds since start", "loss")
-    _label(stale, "staleness of applied updates", "global step", "steps behind")
+    _label(by_step, tr("loss against global step"), tr("global step"), tr("loss"))
+    _label(by_time, tr("loss against wall time"), tr("seconds since start"), tr("loss"))
+    _label(stale, tr("staleness of applied updates"), tr("global step"), tr("steps behind"))
     if title:
         fig.suptitle(title)
     return fig
@@ -109,11 +109,12 @@ def _plot_staleness(ax: Any, mode: str, records: list[dict], colors: dict) -> No
         ax.scatter([r["global_step"] for r in mine], [r["staleness"] for r in mine],
                    s=14, color=colors[(mode, worker)],
                    marker=WORKER_MARKERS[j % len(WORKER_MARKERS)],
-                   label=f"{mode} worker {worker}", alpha=0.8)
+                   label=tr("{mode} worker {worker}", mode=mode, worker=worker), alpha=0.8)
     dropped = [r for r in records if r.get("accepted") is False and r.get("global_step") is not None]
     if dropped:
         ax.scatter([r["global_step"] for r in dropped], [0] * len(dropped), s=30, marker="x",
-                   color=colors[(mode, None)], label=f"{mode}: stale gradient dropped")
+                   color=colors[(mode, None)],
+                   label=tr("{mode}: stale gradient dropped", mode=mode))
 
 
 def _label(ax: Any, title: str, xlabel: str, ylabel: str) -> None:
@@ -135,17 +136,23 @@ def figure_png(fig: Any) -> bytes:
 
 def summary(histories: dict[str, list[dict]]) -> str:
     """One deterministic line per mode: records, workers, last loss."""
-    lines = ["Loss curves:"]
+    lines = [tr("Loss curves:")]
     for mode, records in histories.items():
         steps = _sorted(records, "global_step")
         workers = len({r.get("worker", 0) for r in records})
-        last = (f", last loss {steps[-1]['loss']:.4g} at global step {steps[-1]['global_step']}"
-                if steps else "")
+        parts = [trn("{records} records from {n} worker", "{records} records from {n} workers",
+                     workers, records=len(records))]
+        if steps:
+            parts.append(tr("last loss {loss:.4g} at global step {step}",
+                            loss=steps[-1]["loss"], step=steps[-1]["global_step"]))
         stale = [r["staleness"] for r in records if r.get("staleness") is not None]
-        extra = f", max staleness {max(stale)}" if stale else ""
+        if stale:
+            parts.append(tr("max staleness {steps}", steps=max(stale)))
         dropped = sum(1 for r in records if r.get("accepted") is False)
-        extra += f", {dropped} stale gradients dropped" if dropped else ""
-        lines.append(f"  {mode}: {len(records)} records from {count(workers, 'worker')}{last}{extra}")
+        if dropped:
+            parts.append(trn("{n} stale gradient dropped", "{n} stale gradients dropped",
+                             dropped))
+        lines.append(f"  {mode}: " + ", ".join(parts))
     return "\n".join(lines)
 
 

@@ -38,6 +38,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from tfteach.errors import OpError
+from tfteach.i18n import tr
 from tfteach.notebook import graphviz_svg
 from tfteach.notebook.cluster_view import ClusterController, parse_task
 from tfteach.notebook.backend_compare import compare
@@ -64,27 +65,27 @@ HELP_FLAGS = ("-h", "--help")
 def _tfteach_parser() -> _Parser:
     parser = _Parser(prog="%tfteach", add_help=False)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    devices = sub.add_parser("devices", add_help=False, help="show this kernel's devices")
+    devices = sub.add_parser("devices", add_help=False, help=tr("show this kernel's devices"))
     devices.add_argument("--virtual-gpus", type=int, default=None,
-                         help="pretend this many virtual GPUs for the table")
+                         help=tr("pretend this many virtual GPUs for the table"))
     errors = sub.add_parser("errors", add_help=False,
-                            help="how tfteach errors from ordinary cells look")
+                            help=tr("how tfteach errors from ordinary cells look"))
     errors.add_argument("style", choices=["friendly", "full"],
-                        help="friendly: a short box with the hint; full: the traceback")
-    cluster = sub.add_parser("cluster", add_help=False, help="drive this kernel's LocalCluster")
+                        help=tr("friendly: a short box with the hint; full: the traceback"))
+    cluster = sub.add_parser("cluster", add_help=False, help=tr("drive this kernel's LocalCluster"))
     actions = cluster.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    start = actions.add_parser("start", add_help=False, help="start one (bound to `cluster`)")
-    start.add_argument("--ps", type=int, default=1, help="parameter server tasks (1)")
-    start.add_argument("--workers", type=int, default=2, help="worker tasks (2)")
-    start.add_argument("--gpus-per-task", type=int, default=0, help="virtual GPUs per task (0)")
+    start = actions.add_parser("start", add_help=False, help=tr("start one (bound to `cluster`)"))
+    start.add_argument("--ps", type=int, default=1, help=tr("parameter server tasks (1)"))
+    start.add_argument("--workers", type=int, default=2, help=tr("worker tasks (2)"))
+    start.add_argument("--gpus-per-task", type=int, default=0, help=tr("virtual GPUs per task (0)"))
     start.add_argument("--speeds", type=_speeds, default=None,
-                       help="relative worker speeds, e.g. 1,1,0.3")
-    actions.add_parser("status", add_help=False, help="show every task's state")
-    actions.add_parser("stop", add_help=False, help="stop every task")
+                       help=tr("relative worker speeds, e.g. 1,1,0.3"))
+    actions.add_parser("status", add_help=False, help=tr("show every task's state"))
+    actions.add_parser("stop", add_help=False, help=tr("stop every task"))
     for name, what in (("kill", "kill a task, e.g. worker:1"),
                        ("restart", "start a killed task again, e.g. worker:1")):
         actions.add_parser(name, add_help=False, help=what).add_argument(
-            "task", help="job:index, e.g. worker:1")
+            "task", help=tr("job:index, e.g. worker:1"))
     return parser
 
 
@@ -126,8 +127,8 @@ def _speeds(text: str) -> list[float]:
     try:
         return [float(s) for s in text.split(",") if s.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--speeds takes numbers separated by commas, "
-                                         f"e.g. 1,1,0.3 (got {text!r})") from None
+        raise argparse.ArgumentTypeError(tr("--speeds takes numbers separated by commas, "
+                                            "e.g. 1,1,0.3 (got {text})", text=repr(text))) from None
 
 
 @magics_class
@@ -143,21 +144,21 @@ class TfteachMagics(Magics):
 
     # -- %%placement ------------------------------------------------------------------
     @magic_arguments()
-    @argument("--soft", action="store_true", help="allow_soft_placement=True")
-    @argument("--log", action="store_true", help="log_device_placement=True (TF's log lines)")
-    @argument("--run", action="store_true", help="run the last expression; show values and "
-              "a device timeline")
-    @argument("--trace", action="store_true", help="run and show the device timeline")
-    @argument("--warmup", action="store_true", help="with --run/--trace: run once untraced "
-              "first, so the timeline shows a warm step")
-    @argument("--virtual-gpus", type=int, default=None, help="virtual GPUs for this cell")
-    @argument("--target", default="", help="session target, e.g. grpc://localhost:2222")
-    @argument("--config", default=None, help="a tf.ConfigProto expression")
+    @argument("--soft", action="store_true", help=tr("allow_soft_placement=True"))
+    @argument("--log", action="store_true", help=tr("log_device_placement=True (TF's log lines)"))
+    @argument("--run", action="store_true", help=tr("run the last expression; show values and "
+              "a device timeline"))
+    @argument("--trace", action="store_true", help=tr("run and show the device timeline"))
+    @argument("--warmup", action="store_true", help=tr("with --run/--trace: run once untraced "
+              "first, so the timeline shows a warm step"))
+    @argument("--virtual-gpus", type=int, default=None, help=tr("virtual GPUs for this cell"))
+    @argument("--target", default="", help=tr("session target, e.g. grpc://localhost:2222"))
+    @argument("--config", default=None, help=tr("a tf.ConfigProto expression"))
     @argument("--backend", choices=BACKENDS, default="tfteach",
-              help="tfteach, real TensorFlow (compat.v1, graph mode), or compare: both, and "
-              "what differs")
-    @argument("--gpus-as-cpus", action="store_true", help="TensorFlow: run tfteach's virtual "
-              "GPU:i on a TF CPU device CPU:i+1 standing in for it")
+              help=tr("tfteach, real TensorFlow (compat.v1, graph mode), or compare: both, and "
+              "what differs"))
+    @argument("--gpus-as-cpus", action="store_true", help=tr("TensorFlow: run tfteach's virtual "
+              "GPU:i on a TF CPU device CPU:i+1 standing in for it"))
     @cell_magic
     def placement(self, line: str, cell: str) -> None:
         """Place (and optionally run) the graph this cell builds, and show where ops went."""
@@ -187,11 +188,11 @@ class TfteachMagics(Magics):
     def _placement_tfteach(self, source: str, options: PlacementOptions
                            ) -> PlacementResult | None:
         if options.backend == "compare":
-            display(Heading("tfteach:"))
+            display(Heading(tr("tfteach:")))
         try:
             result = run_placement_cell(source, options, self.shell.user_ns)
         except OpError as err:
-            display(ErrorBox(err, "building the graph"))
+            display(ErrorBox(err, tr("building the graph")))
             return None
         self.last = self.shell.user_ns["_placement"] = result
         self._show(result)
@@ -200,11 +201,11 @@ class TfteachMagics(Magics):
     def _placement_tensorflow(self, source: str, options: PlacementOptions
                               ) -> PlacementResult | None:
         if options.backend == "compare":
-            display(Heading("TensorFlow:"))
+            display(Heading(tr("TensorFlow:")))
         try:
             result = run_tf_cell(source, options, self.shell.user_ns)
         except OpError as err:
-            display(ErrorBox(err, "starting TensorFlow"))
+            display(ErrorBox(err, tr("starting TensorFlow")))
             return None
         self.last_tf = result
         self.shell.user_ns["_placement_tf" if options.backend == "compare"
@@ -216,10 +217,10 @@ class TfteachMagics(Magics):
 
     def _show(self, result: PlacementResult) -> None:
         if result.session is None and result.error is None:
-            print("The cell created no ops, so there is nothing to place.")
+            print(tr("The cell created no ops, so there is nothing to place."))
         elif result.view is None and result.error is None:
-            print("A cluster session places the graph when it first runs it: add --run (or "
-                  "--trace) to see where the ops went.")
+            print(tr("A cluster session places the graph when it first runs it: add --run (or "
+                     "--trace) to see where the ops went."))
         for item in result_displays(result):
             item.show() if isinstance(item, View) else display(item)
         if result.error is not None:
@@ -249,7 +250,7 @@ class TfteachMagics(Magics):
         try:
             status = self._cluster(args)
         except (OpError, RuntimeError, ValueError) as err:
-            display(ErrorBox(err, f"running %tfteach cluster {args.action}"))
+            display(ErrorBox(err, tr("running %tfteach cluster {action}", action=args.action)))
             return None
         if status is not None:
             display(status)
@@ -262,14 +263,15 @@ class TfteachMagics(Magics):
         if args.action == "start":
             status = clusters.start(args.ps, args.workers, args.gpus_per_task, args.speeds)
             self.shell.user_ns["cluster"] = clusters.cluster
-            status.title += " (the variable `cluster`; e.g. tf.Session(cluster.target('worker', 0)))"
+            status.title += tr(" (the variable `cluster`; e.g. "
+                               "tf.Session(cluster.target('worker', 0)))")
             return status
         if args.action == "status":
-            return clusters.show("Cluster status")
+            return clusters.show(tr("Cluster status"))
         if args.action == "stop":
             status = clusters.stop()
             if status is None:
-                print("No cluster is running.")
+                print(tr("No cluster is running."))
             return status
         job, task = parse_task(args.task)
         return clusters.kill(job, task) if args.action == "kill" else clusters.restart(job, task)
@@ -296,7 +298,7 @@ def user_line(tb: Any) -> str:
         return ""
     last = frames[-1]
     code = (last.line or linecache.getline(last.filename, last.lineno or 0)).strip()
-    return f"running line {last.lineno}: {code}" if code else ""
+    return tr("running line {line}: {code}", line=last.lineno, code=code) if code else ""
 
 
 def install_error_display(shell: Any, friendly: bool = True) -> None:

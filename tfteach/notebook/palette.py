@@ -17,6 +17,7 @@ checks that the two agree). No state.
 """
 from __future__ import annotations
 
+from typing import Any
 
 DEVICE_FILLS = ("#56B4E9", "#E69F00", "#009E73", "#CC79A7", "#0072B2", "#D55E00", "#F0E442",
                 "#999999", "#8DD3C7", "#BEBADA", "#FB8072", "#80B1D3", "#FDB462", "#B3DE69")
@@ -76,11 +77,14 @@ def feedback_style(kind: str) -> str:
             "color:var(--jp-content-font-color1,inherit);padding:6px 10px;margin:4px 0")
 
 
-def figure_rc() -> dict[str, str]:
+def figure_rc() -> dict[str, Any]:
     """matplotlib rcParams (use with ``matplotlib.rc_context``) for a transparent figure
-    whose text, ticks, spines and grid read on a light and on a dark notebook."""
+    whose text, ticks, spines and grid read on a light and on a dark notebook, in any
+    lesson language (``fonts.font_rc``)."""
+    from tfteach.notebook.fonts import font_rc
+
     ink = FIGURE_INK
-    return {"figure.facecolor": "none", "axes.facecolor": "none", "savefig.transparent": "True",
+    return {**font_rc(), "figure.facecolor": "none", "axes.facecolor": "none", "savefig.transparent": "True",
             "text.color": ink, "axes.labelcolor": ink, "axes.edgecolor": ink,
             "axes.titlecolor": ink, "xtick.color": ink, "ytick.color": ink,
             "grid.color": ink, "legend.facecolor": "none", "legend.edgecolor": ink,

@@ -25,7 +25,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from tfteach.errors import OpError
+from tfteach.errors import OpError, with_hint
+from tfteach.i18n import N_, tr
 from tfteach.notebook.displays import RunValues
 from tfteach.notebook.placement_view import PlacementView, placement_data
 from tfteach.notebook.timeline_view import TimelineView
@@ -122,9 +123,10 @@ def make_config(options: PlacementOptions, namespace: dict) -> Any:
     if options.config:
         given = eval(options.config, namespace)  # the learner's own expression
         if not isinstance(given, tf.ConfigProto):
-            raise TypeError(f"--config must evaluate to a tf.ConfigProto, got "
-                            f"{type(given).__name__}.\nHint: --config "
-                            "\"tf.ConfigProto(allow_soft_placement=True)\"")
+            raise TypeError(with_hint(
+                tr("--config must evaluate to a tf.ConfigProto, got {type}.",
+                   type=type(given).__name__),
+                "--config \"tf.ConfigProto(allow_soft_placement=True)\""))
         config = copy.deepcopy(given)
     if options.soft:
         config.allow_soft_placement = True
@@ -189,14 +191,14 @@ def run_placement_cell(source: str, options: PlacementOptions, namespace: dict,
         return result
     config = make_config(options, namespace)
     try:
-        result.stage = "creating the session"
+        result.stage = N_("creating the session")
         with virtual_gpus(options.virtual_gpus):
             result.session = tf.Session(options.target, graph=graph, config=config)
-        result.stage = "placing the graph"
+        result.stage = N_("placing the graph")
         if hasattr(result.session, "placement"):
             _show_placement(result, result.session.placement().devices, graphviz_backend)
         if options.run or options.trace:
-            result.stage = "running the graph"
+            result.stage = N_("running the graph")
             _run(result, options)
             if result.view is None:
                 _show_placement(result, result.run_metadata.placement, graphviz_backend)

@@ -25,6 +25,7 @@ import numpy as np
 from tfteach.notebook import graphviz_svg
 from tfteach.notebook.graphviz_svg import escape
 from tfteach.notebook.palette import TRANSFER_COLOR, device_fill, label_color, op_style
+from tfteach.i18n import N_, tr
 from tfteach.notebook.style import format_bytes
 from tfteach.notebook.view import View
 from tfteach.timeline import short_device
@@ -171,7 +172,7 @@ def _edges(data: dict, show_transfers: bool) -> list[str]:
             size = format_bytes(e["bytes"])
             lines.append(f'{ends} [color="{TRANSFER_COLOR}", penwidth=2.2, '
                          f'fontcolor="{TRANSFER_COLOR}", label=" {size}", '
-                         f'tooltip="transfer {escape(e["src"])} -> {escape(e["dst"])}: {size}"];')
+                         f'tooltip="{escape(_transfer_tip(e["src"], e["dst"], size))}"];')
         else:
             lines.append(f"{ends} [style=invis];")
     return lines
@@ -179,8 +180,9 @@ def _edges(data: dict, show_transfers: bool) -> list[str]:
 
 def _legend(colors: dict, color_by: str) -> list[str]:
     """A boxed key of the colours (plain nodes: the WebAssembly Graphviz has no HTML labels)."""
-    title = {"device": "device", "job": "job:task", "type": "op type"}[color_by]
-    lines = [f'subgraph "cluster_legend" {{ label="colour = {title}"; style="rounded"; '
+    title = {"device": tr("device"), "job": "job:task", "type": tr("op type")}[color_by]
+    key = escape(tr("colour = {what}", what=title))
+    lines = [f'subgraph "cluster_legend" {{ label="{key}"; style="rounded"; '
              'color="#BBBBBB"; node [shape=box, style="filled", fontsize=9, height=0.2];']
     lines += [f'"__legend_{i}" [label="{escape(_legend_label(k, color_by))}", '
               f'{_fill_attrs(fill, border).replace("rounded,", "")}];'
@@ -192,6 +194,10 @@ def _legend(colors: dict, color_by: str) -> list[str]:
     return lines
 
 
+def _transfer_tip(src: str, dst: str, size: str) -> str:
+    return tr("transfer {src} -> {dst}: {size}", src=src, dst=dst, size=size)
+
+
 def _legend_label(key: str, color_by: str) -> str:
     return short_device(key) if color_by == "device" else key
 
@@ -201,7 +207,7 @@ class PlacementView(View):
     """A placed graph: static SVG + JSON + text, and live colour/transfer controls."""
 
     MIME = PLACEMENT_MIME
-    COLOR_CHOICES = (("device", "device"), ("job", "job"), ("op type", "type"))
+    COLOR_CHOICES = ((N_("device"), "device"), (N_("job"), "job"), (N_("op type"), "type"))
 
     def __init__(self, data: dict, graphviz_backend: str | None = None) -> None:
         super().__init__()

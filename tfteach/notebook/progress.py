@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+from tfteach.i18n import tr
 from tfteach.notebook.style import html_escape
 
 
@@ -66,19 +67,20 @@ class Progress:
         return max(0, self.total - self.done) / rate
 
     def text(self) -> str:
-        parts = [f"{self.label}: {self.done}" + (f"/{self.total}" if self.total else "")]
+        parts = [f"{tr(self.label)}: {self.done}" + (f"/{self.total}" if self.total else "")]
         if self.total:
             parts[0] += f" ({100 * self.done // self.total}%)"
         rate, eta = self.rate(), self.eta()
         if rate is not None:
-            parts.append(f"{rate:.3g} steps/s")
+            parts.append(tr("{rate:.3g} steps/s", rate=rate))
         if eta is not None and not self.finished:
-            parts.append(f"ETA {format_seconds(eta)}")
+            parts.append(tr("ETA {time}", time=format_seconds(eta)))
         parts += [f"{k} {_short(v)}" for k, v in self.metrics.items()]
         line = ", ".join(parts)
         if self.interrupted:
-            line += (f"\nStopped by you after step {self.done}: everything up to that step is "
-                     "kept (sessions, variables and clusters are still usable).")
+            line += "\n" + tr("Stopped by you after step {step}: everything up to that step is "
+                              "kept (sessions, variables and clusters are still usable).",
+                              step=self.done)
         return line
 
     def html(self) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from wcwidth import wcswidth
+
 _BACKTICKS = re.compile(r"`([^`\n]+)`")
 
 
@@ -16,9 +18,17 @@ def format_us(us: float) -> str:
     return f"{us / 1_000_000:.3g} s"
 
 
-def count(n: int, noun: str) -> str:
-    """``1 worker``, ``2 workers``: a number with its noun, plural when it is not one."""
-    return f"{n} {noun}" + ("" if n == 1 else "s")
+def text_table(rows: list[tuple[str, ...]]) -> str:
+    """Rows of cells as plain-text columns, two spaces apart, aligned by display width (a
+    Korean or Chinese character takes two columns)."""
+    widths = [max(display_width(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(cell + " " * (w - display_width(cell)) for cell, w in
+                               zip(row, widths, strict=True)).rstrip() for row in rows)
+
+
+def display_width(text: str) -> int:
+    """How many columns ``text`` takes in a monospace font (wide characters take two)."""
+    return max(wcswidth(text), len(text))
 
 
 def format_bytes(n: int | None) -> str:

@@ -44,6 +44,7 @@ from typing import Any, Iterator
 
 from tfteach.distributed.tf_task import tensorflow_missing
 from tfteach.errors import OpError, exception_type_from_name
+from tfteach.i18n import N_, tr
 from tfteach.notebook.placement_cell import (PlacementOptions, PlacementResult, execute_cell,
                                              flatten_fetchable)
 from tfteach.notebook.placement_view import PlacementView, placement_data
@@ -157,19 +158,21 @@ def device_notes(graph: Any, devices: list[Any], options: PlacementOptions) -> l
     gpus = options.gpus_as_cpus
     if gpus:
         pairs = ", ".join(f"GPU:{i} on CPU:{i + 1}" for i in range(gpus))
-        notes.append(f"--gpus-as-cpus: tfteach's virtual GPUs run on TensorFlow CPU devices "
-                     f"standing in for them ({pairs}; device_count={{'CPU': {gpus + 1}}}). "
-                     "They are CPUs, not GPUs: placement is TF's, speed is not a GPU's.")
+        notes.append(tr("--gpus-as-cpus: tfteach's virtual GPUs run on TensorFlow CPU devices "
+                        "standing in for them ({pairs}; {count}). They are CPUs, not GPUs: "
+                        "placement is TF's, speed is not a GPU's.", pairs=pairs,
+                        count=f"device_count={{'CPU': {gpus + 1}}}"))
     missing = missing_devices(graph, devices)
     if missing:
         have = ", ".join(sorted(_short(d.name) for d in devices))
-        head = (f"TensorFlow on this machine has no {', '.join(missing)} (it has {have}). "
-                "tfteach's GPUs are virtual; TensorFlow needs real ones.")
-        todo = (" With --soft, TF put those ops on a device it has (see below)."
+        head = tr("TensorFlow on this machine has no {missing} (it has {have}). tfteach's GPUs "
+                  "are virtual; TensorFlow needs real ones.", missing=", ".join(missing),
+                  have=have)
+        todo = (tr("With --soft, TF put those ops on a device it has (see below).")
                 if options.soft else
-                " Add --soft to let TF place those ops on a device it has, or --gpus-as-cpus "
-                "to map tfteach's virtual GPUs onto TF CPU devices (GPU:i on CPU:i+1).")
-        notes.append(head + todo)
+                tr("Add --soft to let TF place those ops on a device it has, or --gpus-as-cpus "
+                   "to map tfteach's virtual GPUs onto TF CPU devices (GPU:i on CPU:i+1)."))
+        notes.append(f"{head} {todo}")
     return notes
 
 
@@ -181,11 +184,11 @@ def as_tfteach_error(error: Any, stage: str) -> OpError:
                                                       "  ", "Node: '"))]
     message = "\n".join(lines) or error.message
     if "Cannot assign a device" in message:
-        hint = ("TensorFlow has no such device here (tfteach's GPUs are virtual): add --soft "
-                "to let TF choose, or --gpus-as-cpus to map tfteach's GPUs onto TF CPUs.")
+        hint = tr("TensorFlow has no such device here (tfteach's GPUs are virtual): add --soft "
+                  "to let TF choose, or --gpus-as-cpus to map tfteach's GPUs onto TF CPUs.")
     else:
-        hint = (f"this is real TensorFlow's error while {stage}; run %%placement --backend "
-                "compare to see what tfteach does with the same cell.")
+        hint = tr("this is real TensorFlow's error while {stage}; run %%placement --backend "
+                  "compare to see what tfteach does with the same cell.", stage=tr(stage))
     return exception_type_from_name(type(error).__name__)(message, hint=hint)
 
 
@@ -227,7 +230,7 @@ def run_tf_cell(source: str, options: PlacementOptions, namespace: dict,
         else:
             _open_and_place(result, tf1, options, graphviz_backend)
         if options.run or options.trace:
-            result.stage = "running the graph"
+            result.stage = N_("running the graph")
             _run(result, tf1, options)
             if result.view is None:
                 _view_from_partitions(result, options, graphviz_backend)
@@ -243,12 +246,12 @@ def _open_and_place(result: PlacementResult, tf1: Any, options: PlacementOptions
     with graph.as_default():
         probe = tf1.no_op(name=PROBE)
     with captured_fd(1) as printed:
-        result.stage = "creating the session"
+        result.stage = N_("creating the session")
         result.session = tf1.Session(graph=graph, config=tf_config(tf1, options,
                                                                    result.namespace))
         devices = result.session.list_devices()
         result.notes = device_notes(graph, devices, options)
-        result.stage = "placing the graph"
+        result.stage = N_("placing the graph")
         result.session.run(probe)
     _read_log(result, printed[-1], devices, options, graphviz_backend)
 
@@ -256,7 +259,7 @@ def _open_and_place(result: PlacementResult, tf1: Any, options: PlacementOptions
 def _open_remote(result: PlacementResult, tf1: Any, options: PlacementOptions) -> None:
     """A session on a TensorFlow server: it places the graph when it first runs it (and
     prints its placement log there), so the view comes from the run's partition graphs."""
-    result.stage = "creating the session"
+    result.stage = N_("creating the session")
     config = tf_config(tf1, options, result.namespace)
     config.log_device_placement = options.log
     result.session = tf1.Session(options.target, graph=result.graph, config=config)
@@ -290,7 +293,7 @@ def _labelled(devices: list, gpus: int) -> list[dict]:
     out = []
     for d in devices:
         stands = as_tfteach_device(d.name, gpus)
-        note = (f"TensorFlow CPU standing in for tfteach's {_short(stands)}"
+        note = (tr("TensorFlow CPU standing in for tfteach's {device}", device=_short(stands))
                 if stands != d.name else f"TensorFlow {d.device_type}")
         out.append(_Device(d.name, d.device_type, note))
     return out

@@ -23,7 +23,8 @@ from typing import Any
 
 from tfteach.notebook.palette import (OP_FILLS, TRANSFER_COLOR, device_fill, label_color,
                                       op_style)
-from tfteach.notebook.style import count, format_bytes, format_us, html_escape
+from tfteach.i18n import N_, tr, trn
+from tfteach.notebook.style import display_width, format_bytes, format_us, html_escape
 from tfteach.notebook.view import View
 
 TIMELINE_MIME = "application/vnd.tfteach.timeline+json"
@@ -34,18 +35,23 @@ _saved = itertools.count(1)
 
 def timeline_text(data: dict) -> str:
     """Lanes and transfers in a stable order, plus the step time."""
-    counts = ", ".join(count(len(data[k]), k[:-1]) for k in ("devices", "ops", "transfers"))
-    lines = [f"Timeline: {counts}; step took {format_us(data['step_us'])}"]
+    devices, ops, transfers = (len(data[k]) for k in ("devices", "ops", "transfers"))
+    counts = ", ".join([trn("{n} device", "{n} devices", devices),
+                        trn("{n} op", "{n} ops", ops),
+                        trn("{n} transfer", "{n} transfers", transfers)])
+    lines = [tr("Timeline: {counts}; step took {time}", counts=counts,
+                time=format_us(data["step_us"]))]
     short = {d["name"]: d["short"] for d in data["devices"]}
     for dev in data["devices"]:
         ops = sorted((o for o in data["ops"] if o["device"] == dev["name"]),
                      key=lambda o: o["name"])
         lines.append(f"  {dev['short']}: " + (", ".join(f"{o['name']} ({o['op']})" for o in ops)
-                                              or "idle"))
+                                              or tr("idle")))
     for t in sorted(data["transfers"], key=lambda t: (t["tensor"], t["dst_device"])):
-        lines.append(f"  transfer {t['tensor']}: {short.get(t['src_device'], t['src_device'])}"
-                     f" -> {short.get(t['dst_device'], t['dst_device'])} "
-                     f"({format_bytes(t['bytes'])})")
+        lines.append("  " + tr("transfer {tensor}: {src} -> {dst} ({size})", tensor=t["tensor"],
+                                  src=short.get(t["src_device"], t["src_device"]),
+                                  dst=short.get(t["dst_device"], t["dst_device"]),
+                                  size=format_bytes(t["bytes"])))
     return "\n".join(lines)
 
 
@@ -196,9 +202,9 @@ def _lanes(data: dict, g: _Geometry) -> list[str]:
 def _legend(keys: dict, g: _Geometry, transfers: bool) -> list[str]:
     """Rows of swatches (and the transfer arrow) under the lanes; grows ``g``."""
     out, x, y = [], float(g.label_w), g.legend_y
-    items = list(keys.items()) + ([("transfer", None)] if transfers else [])
+    items = list(keys.items()) + ([(tr("transfer"), None)] if transfers else [])
     for label, style in items:
-        width = 30 + 6.5 * len(label)
+        width = 30 + 6.5 * display_width(label)
         if x + width > g.label_w + PLOT_W and x > g.label_w:
             x, y = float(g.label_w), y + LEGEND_H
             g.height += LEGEND_H
@@ -257,7 +263,7 @@ class TimelineView(View):
     """One step's device timeline: static SVG + JSON + text, live controls, trace export."""
 
     MIME = TIMELINE_MIME
-    COLOR_CHOICES = (("op type", "type"), ("device", "device"))
+    COLOR_CHOICES = ((N_("op type"), "type"), (N_("device"), "device"))
 
     def __init__(self, data: dict, chrome_trace: str | None = None) -> None:
         super().__init__()
@@ -292,7 +298,8 @@ class TimelineView(View):
     def save_chrome_trace(self, path: str | Path | None = None) -> Path:
         """Write the Chrome trace JSON (open it in https://ui.perfetto.dev); returns the path."""
         if self.chrome_trace is None:
-            raise ValueError("This timeline has no Chrome trace (it was built from data only).")
+            raise ValueError(tr("This timeline has no Chrome trace (it was built from data "
+                                "only)."))
         target = Path(path) if path is not None else Path(f"timeline-{next(_saved)}.json")
         target.write_text(self.chrome_trace)
         return target
@@ -300,15 +307,16 @@ class TimelineView(View):
     def extra_controls(self) -> list:
         import ipywidgets as w
 
-        button = w.Button(description="Save Chrome trace", icon="download",
-                          tooltip="write the step's trace as JSON for Perfetto",
+        button = w.Button(description=tr("Save Chrome trace"), icon="download",
+                          tooltip=tr("write the step's trace as JSON for Perfetto"),
                           layout=w.Layout(width="auto"))
         where = w.HTML()
 
         def save(_: Any) -> None:
             path = self.save_chrome_trace()
-            where.value = (f'saved <a href="{html_escape(path.name)}" target="_blank">'
-                           f'{html_escape(str(path))}</a>: open it in ui.perfetto.dev')
+            link = (f'<a href="{html_escape(path.name)}" target="_blank">'
+                    f'{html_escape(str(path))}</a>')
+            where.value = tr("saved {link}: open it in ui.perfetto.dev", link=link)
 
         button.on_click(save)
         return [button, where]

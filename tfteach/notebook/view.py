@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from tfteach.i18n import tr
 from tfteach.notebook.style import kernel_running
 
 
@@ -89,9 +90,10 @@ class View:
         """An ipywidgets row: colour-by buttons, a transfers checkbox, extras."""
         import ipywidgets as w
 
-        color = w.ToggleButtons(options=list(self.COLOR_CHOICES), value=self.color_by,
-                                description="Colour by", style={"button_width": "80px"})
-        transfers = w.Checkbox(value=self.show_transfers, description="show transfers",
+        color = w.ToggleButtons(options=[(tr(label), key) for label, key in self.COLOR_CHOICES],
+                                value=self.color_by, description=tr("Colour by"),
+                                style={"button_width": "80px"})
+        transfers = w.Checkbox(value=self.show_transfers, description=tr("show transfers"),
                                indent=False)
         color.observe(lambda change: on_change(color_by=change["new"]), names="value")
         transfers.observe(lambda change: on_change(show_transfers=change["new"]),
