@@ -55,6 +55,7 @@ from typing import IO, NamedTuple
 import numpy as np
 
 from tfteach.errors import DataLossError, InvalidArgumentError, NotFoundError
+from tfteach.i18n import tr
 from tfteach.train import legacy_checkpoint as legacy
 from tfteach.train import tensor_bundle as bundle
 from tfteach.train.tensor_bundle import TensorEntry
@@ -144,13 +145,14 @@ def _savable(name: object, value: object) -> np.ndarray:
     """``value`` as a C-ordered little-endian array, after checking name and dtype."""
     if not isinstance(name, str) or not name or "\0" in name:
         raise InvalidArgumentError(f"Cannot save a tensor named {name!r}: names must be "
-                                   "non-empty strings.", hint="Save variables by their "
-                                   "op names, e.g. {'layer1/weights': value}.")
+                                   "non-empty strings.", hint=tr(
+                                       "Save variables by their op names, e.g. "
+                                       "{'layer1/weights': value}."))
     array = np.asarray(value)
     if array.dtype.kind not in _SAVABLE_KINDS:
         raise InvalidArgumentError(f"Cannot save tensor '{name}' of dtype {array.dtype}: "
                                    "checkpoints hold bool and numeric arrays only.",
-                                   hint="Leave this tensor out of the Saver's var_list.")
+                                   hint=tr("Leave this tensor out of the Saver's var_list."))
     return np.asarray(array.astype(array.dtype.newbyteorder("<"), copy=False), order="C")
 
 
@@ -170,8 +172,8 @@ def write_checkpoint(prefix: str | os.PathLike, tensors: Mapping[str, np.ndarray
         os.makedirs(parent, exist_ok=True)
     except OSError as exc:
         raise NotFoundError(f"Parent directory of {prefix} doesn't exist, can't save: {exc}",
-                            hint=f"Save under a folder you can create: {parent!r} is not one."
-                            ) from None
+                            hint=tr("Save under a folder you can create: {folder} is not one.",
+                                    folder=repr(parent))) from None
     for path in _files_on_disk(prefix):
         if TEMP_MARK in path[len(prefix):]:
             _remove(path)
@@ -216,23 +218,26 @@ def _not_found(prefix: str) -> NotFoundError:
     directory = os.path.dirname(prefix) or "."
     match = re.search(r"\.(index|index\.json|data-\d{5}-of-\d{5}|data\.npz)$", prefix)
     if match:
-        return NotFoundError(message, hint="Pass the checkpoint prefix without the file "
-                             f"suffix: {prefix[:match.start()]!r}.")
+        return NotFoundError(message, hint=tr(
+            "Pass the checkpoint prefix without the file suffix: {prefix}.",
+            prefix=repr(prefix[:match.start()])))
     if not os.path.isdir(directory):
-        hint = f"The directory {directory} does not exist; check the path."
+        hint = tr("The directory {directory} does not exist; check the path.",
+                  directory=directory)
     elif names := _checkpoints_in(directory):
-        hint = (f"Checkpoints in {directory}: {', '.join(names[-5:])}. "
-                f"tf.train.latest_checkpoint({directory!r}) gives the newest.")
+        hint = tr("Checkpoints in {directory}: {names}. tf.train.latest_checkpoint({quoted}) "
+                  "gives the newest.", directory=directory, names=", ".join(names[-5:]),
+                  quoted=repr(directory))
     else:
-        hint = (f"There is no checkpoint in {directory}. Save one first; saver.save(sess, "
-                "path) returns the prefix to restore from.")
+        hint = tr("There is no checkpoint in {directory}. Save one first; saver.save(sess, "
+                  "path) returns the prefix to restore from.", directory=directory)
     return NotFoundError(message, hint=hint)
 
 
 def _corrupt(path: str, problem: object) -> DataLossError:
     return DataLossError(f"Checkpoint file {path} is corrupt: {problem}",
-                         hint="Restore from an older checkpoint, or delete this one "
-                              "(tf.train.latest_checkpoint then finds the previous one).")
+                         hint=tr("Restore from an older checkpoint, or delete this one "
+                                 "(tf.train.latest_checkpoint then finds the previous one)."))
 
 
 def _parse_v2(prefix: str, raw: bytes) -> _Index:

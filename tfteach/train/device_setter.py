@@ -20,8 +20,10 @@ from typing import Any
 
 import numpy as np
 
+from tfteach.errors import with_hint
 from tfteach.framework.device_spec import DeviceSpec
 from tfteach.framework.tensor_shape import as_shape
+from tfteach.i18n import tr
 
 STANDARD_PS_OPS = ("Variable", "VariableV2", "AutoReloadVariable", "MutableHashTable",
                    "MutableHashTableV2", "MutableHashTableOfTensors",
@@ -73,8 +75,9 @@ def byte_size_load_fn(op: Any) -> int:
     if not shape.is_fully_defined():
         shape = as_shape(op.get_attr("shape"))
     if not shape.is_fully_defined():
-        raise ValueError(f"Shape {shape} is not fully defined.\nHint: give the variable a "
-                         "fully known shape so its byte size can balance the ps tasks.")
+        raise ValueError(with_hint(f"Shape {shape} is not fully defined.", tr(
+            "give the variable a fully known shape so its byte size can balance the ps "
+            "tasks.")))
     return shape.num_elements() * output.dtype.size
 
 
@@ -152,7 +155,8 @@ def _cluster_dict(cluster: Any) -> dict:
         return cluster
     if type(cluster).__name__ == "ClusterDef":
         return {job.name: dict(job.tasks) for job in cluster.job}
-    raise TypeError("`cluster` must be a dictionary mapping one or more job names to lists of "
-                    "network addresses, or a `ClusterDef` protocol buffer\nHint: pass "
-                    "tf.train.ClusterSpec({'ps': [...], 'worker': [...]}), the same dict, or "
-                    "its as_cluster_def().")
+    raise TypeError(with_hint(
+        "`cluster` must be a dictionary mapping one or more job names to lists of network "
+        "addresses, or a `ClusterDef` protocol buffer",
+        tr("pass tf.train.ClusterSpec({'ps': [...], 'worker': [...]}), the same dict, or its "
+           "as_cluster_def().")))

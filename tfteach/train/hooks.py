@@ -18,7 +18,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from tfteach.errors import with_hint
 from tfteach.framework.graph import GraphKeys, get_default_graph
+from tfteach.i18n import tr
 
 _log = logging.getLogger("tfteach.train")
 
@@ -84,9 +86,10 @@ def _global_step_read() -> Any:
 def _require_global_step(hook: str) -> Any:
     step = _global_step_read()
     if step is None:
-        raise RuntimeError(f"Global step should be created to use {hook}.\nHint: call "
-                           "tf.train.get_or_create_global_step() before building the train op "
-                           "and pass it to minimize(..., global_step=...).")
+        raise RuntimeError(with_hint(
+            f"Global step should be created to use {hook}.",
+            tr("call tf.train.get_or_create_global_step() before building the train op and "
+               "pass it to minimize(..., global_step=...).")))
     return step
 
 
@@ -205,8 +208,9 @@ class CheckpointSaverHook(SessionRunHook):
             return self._scaffold.saver
         savers = get_default_graph().get_collection(GraphKeys.SAVERS)
         if len(savers) != 1:
-            raise RuntimeError(f"There should be exactly one saver in the SAVERS collection, "
-                               f"found {len(savers)}.\nHint: pass saver= to the hook.")
+            raise RuntimeError(with_hint(
+                f"There should be exactly one saver in the SAVERS collection, found "
+                f"{len(savers)}.", tr("pass saver= to the hook.")))
         return savers[0]
 
     def _save(self, session: Any, step: int) -> bool:
@@ -308,5 +312,6 @@ class NanTensorHook(SessionRunHook):
 
 class NanLossDuringTrainingError(RuntimeError):
     def __str__(self) -> str:
-        return ("NaN loss during training.\nHint: lower the learning rate, or check the input "
-                "data for NaNs and the loss for log(0).")
+        return with_hint("NaN loss during training.", tr(
+            "lower the learning rate, or check the input data for NaNs and the loss for "
+            "log(0)."))

@@ -33,6 +33,7 @@ import numpy as np
 from tfteach import errors
 from tfteach.framework import dtypes
 from tfteach.framework.graph import GraphKeys, get_default_graph
+from tfteach.i18n import tr
 from tfteach.ops import array_ops, math_ops, state_ops
 from tfteach.ops.control_ops import group
 from tfteach.ops.data_flow_ops import dynamic_partition
@@ -243,8 +244,8 @@ class SessionManager:
             if deadline - time.monotonic() - self._recovery_wait_secs < 0:
                 raise errors.DeadlineExceededError(
                     f"Session was not ready after waiting {max_wait_secs:g} secs.",
-                    hint="the chief (task 0) initializes the variables; is it running, and "
-                         "does it reach the same cluster?")
+                    hint=tr("the chief (task 0) initializes the variables; is it running, "
+                            "and does it reach the same cluster?"))
             _log.info("Waiting for model to be ready.  Ready_for_local_init_op:  %s, ready: %s",
                       not_ready_local, not_ready)
             time.sleep(self._recovery_wait_secs)

@@ -22,9 +22,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from tfteach.errors import with_hint
 from tfteach.framework import dtypes
 from tfteach.framework.graph import Graph, Operation, Tensor, get_default_graph
 from tfteach.framework.indexed_slices import IndexedSlices
+from tfteach.i18n import tr
 from tfteach.ops import array_ops, gather_ops, state_ops
 from tfteach.ops.common import convert_to_tensor
 from tfteach.ops.control_ops import group
@@ -65,11 +67,12 @@ class Optimizer:
             aggregation_method=aggregation_method,
             colocate_gradients_with_ops=colocate_gradients_with_ops, grad_loss=grad_loss)
         if not [v for g, v in grads_and_vars if g is not None]:
-            raise ValueError(
+            raise ValueError(with_hint(
                 "No gradients provided for any variable, check your graph for ops that do not "
                 f"support gradients, between variables {[str(v) for _, v in grads_and_vars]} "
-                f"and loss {loss}.\nHint: the loss must be computed from the variables "
-                "(through differentiable ops, not tf.stop_gradient or an int cast).")
+                f"and loss {loss}.", tr("the loss must be computed from the variables (through "
+                                        "differentiable ops, not tf.stop_gradient or an int "
+                                        "cast).")))
         return self.apply_gradients(grads_and_vars, global_step=global_step, name=name)
 
     def compute_gradients(self, loss: Tensor, var_list: list | None = None,
@@ -231,16 +234,19 @@ def create_slot(primary: Variable, initializer: Any, shape: Any, dtype: Any,
 
 def _check_variable(v: Any) -> None:
     if not isinstance(v, Variable):
-        raise NotImplementedError(f"Trying to optimize unsupported type {v!r}.\nHint: "
-                                  "optimizers update tf.Variable objects (var_list=[...]).")
+        raise NotImplementedError(with_hint(
+            f"Trying to optimize unsupported type {v!r}.",
+            tr("optimizers update tf.Variable objects (var_list=[...]).")))
 
 
 def _assert_float(tensors: list) -> None:
     for t in tensors:
         if t.dtype not in _FLOATS:
-            raise ValueError(f"Invalid type {t.dtype.name} for {t.name}, expected: "
-                             f"[{', '.join(d.name for d in _FLOATS)}].\nHint: gradients exist "
-                             "only for floating point values; cast with tf.cast(x, tf.float32).")
+            raise ValueError(with_hint(
+                f"Invalid type {t.dtype.name} for {t.name}, expected: "
+                f"[{', '.join(d.name for d in _FLOATS)}].",
+                tr("gradients exist only for floating point values; cast with "
+                   "tf.cast(x, tf.float32).")))
 
 
 def _converted(grads_and_vars: Iterable) -> list:

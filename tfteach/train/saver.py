@@ -29,8 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from tfteach.errors import InvalidArgumentError, NotFoundError
+from tfteach.errors import InvalidArgumentError, NotFoundError, with_hint
 from tfteach.framework.graph import GraphKeys, Tensor, get_default_graph
+from tfteach.i18n import tr
 from tfteach.ops import array_ops, state_ops
 from tfteach.ops.control_ops import group
 from tfteach.ops.state_ops import Variable
@@ -122,10 +123,11 @@ class Saver:
         if save_path is None:
             raise ValueError("Can't load save_path when it is None.")
         if not ckpt.checkpoint_exists(save_path):
-            raise ValueError(f"The passed save_path is not a valid checkpoint: {save_path}\n"
-                             "Hint: pass a checkpoint prefix as Saver.save returned it (e.g. "
-                             "'train/model.ckpt-100', without a suffix); "
-                             "tf.train.latest_checkpoint(directory) finds the newest one.")
+            raise ValueError(with_hint(
+                f"The passed save_path is not a valid checkpoint: {save_path}",
+                tr("pass a checkpoint prefix as Saver.save returned it (e.g. "
+                   "'train/model.ckpt-100', without a suffix); "
+                   "tf.train.latest_checkpoint(directory) finds the newest one.")))
         stored = ckpt.read_checkpoint(save_path)
         feeds = {self._placeholders[key]: _checked(key, var, stored, save_path)
                  for key, var in self._vars.items()}
@@ -140,12 +142,13 @@ class Saver:
 def _checked(key: str, var: Variable, stored: dict, path: str) -> np.ndarray:
     """The checkpoint's value for ``var``, or a learner-readable error naming it."""
     if key not in stored:
-        near = ", ".join(sorted(stored)[:10]) or "(none)"
+        near = ", ".join(sorted(stored)[:10]) or tr("(none)")
         raise NotFoundError(
             f"Key {key} not found in checkpoint {path}: the graph's variable '{key}' was never "
-            f"saved there.", hint=f"the checkpoint holds: {near}. Restore with a Saver whose "
-            "var_list maps checkpoint names to variables, e.g. Saver({'old_name': v}), or "
-            "build the same model (same variable names) that wrote the checkpoint.")
+            f"saved there.", hint=tr(
+                "the checkpoint holds: {names}. Restore with a Saver whose var_list maps "
+                "checkpoint names to variables, e.g. Saver({{'old_name': v}}), or build the "
+                "same model (same variable names) that wrote the checkpoint.", names=near))
     value = stored[key]
     want = var.shape.as_list() if var.shape.dims is not None else None
     if want is not None and not var.shape.is_compatible_with(value.shape):
@@ -153,13 +156,15 @@ def _checked(key: str, var: Variable, stored: dict, path: str) -> np.ndarray:
             f"Assign requires shapes of both tensors to match. lhs shape= {want} rhs shape= "
             f"{list(value.shape)}: variable '{key}' has shape {want} in the graph but "
             f"{list(value.shape)} in checkpoint {path}.",
-            hint="the model changed since the checkpoint was written; rebuild it with the "
-                 "same layer sizes, or restore only the unchanged variables (var_list=...).")
+            hint=tr("the model changed since the checkpoint was written; rebuild it with the "
+                    "same layer sizes, or restore only the unchanged variables "
+                    "(var_list=...)."))
     if value.dtype != var.dtype.np:
         raise InvalidArgumentError(
             f"tensor_name = {key}; expected dtype {var.dtype.name} does not equal original "
             f"dtype {value.dtype.name} in checkpoint {path}.",
-            hint=f"create variable '{key}' with dtype={value.dtype.name}, as when it was saved.")
+            hint=tr("create variable '{name}' with dtype={dtype}, as when it was saved.",
+                    name=key, dtype=value.dtype.name))
     return value
 
 
@@ -175,8 +180,8 @@ def _named_variables(var_list: Any, g: Any) -> dict:
     out: dict[str, Variable] = {}
     for key, v in items:
         if not isinstance(v, Variable):
-            raise TypeError(f"Variable to save is not a Variable: {v!r}\nHint: pass "
-                            "tf.Variable objects (or a dict of name -> tf.Variable).")
+            raise TypeError(with_hint(f"Variable to save is not a Variable: {v!r}", tr(
+                "pass tf.Variable objects (or a dict of name -> tf.Variable).")))
         if key in out:
             raise ValueError(f"At least two variables have the same name: {key}")
         out[key] = v
@@ -211,7 +216,8 @@ def load_variable(ckpt_dir_or_file: str, name: str) -> np.ndarray:
     stored = ckpt.read_checkpoint(_resolve(ckpt_dir_or_file))
     if name not in stored:
         raise NotFoundError(f"Key {name} not found in checkpoint {ckpt_dir_or_file}",
-                            hint=f"saved names: {', '.join(sorted(stored)) or '(none)'}.")
+                            hint=tr("saved names: {names}.",
+                                    names=", ".join(sorted(stored)) or tr("(none)")))
     return stored[name]
 
 
