@@ -49,7 +49,7 @@ class Feedback:
         return self.passed
 
     def text(self) -> str:
-        what = tr(self.what)
+        what = tr(self.what)  # i18n: dynamic
         if self.passed:
             return tr("Correct: {what}. Well done!", what=what)
         lines = [tr("Not yet: {what}.", what=what)] + [f"- {p}" for p in self.problems]
@@ -85,7 +85,7 @@ def check(actual: Any, expected: Any = _FROM_EXERCISE, what: str | None = None, 
     if not _same(actual, expected, atol):
         feedback.problems.append(_expected_got(expected, actual))
         if hint:
-            feedback.hints.append(tr(hint))
+            feedback.hints.append(tr(hint))  # i18n: dynamic
     return feedback
 
 
@@ -136,9 +136,9 @@ def _check_exercise(name: str, actual: Any, expected: Any, atol: float) -> Feedb
 
 def _add_hints(feedback: Feedback, name: str, info: dict, tries: int) -> None:
     """The hints for the ``tries``-th wrong try: direction, then stronger, then the answer."""
-    feedback.hints.append(tr(info["direction"]))
+    feedback.hints.append(tr(info["direction"]))  # i18n: dynamic
     if tries >= 2:
-        feedback.hints.append(tr(info["hint"]))
+        feedback.hints.append(tr(info["hint"]))  # i18n: dynamic
     ask = f"`tfteach.lessons.solution('{name}')`"
     if tries >= exercises.TRIES_BEFORE_ANSWER:
         feedback.hints.append(tr("the whole solution: {ask}", ask=ask))

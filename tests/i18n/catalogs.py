@@ -59,14 +59,15 @@ def mo_path(lang: str) -> Path:
 
 # ---- extraction ------------------------------------------------------------------------------
 
-KEYWORDS = {"tr": 1, "trn": 2}      # function: how many leading arguments are messages
+# function: how many leading arguments are messages (N_ marks a text tr() shows elsewhere)
+KEYWORDS = {"tr": 1, "trn": 2, "N_": 1}
 
 
 def code_messages() -> list[tuple[str | tuple[str, str], str]]:
     """(message, file) of every ``tr("literal", ...)`` call under tfteach/, by Babel (a
     ``trn`` message is the pair (singular, plural))."""
     found = extract_from_dir(PACKAGE, method_map=[("**.py", "python")], comment_tags=(),
-                             keywords={"tr": None, "trn": (1, 2)})
+                             keywords={"tr": None, "trn": (1, 2), "N_": None})
     return [(message, f"tfteach/{Path(name).as_posix()}")
             for name, _line, message, _comments, _context in found if message]
 

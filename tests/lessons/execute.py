@@ -5,8 +5,9 @@
 Run it from the repository root after changing a lesson. Each notebook runs top to bottom in
 a fresh kernel started in the notebook's folder, in the environment the lesson tests use
 (this checkout first on PYTHONPATH; CUDA_VISIBLE_DEVICES, TFTEACH_VIRTUAL_GPUS,
-TFTEACH_DEVICE_SPEED and TFTEACH_CLUSTER_TOKEN unset), so the stored outputs are the ones
-nbval later compares against. Live widget outputs (the views' controls) are dropped: they
+TFTEACH_DEVICE_SPEED and TFTEACH_CLUSTER_TOKEN unset; TFTEACH_LANG the notebook's language,
+from its metadata: any language's set runs, e.g. ``lessons/ko/*.ipynb``), so the stored
+outputs are the ones nbval later compares against. Live widget outputs (the views' controls) are dropped: they
 work only with the kernel that made them and nbval ignores them, so the saved notebook keeps
 the static pictures that GitHub, nbconvert and nbval see. A notebook with a failing cell is
 left as it was; the script then exits with status 1 after trying the others.
@@ -18,7 +19,7 @@ import sys
 from pathlib import Path
 
 import nbformat
-from lesson_tools import lesson_env
+from lesson_tools import lesson_env, notebook_lang
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
@@ -31,7 +32,7 @@ def execute(notebook: Path, timeout: int = 600) -> None:
     client = NotebookClient(nb, timeout=timeout, coalesce_streams=True,
                             store_widget_state=False,
                             resources={"metadata": {"path": str(notebook.parent)}})
-    client.execute(env=lesson_env())
+    client.execute(env=lesson_env(lang=notebook_lang(notebook)))
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = [o for o in cell.outputs if _static(o)]

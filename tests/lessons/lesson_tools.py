@@ -5,7 +5,9 @@ only where that package is installed (as in CI); elsewhere nbval skips it.
 
 A lesson runs with this checkout first on PYTHONPATH and with the device and cluster-token
 variables unset, so it sees the defaults its stored outputs were made with (two virtual
-GPUs, no token). A ``registry`` folder, when given, holds the LocalClusters the run
+GPUs, no token), and in its own language: ``TFTEACH_LANG`` is the ``tfteach.lang`` of the
+notebook's metadata (``en`` where it has none). The English lessons are ``lessons/*.ipynb``,
+each translation's are ``lessons/<lang>/`` with the same file names (``lesson_path``). A ``registry`` folder, when given, holds the LocalClusters the run
 registers and marks every process it starts (kernel and tasks), so a test can find them.
 """
 from __future__ import annotations
@@ -23,20 +25,33 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSONS = ROOT / "lessons"
+LANGS = ("en", "ko", "zh", "ru")
 SANITIZE = LESSONS / "sanitize.cfg"
 REGISTRY_ENV = "TFTEACH_REGISTRY_DIR"
 _UNSET = ("CUDA_VISIBLE_DEVICES", "TFTEACH_VIRTUAL_GPUS", "TFTEACH_DEVICE_SPEED",
-          "TFTEACH_CLUSTER_TOKEN")
+          "TFTEACH_CLUSTER_TOKEN", "TFTEACH_LANG", "LANGUAGE", "LC_ALL", "LC_MESSAGES")
+
+
+def lesson_path(name: str, lang: str = "en") -> Path:
+    """The lesson file ``name`` (e.g. ``04_how_a_graph_runs.ipynb``) in ``lang``."""
+    return LESSONS / name if lang == "en" else LESSONS / lang / name
+
+
+def notebook_lang(notebook: Path) -> str:
+    """The language a notebook's metadata names (``tfteach.lang``), else ``en``."""
+    nb = nbformat.read(notebook, as_version=4)
+    return nb.metadata.get("tfteach", {}).get("lang", "en")
 _SVG = re.compile(r'src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"')
 
 
-def lesson_env(registry: Path | None = None) -> dict[str, str]:
+def lesson_env(registry: Path | None = None, lang: str = "en") -> dict[str, str]:
     """This process's environment, made the one a lesson's kernel should start in."""
     env = dict(os.environ)
     paths = [str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     for name in _UNSET:
         env.pop(name, None)
+    env["TFTEACH_LANG"] = lang
     if registry is not None:
         env[REGISTRY_ENV] = str(registry)
     return env
@@ -69,11 +84,12 @@ def assert_passes_nbval(notebook: Path, workdir: Path) -> Path:
 
     Returns the registry folder the run used (``workdir/registry``)."""
     registry = workdir / "registry"
+    lang = notebook_lang(notebook)
     notebook = runnable_here(notebook, workdir)
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--nbval", str(notebook), "--nbval-sanitize-with",
          str(SANITIZE), "-q", "-p", "no:cacheprovider", "--rootdir", str(workdir)],
-        check=False, cwd=ROOT, env=lesson_env(registry), capture_output=True, text=True,
+        check=False, cwd=ROOT, env=lesson_env(registry, lang), capture_output=True, text=True,
         timeout=600)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert re.search(r"\b\d+ passed\b", done.stdout)

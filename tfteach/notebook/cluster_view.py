@@ -60,11 +60,11 @@ def _cells(row: dict[str, Any]) -> tuple[str, ...]:
 
 
 def rows_text(rows: list[dict[str, Any]]) -> str:
-    return text_table([tuple(tr(h) for h in _HEAD)] + [_cells(r) for r in rows])
+    return text_table([tuple(tr(h) for h in _HEAD)] + [_cells(r) for r in rows])  # i18n: dynamic
 
 
 def rows_html(rows: list[dict[str, Any]]) -> str:
-    head = "".join(f"<th style='text-align:left'>{tr(h)}</th>" for h in _HEAD)
+    head = "".join(f"<th style='text-align:left'>{tr(h)}</th>" for h in _HEAD)  # i18n: dynamic
     body = ""
     for r in rows:
         color = ("var(--jp-success-color1,#1E8449)" if r["alive"]

@@ -39,7 +39,7 @@ class ErrorBox:
         return getattr(self.error, "hint", None)
 
     def text(self) -> str:
-        head = (tr("{error} while {context}:", error=self.title, context=tr(self.context))
+        head = (tr("{error} while {context}:", error=self.title, context=tr(self.context))  # i18n: dynamic
                 if self.context else f"{self.title}:")
         return with_hint(f"{head}\n{self.message}", self.hint or "")
 
@@ -47,7 +47,7 @@ class ErrorBox:
         head = f"<b>{html_escape(self.title)}</b>"
         if self.context:
             head = tr("{error} while {context}", error=head,
-                      context=html_escape(tr(self.context)))
+                      context=html_escape(tr(self.context)))  # i18n: dynamic
         hint = (f'<div style="margin-top:6px"><b>{tr("Hint")}:</b> {inline_code(self.hint)}</div>'
                 if self.hint else "")
         return (f'<div class="tfteach-error" style="{feedback_style("error")};{_TEXT}">'
@@ -109,6 +109,14 @@ class RunValues:
         return {"text/plain": self.text()}
 
 
+def _gpu_mapping(device: Any) -> str:
+    """``GPU:0 is virtual GPU 0``: which GPU a device stands for."""
+    fields = {"device": short_device(device.name), "index": device.physical_index}
+    if device.is_virtual:
+        return tr("{device} is virtual GPU {index}", **fields)
+    return tr("{device} is physical GPU {index}", **fields)
+
+
 class DeviceTable:
     """The devices a session would get here, and what CUDA_VISIBLE_DEVICES did."""
 
@@ -133,10 +141,7 @@ class DeviceTable:
     def visibility_note(self) -> str:
         """One sentence on CUDA_VISIBLE_DEVICES and how the GPUs map to it."""
         gpus = [d for d in self.devices if d.device_type == "GPU"]
-        mapped = ", ".join(
-            tr("{device} is virtual GPU {index}" if d.is_virtual else
-               "{device} is physical GPU {index}", device=short_device(d.name),
-               index=d.physical_index) for d in gpus)
+        mapped = ", ".join(_gpu_mapping(d) for d in gpus)
         env = self.env.get("CUDA_VISIBLE_DEVICES")
         if env is None:
             head = tr("CUDA_VISIBLE_DEVICES is not set: every GPU is visible.")
@@ -152,7 +157,7 @@ class DeviceTable:
         return "\n".join([text_table(rows), self.visibility_note()])
 
     def headings(self) -> tuple[str, ...]:
-        return tuple(tr(c) for c in self.COLUMNS)
+        return tuple(tr(c) for c in self.COLUMNS)  # i18n: dynamic
 
     def html(self) -> str:
         head = "".join(f"<th style='text-align:left'>{c}</th>" for c in self.headings())

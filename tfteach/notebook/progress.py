@@ -67,7 +67,7 @@ class Progress:
         return max(0, self.total - self.done) / rate
 
     def text(self) -> str:
-        parts = [f"{tr(self.label)}: {self.done}" + (f"/{self.total}" if self.total else "")]
+        parts = [f"{tr(self.label)}: {self.done}" + (f"/{self.total}" if self.total else "")]  # i18n: dynamic
         if self.total:
             parts[0] += f" ({100 * self.done // self.total}%)"
         rate, eta = self.rate(), self.eta()

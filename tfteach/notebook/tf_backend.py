@@ -188,7 +188,7 @@ def as_tfteach_error(error: Any, stage: str) -> OpError:
                   "to let TF choose, or --gpus-as-cpus to map tfteach's GPUs onto TF CPUs.")
     else:
         hint = tr("this is real TensorFlow's error while {stage}; run %%placement --backend "
-                  "compare to see what tfteach does with the same cell.", stage=tr(stage))
+                  "compare to see what tfteach does with the same cell.", stage=tr(stage))  # i18n: dynamic
     return exception_type_from_name(type(error).__name__)(message, hint=hint)
 
 

@@ -90,7 +90,7 @@ class View:
         """An ipywidgets row: colour-by buttons, a transfers checkbox, extras."""
         import ipywidgets as w
 
-        color = w.ToggleButtons(options=[(tr(label), key) for label, key in self.COLOR_CHOICES],
+        color = w.ToggleButtons(options=[(tr(label), key) for label, key in self.COLOR_CHOICES],  # i18n: dynamic
                                 value=self.color_by, description=tr("Colour by"),
                                 style={"button_width": "80px"})
         transfers = w.Checkbox(value=self.show_transfers, description=tr("show transfers"),
