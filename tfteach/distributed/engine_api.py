@@ -213,9 +213,11 @@ def resolve(spec: str) -> EngineFactory:
         return getattr(importlib.import_module(module_name), attr or "make_engine")
     except (ImportError, AttributeError) as exc:
         from tfteach import errors
+        from tfteach.i18n import tr
         raise errors.NotFoundError(
             f"Cannot load the engine factory {spec!r}: {exc}",
-            hint=f"{ENGINE_ENV} must name an importable callable as 'package.module:attr'."
+            hint=tr("{variable} must name an importable callable as 'package.module:attr'.",
+                    variable=ENGINE_ENV)
         ) from None
 
 

@@ -15,6 +15,7 @@ from typing import Any, Mapping
 from tfteach import errors
 from tfteach.framework.graph import Graph
 from tfteach.framework.graph_io import graph_from_json
+from tfteach.i18n import tr
 from tfteach.runtime.config import ConfigProto
 
 
@@ -41,7 +42,8 @@ def json_object(data: bytes, what: str) -> dict:
     if not isinstance(value, dict):
         raise errors.InvalidArgumentError(
             f"Malformed {what}: expected a JSON object, got {str(value)[:80]!r}",
-            hint="tfteach's clients send it; a client of your own must send the same format.")
+            hint=tr("tfteach's clients send it; a client of your own must send the same "
+                    "format."))
     return value
 
 
@@ -53,8 +55,8 @@ def load_graph(data: bytes, where: str, into: Graph | None = None) -> Graph:
     except ValueError as e:
         raise errors.InvalidArgumentError(
             f"{where}: invalid graph: {e}",
-            hint="build graphs with tfteach (tf.Session sends them); a graph def of your own "
-                 "must follow tfteach.framework.graph_io's format.") from None
+            hint=tr("build graphs with tfteach (tf.Session sends them); a graph def of your "
+                    "own must follow tfteach.framework.graph_io's format.")) from None
 
 
 def session_config(config: bytes) -> ConfigProto:

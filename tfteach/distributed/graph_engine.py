@@ -38,6 +38,7 @@ from tfteach.devices import discovery
 from tfteach.devices.base import Device
 from tfteach.framework.graph import Graph
 from tfteach.framework.graph_io import copy_graph
+from tfteach.i18n import tr
 from tfteach.runtime.config import StepStats, TransferStats
 from tfteach.runtime.executor import Executor, to_fetch_value
 from tfteach.runtime.partition_graphs import partition_graphs
@@ -158,8 +159,8 @@ class GraphEngine(WorkerTransport):
                 f"Operation '{getattr(op, 'name', '?')}' was assigned to {name}, which is not a "
                 f"device of task {self.task.task_name} (it has "
                 f"{', '.join(sorted(self._by_name))})",
-                hint="the task's devices changed since the session placed the graph (was it "
-                     "restarted with other settings?); create a new session.")
+                hint=tr("the task's devices changed since the session placed the graph (was "
+                        "it restarted with other settings?); create a new session."))
         return dev
 
     def get_status(self) -> list[dict[str, Any]]:
@@ -241,9 +242,9 @@ class GraphEngine(WorkerTransport):
     def _part(self, handle: str) -> _Partition:
         part = self._parts.get(handle)
         if part is None:
-            raise self.unknown_graph(handle, "the task restarted since the session registered "
-                                             "its graph; create a new tf.Session (it registers "
-                                             "the graph again).")
+            raise self.unknown_graph(handle, tr(
+                "the task restarted since the session registered its graph; create a new "
+                "tf.Session (it registers the graph again)."))
         return part
 
     def pull(self, step_id: int, attrs: dict, device: Device, pending: Any,
@@ -323,7 +324,7 @@ class GraphEngine(WorkerTransport):
             if current_graph_version != sess.graph.version:
                 raise errors.FailedPreconditionError(
                     f"Graph version {current_graph_version} does not match the session's "
-                    f"{sess.graph.version}", hint="create a new session.")
+                    f"{sess.graph.version}", hint=tr("create a new session."))
             sess.graph = load_graph(graph_def, "ExtendSession", copy_graph(sess.graph))
             return sess.graph.version
 
@@ -383,8 +384,8 @@ class GraphEngine(WorkerTransport):
         if sess is None:
             raise errors.AbortedError(f"Session {handle} is not found on "
                                       f"{self.task.task_name}",
-                                      hint="the master task restarted or the session was "
-                                           "closed; create a new session.")
+                                      hint=tr("the master task restarted or the session "
+                                              "was closed; create a new session."))
         return sess
 
 

@@ -33,6 +33,7 @@ from typing import Any, Iterator
 import grpc
 
 from tfteach import errors
+from tfteach.i18n import tr
 
 MAX_WORKERS = 64
 MAX_STREAMS = MAX_WORKERS // 2
@@ -57,12 +58,13 @@ def max_message_bytes(value: int | None = None) -> int:
         except ValueError:
             raise errors.InvalidArgumentError(
                 f"{MAX_MESSAGE_ENV}={text!r} is not a number of bytes",
-                hint=f"Set {MAX_MESSAGE_ENV} to an integer such as {DEFAULT_MAX_MESSAGE_BYTES}."
+                hint=tr("Set {variable} to an integer such as {example}.",
+                        variable=MAX_MESSAGE_ENV, example=DEFAULT_MAX_MESSAGE_BYTES)
             ) from None
     if not 0 < value < 1 << 31:
         raise errors.InvalidArgumentError(
             f"The largest message a task reads must be 1 byte to 2 GiB, not {value}",
-            hint="gRPC cannot read a message of 2 GiB or more.")
+            hint=tr("gRPC cannot read a message of 2 GiB or more."))
     return value
 
 
@@ -104,8 +106,8 @@ class WaitSlots:
     def hold(self) -> Iterator[None]:
         if not self._slots.acquire(blocking=False):
             raise busy("Too many calls waiting for tensors", self._limit,
-                       "The receiver asks again shortly; many pending receives usually "
-                       "mean a sending task is slow, stuck or dead.")
+                       tr("The receiver asks again shortly; many pending receives usually "
+                          "mean a sending task is slow, stuck or dead."))
         try:
             yield
         finally:
@@ -143,7 +145,8 @@ class StreamSlots:
         with self._lock:
             if len(self._idle_since) >= self._limit:
                 raise busy("Too many open streams of calls", self._limit,
-                           "The client sends its calls one by one instead; nothing to do.")
+                           tr("The client sends its calls one by one instead; nothing to "
+                              "do."))
             self._idle_since[context] = time.monotonic()
             start, self._watching = not self._watching, True
         if start:

@@ -28,6 +28,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from tfteach import errors
+from tfteach.i18n import tr
 
 from .engine_api import RunResult, TaskInfo
 from .stubs import WorkerClient
@@ -136,15 +137,15 @@ class ProbeEngine(WorkerTransport):
         return probe
 
     def _unknown_graph(self, graph_handle: str) -> errors.OpError:
-        return self.unknown_graph(graph_handle, "The task may have restarted since the graph "
-                                                "was registered; rerun the step.")
+        return self.unknown_graph(graph_handle, tr("The task may have restarted since the "
+                                                   "graph was registered; rerun the step."))
 
     def _no_engine(self, rpc: str) -> errors.OpError:
         return errors.UnimplementedError(
             f"{rpc} on task {self.task.task_name}: this server runs tfteach's probe engine "
             "(tests and benchmarks), which cannot execute graphs",
-            hint="Start the server without engine_factory or TFTEACH_ENGINE (the default "
-                 "engine, graph_engine:GraphEngine, runs graphs).")
+            hint=tr("Start the server without engine_factory or TFTEACH_ENGINE (the default "
+                    "engine, graph_engine:GraphEngine, runs graphs)."))
 
 
 def run_probe(worker: WorkerClient, step_id: int, probe: dict[str, Any]) -> dict[str, Any]:

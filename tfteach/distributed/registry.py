@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from tfteach import errors
+from tfteach.i18n import tr
 
 from . import processes, shm
 from .security import TOKEN_ENV
@@ -83,7 +84,7 @@ def read_entry(cluster_id: str) -> dict[str, Any]:
     except (FileNotFoundError, ValueError):
         raise errors.NotFoundError(
             f"No running LocalCluster with id {cluster_id!r}",
-            hint="It may have been closed, or its notebook kernel stopped.") from None
+            hint=tr("It may have been closed, or its notebook kernel stopped.")) from None
 
 
 def remove_entry(cluster_id: str) -> None:
@@ -101,7 +102,7 @@ def find_task(entry: dict[str, Any], job: str, task: int) -> dict[str, Any]:
             return record
     tasks = [(record["job"], record["task"]) for record in entry["tasks"]]
     raise errors.NotFoundError(f"Cluster {entry['id']} has no task /job:{job}/task:{task}",
-                               hint=f"Its tasks are {tasks}.")
+                               hint=tr("Its tasks are {tasks}.", tasks=tasks))
 
 
 def list_clusters() -> list[dict[str, Any]]:
@@ -258,8 +259,8 @@ def _start_failed(name: str, record: dict[str, Any], what: str) -> errors.OpErro
     return errors.UnavailableError(
         f"Task {name} ({record['address']}) {what} while starting. Its output:\n"
         f"{log_tail(record)}",
-        hint="Read the task's output above; a port taken by another program or a broken "
-             "environment are the usual causes.")
+        hint=tr("Read the task's output above; a port taken by another program or a broken "
+                "environment are the usual causes."))
 
 
 def _forget_dead_cluster(entry: dict[str, Any]) -> None:

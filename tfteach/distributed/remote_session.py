@@ -28,6 +28,7 @@ import numpy as np
 
 from tfteach import errors
 from tfteach.framework.graph_io import graph_to_json
+from tfteach.i18n import tr
 from tfteach.runtime.config import ConfigProto, GraphDef, RunMetadata, RunOptions, StepStats
 from tfteach.runtime.session import BaseSession
 
@@ -70,9 +71,10 @@ def refuse_tensorflow_task(target: str) -> None:
         raise errors.UnimplementedError(
             f"{target} is {what}, which runs TensorFlow's own server "
             "(LocalCluster(backend='tensorflow')); a tfteach Session cannot talk to it",
-            hint="Run this cluster's sessions on real TensorFlow: `import tensorflow.compat.v1 "
-                 "as tf`, `tf.disable_v2_behavior()`, then `tf.Session(cluster.target(...))`; "
-                 "or start LocalCluster(...) without backend='tensorflow' for tfteach.")
+            hint=tr("Run this cluster's sessions on real TensorFlow: `import "
+                    "tensorflow.compat.v1 as tf`, `tf.disable_v2_behavior()`, then "
+                    "`tf.Session(cluster.target(...))`; or start LocalCluster(...) without "
+                    "backend='tensorflow' for tfteach."))
 
 
 def client_for(address: str) -> ClusterClient:
@@ -121,9 +123,11 @@ class RemoteSession(BaseSession):
 
     def _say_waiting(self, done: threading.Event) -> None:
         while not done.wait(WAIT_LOG_PERIOD_S):
-            print(f"CreateSession still waiting for response from the workers of "
-                  f"grpc://{self.address}\nHint: is every task of the cluster started? is each "
-                  "address right? (the master task's log names the missing task)", flush=True)
+            print(errors.with_hint(
+                f"CreateSession still waiting for response from the workers of "
+                f"grpc://{self.address}",
+                tr("is every task of the cluster started? is each address right? (the master "
+                   "task's log names the missing task)")), flush=True)
 
     def _run_flat(self, tensors: list, targets: list, feeds: dict, options: RunOptions,
                   run_metadata: RunMetadata | None) -> list:

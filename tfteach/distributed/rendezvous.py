@@ -16,6 +16,7 @@ from collections import OrderedDict
 from typing import Any
 
 from tfteach import errors
+from tfteach.i18n import tr
 
 DEFAULT_TIMEOUT_S = 300.0
 ABORTED_MEMORY = 1024
@@ -46,7 +47,8 @@ class Rendezvous:
             if (step_id, key) in self._items:
                 raise errors.AlreadyExistsError(
                     f"Send of an already sent tensor: step {step_id}, key {key!r}",
-                    hint="Each Send/Recv pair uses its key once per step; use a new step id.")
+                    hint=tr("Each Send/Recv pair uses its key once per step; use a new step "
+                            "id."))
             self._items[(step_id, key)] = (value, is_dead)
             self._cond.notify_all()
 
@@ -74,8 +76,8 @@ class Rendezvous:
                 raise errors.DeadlineExceededError(
                     f"Timed out after {timeout:g} s waiting for tensor {key!r} of step "
                     f"{step_id}",
-                    hint="The task that sends it may be slow, stuck or dead; check that "
-                         "every task of the cluster is running.")
+                    hint=tr("The task that sends it may be slow, stuck or dead; check that "
+                            "every task of the cluster is running."))
             self._cond.wait(remaining)
 
     def abort_step(self, step_id: int, error: errors.OpError | None = None) -> None:

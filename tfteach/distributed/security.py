@@ -32,6 +32,7 @@ from typing import Any, Callable
 import grpc
 
 from tfteach import errors
+from tfteach.i18n import tr
 
 TOKEN_ENV = "TFTEACH_CLUSTER_TOKEN"
 TOKEN_METADATA_KEY = "tfteach-token"
@@ -49,7 +50,8 @@ def split_address(address: str) -> tuple[str, int]:
     if not sep or not port.isdigit():
         raise errors.InvalidArgumentError(
             f"Task address {address!r} is not of the form host:port",
-            hint="Write addresses like 'localhost:2222' or '10.0.0.5:2222' in the ClusterSpec.")
+            hint=tr("Write addresses like 'localhost:2222' or '10.0.0.5:2222' in the "
+                    "ClusterSpec."))
     return host.strip("[]"), int(port)
 
 
@@ -85,8 +87,9 @@ def check_bind_policy(address: str, token: str | None, insecure: bool) -> None:
     raise errors.PermissionDeniedError(
         f"Refusing to start a server on {address} without a cluster token: anyone who can "
         "reach that address could run code in this process.",
-        hint=f"Set {TOKEN_ENV} to the same secret in every task's environment, or pass "
-             "insecure=True (tfteach-server --insecure) on a trusted network.")
+        hint=tr("Set {variable} to the same secret in every task's environment, or pass "
+                "insecure=True (tfteach-server --insecure) on a trusted network.",
+                variable=TOKEN_ENV))
 
 
 class TokenInterceptor(grpc.ServerInterceptor):
@@ -145,7 +148,8 @@ class TLSConfig:
         if not (self.cert and self.key):
             raise errors.InvalidArgumentError(
                 "TLS needs both a certificate and a key to serve",
-                hint=f"Set {TLS_CERT_ENV} and {TLS_KEY_ENV} to PEM files.")
+                hint=tr("Set {cert} and {key} to PEM files.", cert=TLS_CERT_ENV,
+                        key=TLS_KEY_ENV))
         return grpc.ssl_server_credentials([(_read(self.key), _read(self.cert))])
 
     def channel_credentials(self) -> grpc.ChannelCredentials:

@@ -20,6 +20,7 @@ from typing import Any
 import grpc
 
 from tfteach import errors
+from tfteach.i18n import tr
 
 from . import lifetime, limits, local_master, security, shm, tflog
 from .client import ClusterClient
@@ -269,9 +270,9 @@ def _busy_hint(task_name: str, bind: str) -> str:
     with _live_lock:
         holder = _live.get(bind)
     if holder is not None:
-        return (f"{holder!r} of this process already serves {bind} (was the cell that "
-                "created it run again?). Reuse that server, call its .stop() first, or "
-                "restart the kernel.")
-    return (f"{task_name} could not listen on {bind}: the port is in use (another notebook "
-            "or tfteach-server?) or the host is not an address of this machine. Stop the "
-            "other server, or pick another port in the ClusterSpec.")
+        return tr("{server} of this process already serves {address} (was the cell that "
+                  "created it run again?). Reuse that server, call its .stop() first, or "
+                  "restart the kernel.", server=repr(holder), address=bind)
+    return tr("{task} could not listen on {address}: the port is in use (another notebook or "
+              "tfteach-server?) or the host is not an address of this machine. Stop the other "
+              "server, or pick another port in the ClusterSpec.", task=task_name, address=bind)

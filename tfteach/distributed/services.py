@@ -24,6 +24,7 @@ import grpc
 from google.protobuf.message import DecodeError
 
 from tfteach import errors
+from tfteach.i18n import tr
 
 from . import limits, shm, shm_callers, wire
 from .engine_api import Cancellation, Engine, as_run_result, serving
@@ -71,8 +72,8 @@ def _parsing(behavior: Any, request_class: Any, streaming: bool) -> Any:
         except DecodeError:
             abort(context, errors.InvalidArgumentError(
                 f"Received a malformed {request_class.__name__}",
-                hint="tfteach's clients send well-formed requests; a client of your own "
-                     "must serialize the messages of tfteach_cluster.proto."))
+                hint=tr("tfteach's clients send well-formed requests; a client of your own "
+                        "must serialize the messages of tfteach_cluster.proto.")))
 
     def serve_stream(data: bytes, context: Any) -> Iterator[Any]:
         yield from behavior(parse(data, context), context)
@@ -335,8 +336,8 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
                         f"Task {self.task_name} waited {timeout:g} s for tensor "
                         f"{request.rendezvous_key!r} of step {request.step_id}; it was "
                         "never sent",
-                        hint="The op that sends it may not have run: check the sending "
-                             "task's log and that every task of the cluster is running."
+                        hint=tr("The op that sends it may not have run: check the sending "
+                                "task's log and that every task of the cluster is running.")
                     ) from None
                 if not context.is_active():
                     raise errors.CancelledError("RecvTensor call was cancelled") from None

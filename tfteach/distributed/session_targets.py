@@ -12,6 +12,7 @@ from typing import Sequence
 from tfteach import errors
 from tfteach.devices.base import Device
 from tfteach.framework.device_spec import DeviceSpec
+from tfteach.i18n import tr
 
 from .engine_api import TaskInfo
 
@@ -37,7 +38,8 @@ def device_specs(device_filters: Sequence[str]) -> list[DeviceSpec]:
     except (ValueError, TypeError) as e:
         raise errors.InvalidArgumentError(
             f"Malformed device filter in {list(device_filters)!r}: {e}",
-            hint="a device filter looks like '/job:ps' or '/job:worker/task:0'.") from None
+            hint=tr("a device filter looks like '/job:ps' or '/job:worker/task:0'.")
+        ) from None
 
 
 class RemoteDevice(Device):

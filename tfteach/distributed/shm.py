@@ -59,6 +59,7 @@ from collections import OrderedDict, deque
 from pathlib import Path
 
 from tfteach import errors
+from tfteach.i18n import tr
 
 from .processes import pid_alive
 
@@ -77,9 +78,6 @@ RANDOM_BYTES = 16               # of a segment's name: nobody can guess a name t
 _NAME = re.compile(rf"^tfteach_([1-9][0-9]{{0,9}})_[0-9]{{1,20}}_[0-9a-f]{{{2 * RANDOM_BYTES}}}$")
 _ANY_NAME = re.compile(r"^tfteach_([0-9]{1,10})_")   # what sweeping removes (older names too)
 _OPEN_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-REFUSED_HINT = ("tfteach segments are files that the processes of one user create in "
-                 "/dev/shm with mode 0600. A caller may only send the names of segments it "
-                 "created itself; remove whatever else uses a tfteach_ name there.")
 _lock = threading.Lock()
 _pending: dict[str, float] = {}
 _counter = itertools.count()
@@ -139,8 +137,8 @@ def take(name: str, nbytes: int, into: memoryview) -> None:
     if opened is None:
         raise errors.DataLossError(
             f"Shared-memory segment {name} is gone before the receiver could read it",
-            hint="The sending task probably stopped or was killed mid-transfer; rerun the "
-                 "step once it is back.") from None
+            hint=tr("The sending task probably stopped or was killed mid-transfer; rerun "
+                    "the step once it is back.")) from None
     fd, size = opened
     _unlink(name)
     try:
@@ -309,11 +307,18 @@ def check_owner(name: str, owner: int) -> None:
     match = _NAME.match(name)
     if match is None:
         raise errors.InvalidArgumentError(
-            f"Invalid shared-memory segment name {name[:100]!r}", hint=REFUSED_HINT)
+            f"Invalid shared-memory segment name {name[:100]!r}", hint=refused_hint())
     if int(match.group(1)) != owner:
         raise errors.PermissionDeniedError(
             f"Shared-memory segment {name} belongs to process {match.group(1)}, not to the "
-            f"calling process {owner}", hint=REFUSED_HINT)
+            f"calling process {owner}", hint=refused_hint())
+
+
+def refused_hint() -> str:
+    """What to do about a shared-memory segment that a task refused."""
+    return tr("tfteach segments are files that the processes of one user create in /dev/shm "
+              "with mode 0600. A caller may only send the names of segments it created "
+              "itself; remove whatever else uses a tfteach_ name there.")
 
 
 def owner_pid(name: str) -> int | None:
@@ -402,7 +407,7 @@ def _problem(info: os.stat_result) -> str:
 
 def _refused(name: str, why: str) -> errors.PermissionDeniedError:
     return errors.PermissionDeniedError(f"Refusing shared-memory segment {name}: it {why}",
-                                        hint=REFUSED_HINT)
+                                        hint=refused_hint())
 
 
 def _drop_stale() -> None:

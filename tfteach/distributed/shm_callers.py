@@ -71,7 +71,7 @@ class Caller:
             if not self._local or not _holds(self.peer, pid):
                 raise errors.PermissionDeniedError(
                     f"Shared-memory segment {name} is not the caller's: process {pid} does "
-                    f"not hold the connection {self.peer or '?'}", hint=shm.REFUSED_HINT)
+                    f"not hold the connection {self.peer or '?'}", hint=shm.refused_hint())
             self._pids.add(pid)
         shm.check_owner(name, pid)
         return pid

@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterator, NoReturn
 import grpc
 
 from tfteach import errors
+from tfteach.i18n import tr
 
 from . import tflog
 from .limits import MAX_MESSAGE_ENV
@@ -50,8 +51,8 @@ def internal_error(exc: BaseException, where: str) -> errors.OpError:
     """An InternalError for an unexpected exception raised while serving ``where``."""
     return errors.InternalError(
         f"{where} failed with {type(exc).__name__}: {exc}",
-        hint="This is a bug in tfteach's engine, not in your program; the task's log "
-             "has the traceback.")
+        hint=tr("This is a bug in tfteach's engine, not in your program; the task's log "
+                "has the traceback."))
 
 
 def _as_op_error(exc: Exception, where: str) -> errors.OpError:
@@ -107,19 +108,21 @@ def _transport_error(code: grpc.StatusCode, details: str, task: str | None,
     cls = errors.exception_type_from_error_code(error_code(code))
     if code == grpc.StatusCode.UNAVAILABLE:
         return cls(f"Task {where} is unavailable: {details}",
-                   hint="Is that task started? Is the address right? A task that died must "
-                        "be restarted (LocalCluster.restart(job, task) or tfteach-server).")
+                   hint=tr("Is that task started? Is the address right? A task that died "
+                           "must be restarted (LocalCluster.restart(job, task) or "
+                           "tfteach-server)."))
     if code == grpc.StatusCode.UNAUTHENTICATED:
         return cls(f"Task {where} rejected the call: {details}",
-                   hint="Every process of a cluster needs the same TFTEACH_CLUSTER_TOKEN in "
-                        "its environment (LocalCluster passes it to its tasks).")
+                   hint=tr("Every process of a cluster needs the same TFTEACH_CLUSTER_TOKEN "
+                           "in its environment (LocalCluster passes it to its tasks)."))
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details:
         return cls(f"Task {where} refused a message: {details}",
-                   hint=f"A task reads messages of at most {MAX_MESSAGE_ENV} bytes (default "
-                        "1 GiB): set it larger in every task's environment (or pass "
-                        "Server(max_message_bytes=...)), or feed large tensors in pieces.")
+                   hint=tr("A task reads messages of at most {variable} bytes (default 1 "
+                           "GiB): set it larger in every task's environment (or pass "
+                           "Server(max_message_bytes=...)), or feed large tensors in pieces.",
+                           variable=MAX_MESSAGE_ENV))
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return cls(f"Call to task {where} timed out: {details}",
-                   hint="The task is up but did not answer in time; it may be busy or "
-                        "waiting for another task.")
+                   hint=tr("The task is up but did not answer in time; it may be busy or "
+                           "waiting for another task."))
     return cls(f"Call to task {where} failed: {details}")

@@ -14,6 +14,7 @@ import numpy as np
 
 from tfteach import errors
 from tfteach.framework.graph import Graph, Operation, Tensor
+from tfteach.i18n import tr
 
 
 def tensor(graph: Graph, name: str, missing: str) -> Tensor:
@@ -23,9 +24,9 @@ def tensor(graph: Graph, name: str, missing: str) -> Tensor:
     except (KeyError, ValueError, TypeError):
         raise errors.NotFoundError(
             missing.format(name=name),
-            hint=f"'{name}' names no tensor of the graph: a tensor name is "
-                 "'<op name>:<output index>' (e.g. 'x:0'), of an op of this session's "
-                 "graph.") from None
+            hint=tr("'{name}' names no tensor of the graph: a tensor name is "
+                    "'<op name>:<output index>' (e.g. 'x:0'), of an op of this session's "
+                    "graph.", name=name)) from None
 
 
 def fetches(graph: Graph, names: Sequence[str]) -> list[Tensor]:
@@ -38,7 +39,7 @@ def targets(graph: Graph, names: Sequence[str]) -> list[Operation]:
     if missing:
         raise errors.NotFoundError(
             f"PruneForTargets: Some target nodes not found: {', '.join(missing)}",
-            hint="a target is the name of an op of this session's graph (no ':0').")
+            hint=tr("a target is the name of an op of this session's graph (no ':0')."))
     return [graph.get_operation_by_name(n) for n in names]
 
 
@@ -70,15 +71,17 @@ def checked_value(t: Tensor, value: np.ndarray, index: int) -> np.ndarray:
         raise errors.InvalidArgumentError(
             f"Expects arg[{index}] to be {dtype.tf_name} but {_tf_name(given)} is provided: "
             f"the value fed to {what}",
-            hint=f"feed a value of dtype {dtype.name} (e.g. np.asarray(value, "
-                 f"dtype=np.{dtype.np.name})): the server converts nothing.")
+            hint=tr("feed a value of dtype {dtype} (e.g. np.asarray(value, "
+                    "dtype=np.{np_dtype})): the server converts nothing.", dtype=dtype.name,
+                    np_dtype=dtype.np.name))
     dims = t.shape.dims
     if dims is not None and (len(dims) != value.ndim or any(
             d is not None and d != n for d, n in zip(dims, value.shape, strict=True))):
         raise errors.InvalidArgumentError(
             f"Cannot feed value of shape {value.shape} for Tensor '{t.name}', which has "
             f"shape '{t.shape}': the value fed to {what}",
-            hint=f"reshape the value to {t.shape.bracket()} (? means any size).")
+            hint=tr("reshape the value to {shape} (? means any size).",
+                    shape=t.shape.bracket()))
     return value
 
 

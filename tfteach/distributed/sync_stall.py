@@ -14,14 +14,10 @@ import re
 from typing import Any
 
 from tfteach import errors
+from tfteach.i18n import tr
 from tfteach.ops.accumulator_ops import AccumulatorResource
 
 _TASK = re.compile(r"^/job:([^/]+)/replica:\d+/task:(\d+)$")
-_REMEDY = ("A backup worker (SyncReplicasOptimizer(..., total_num_replicas > "
-           "replicas_to_aggregate)) lets each step go on with the first gradients to come; a "
-           "shorter timeout (tf.RunOptions(timeout_in_ms=...) or "
-           "ConfigProto(operation_timeout_in_ms=...)) reports a missing worker sooner. "
-           "Restart a dead task (LocalCluster.restart or tfteach-server).")
 
 
 def explain_timeout(error: errors.OpError, mgr: Any, cluster: Any) -> errors.OpError:
@@ -32,7 +28,12 @@ def explain_timeout(error: errors.OpError, mgr: Any, cluster: Any) -> errors.OpE
     note = _note(progress, cluster)
     if not note:
         return error
-    return errors.DeadlineExceededError(error.message, op=error.op, hint=f"{note}. {_REMEDY}")
+    return errors.DeadlineExceededError(error.message, op=error.op, hint=tr(
+        "{note}. A backup worker (SyncReplicasOptimizer(..., total_num_replicas > "
+        "replicas_to_aggregate)) lets each step go on with the first gradients to come; a "
+        "shorter timeout (tf.RunOptions(timeout_in_ms=...) or "
+        "ConfigProto(operation_timeout_in_ms=...)) reports a missing worker sooner. Restart "
+        "a dead task (LocalCluster.restart or tfteach-server).", note=note))
 
 
 def _note(progress: list[dict[str, Any]], cluster: Any) -> str:
@@ -41,15 +42,18 @@ def _note(progress: list[dict[str, Any]], cluster: Any) -> str:
         p = lacking[0]
         senders = sorted(set(p["senders"]) - {""})
         missing = missing_tasks(senders, cluster)
-        return (f"accumulator '{p['name']}' has {p['holds']} of {p['needs']} gradients for "
-                f"step {p['step']}" + (f" (from {', '.join(senders)})" if senders else "")
-                + (f"; no gradient came from {', '.join(missing)}" if missing else ""))
+        return (tr("accumulator '{name}' has {holds} of {needs} gradients for step {step}",
+                   name=p["name"], holds=p["holds"], needs=p["needs"], step=p["step"])
+                + (tr(" (from {tasks})", tasks=", ".join(senders)) if senders else "")
+                + (tr("; no gradient came from {tasks}", tasks=", ".join(missing))
+                   if missing else ""))
     idle = [p for p in progress if not p["waits"]]
     if idle:
         p, taker = idle[0], idle[0]["taker"]
-        return (f"no take_grad waits on accumulator '{p['name']}' ({p['holds']} gradients "
-                f"held for step {p['step']}): the chief's sync op, which hands out the "
-                f"tokens, is not running" + (f" (it last ran on {taker})" if taker else ""))
+        return (tr("no take_grad waits on accumulator '{name}' ({holds} gradients held for "
+                   "step {step}): the chief's sync op, which hands out the tokens, is not "
+                   "running", name=p["name"], holds=p["holds"], step=p["step"])
+                + (tr(" (it last ran on {task})", task=taker) if taker else ""))
     return ""
 
 

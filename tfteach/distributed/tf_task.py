@@ -24,9 +24,9 @@ from typing import Any, Iterator, Mapping, Sequence
 import grpc
 
 from tfteach import errors
+from tfteach.i18n import tr
 
 TENSORFLOW = "tensorflow"
-INSTALL_HINT = 'install it with `pip install "tfteach[conformance]"` (tensorflow-cpu)'
 GET_STATUS = "/tensorflow.WorkerService/GetStatus"
 _CHANNEL_OPTIONS = (("grpc.initial_reconnect_backoff_ms", 50),
                     ("grpc.min_reconnect_backoff_ms", 50),
@@ -39,7 +39,8 @@ def tensorflow_missing(what: str) -> errors.FailedPreconditionError:
     """The error for ``what`` when TensorFlow is not installed: it says how to install it."""
     return errors.FailedPreconditionError(
         f"{what} needs TensorFlow, which is not installed in this Python "
-        f"({sys.executable}).", hint=f"{INSTALL_HINT}, then restart the kernel.")
+        f"({sys.executable}).", hint=tr('install it with `pip install "tfteach[conformance]"` '
+                                        "(tensorflow-cpu), then restart the kernel."))
 
 
 def require_tensorflow(what: str) -> None:
@@ -80,7 +81,8 @@ class StatusClient:
                     raise errors.UnavailableError(
                         f"Task {name} ({targets[name]}) answered GetStatus with "
                         f"{err.code().name}: {err.details()}",
-                        hint="Is a TensorFlow server listening there? Its log tells.") from None
+                        hint=tr("Is a TensorFlow server listening there? Its log tells.")
+                    ) from None
         return answers
 
     def close(self) -> None:

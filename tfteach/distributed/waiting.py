@@ -13,6 +13,7 @@ from typing import Any, Iterable, Mapping
 import grpc
 
 from tfteach import errors
+from tfteach.i18n import tr
 
 from . import tflog
 from .client import ClusterClient, strip_scheme
@@ -88,13 +89,14 @@ def wait_for_tasks(client: ClusterClient, targets: Iterable[tuple[str, str]],
 def _log_waiting(pending: Mapping[str, str]) -> None:
     for name, address in pending.items():
         tflog.info(f"CreateSession still waiting for response from worker: {name}")
-        tflog.info(f"Hint: is that task started? is the address right? (expected at {address})")
+        tflog.info(f"{tr('Hint')}: " + tr("is that task started? is the address right? "
+                                           "(expected at {address})", address=address))
 
 
 def _never_answered(pending: Mapping[str, str], timeout_ms: int) -> errors.OpError:
     tasks = ", ".join(f"{name} ({address})" for name, address in pending.items())
     return errors.UnavailableError(
         f"CreateSession timed out after {timeout_ms} ms: no response from worker: {tasks}",
-        hint="Is that task started? Is the address right? Start it (tfteach-server "
-             "--job J --task T) or fix the ClusterSpec; raise "
-             "ConfigProto(operation_timeout_in_ms=...) to wait longer.")
+        hint=tr("Is that task started? Is the address right? Start it (tfteach-server "
+                "--job J --task T) or fix the ClusterSpec; raise "
+                "ConfigProto(operation_timeout_in_ms=...) to wait longer."))

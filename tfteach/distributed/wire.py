@@ -32,6 +32,7 @@ from typing import Any, Iterable, Iterator, Mapping
 import numpy as np
 
 from tfteach import errors
+from tfteach.i18n import tr
 
 from . import shm, shm_callers
 from .protos import tfteach_cluster_pb2 as pb
@@ -53,7 +54,7 @@ def encode(value: object) -> tuple[pb.TensorHeader, memoryview]:
     if array.dtype.kind not in _KINDS:
         raise errors.InvalidArgumentError(
             f"Cannot send a tensor of dtype {array.dtype} between tasks",
-            hint="Only numeric, bool and string tensors can cross between tasks.")
+            hint=tr("Only numeric, bool and string tensors can cross between tasks."))
     flat = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
     header = pb.TensorHeader(dtype=array.dtype.str, shape=array.shape, nbytes=flat.nbytes)
     return header, memoryview(flat)
@@ -110,7 +111,8 @@ def from_proto(proto: pb.TensorProto) -> np.ndarray:
     if proto.header.shm_name:
         raise errors.DataLossError(
             f"Received a tensor in shared-memory segment {proto.header.shm_name!r} from a "
-            "process on another host", hint="Only a sender on this host may use shared memory.")
+            "process on another host",
+            hint=tr("Only a sender on this host may use shared memory."))
     if len(proto.content) != proto.header.nbytes:
         raise errors.DataLossError(
             f"Received a tensor of {len(proto.content)} bytes; its header says "
@@ -181,7 +183,7 @@ def from_segment(proto: pb.TensorProto, sender: shm_callers.Caller) -> np.ndarra
         raise errors.DataLossError(
             f"Received a tensor at bytes {start}..{end} of shared-memory segment "
             f"{header.shm_name!r}, which no segment on this host holds",
-            hint="The sending process probably stopped during the call; run it again.")
+            hint=tr("The sending process probably stopped during the call; run it again."))
     buffer = _allocate(header.nbytes)
     buffer[:] = np.frombuffer(view[start:end], dtype=np.uint8)
     return decode(header, buffer)
@@ -357,9 +359,9 @@ def _export_or_empty(content: memoryview) -> str:
         if not _shm_full_warned:
             _shm_full_warned = True
             from . import tflog
-            tflog.warning(f"Shared memory is not usable ({exc}); sending large tensors over "
-                          "gRPC instead. Hint: a Docker container's /dev/shm is 64 MB unless "
-                          "started with --shm-size.")
+            tflog.warning(tr("Shared memory is not usable ({error}); sending large tensors "
+                             "over gRPC instead.", error=exc) + f" {tr('Hint')}: " + tr(
+                "a Docker container's /dev/shm is 64 MB unless started with --shm-size."))
         return ""
 
 
@@ -369,7 +371,7 @@ def _allocate(nbytes: int) -> np.ndarray:
     except MemoryError:
         raise errors.ResourceExhaustedError(
             f"Out of memory receiving a tensor of {nbytes} bytes",
-            hint="Send smaller tensors, or give this process more memory.") from None
+            hint=tr("Send smaller tensors, or give this process more memory.")) from None
 
 
 def _fill(buffer: np.ndarray, offset: int, chunk: bytes | memoryview) -> int:
@@ -394,7 +396,7 @@ def _as_bytes(item: object) -> bytes:
         return bytes(item)
     raise errors.InvalidArgumentError(
         f"Cannot send an object array holding {type(item).__name__} between tasks",
-        hint="Object arrays may only hold str or bytes (string tensors).")
+        hint=tr("Object arrays may only hold str or bytes (string tensors)."))
 
 
 def _decode_strings(content: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from tfteach import errors
+from tfteach.i18n import tr
 
 from .engine_api import TaskInfo
 from .rendezvous import Rendezvous
@@ -46,8 +47,8 @@ class WorkerTransport:
         """The error of a step cut short because this task stops."""
         return errors.CancelledError(
             f"Task {self.task.task_name} is shutting down",
-            hint="the task was stopped (a signal or Server.stop()) while the step ran; "
-                 "restart it and run the step again.")
+            hint=tr("the task was stopped (a signal or Server.stop()) while the step ran; "
+                    "restart it and run the step again."))
 
     def unknown_graph(self, graph_handle: str, hint: str) -> errors.AbortedError:
         """The error of a RunGraph or DeregisterGraph naming no registered graph."""
