@@ -96,11 +96,6 @@ export function swatchBackground(entry: { color: string; hatch: string }): strin
   return entry.color;
 }
 
-/** `1 device`, `3 devices`: a count with its noun, plural unless it is one. */
-export function plural(count: number, noun: string): string {
-  return `${count} ${noun}${count === 1 ? '' : 's'}`;
-}
-
 /** `label` cut to `max` characters with an ellipsis in the middle (as the Python view). */
 export function elide(label: string, max: number): string {
   if (label.length <= max) {
@@ -111,10 +106,10 @@ export function elide(label: string, max: number): string {
   return label.slice(0, head) + '…' + label.slice(label.length - (keep - head));
 }
 
-/** Bytes as a short human string: `512 B`, `4.0 KiB`, `1.5 MiB`. */
-export function formatBytes(bytes: number | null | undefined): string {
+/** Bytes as a short human string: `512 B`, `4.0 KiB`, `1.5 MiB` (`unknown` when not a number). */
+export function formatBytes(bytes: number | null | undefined, unknown = 'unknown'): string {
   if (bytes === null || bytes === undefined || !isFinite(bytes)) {
-    return 'unknown';
+    return unknown;
   }
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   let value = bytes;

@@ -1,4 +1,4 @@
-import { elide, labelColor, opStyle, PALETTE, plural } from '../src/format';
+import { elide, labelColor, opStyle, PALETTE } from '../src/format';
 import { PALETTE_DATA } from '../src/palette';
 import { tooltipPlace } from '../src/tooltip';
 import { transferArrows, ITimelineData } from '../src/timeline/model';
@@ -66,12 +66,6 @@ describe('labels and counts', () => {
 
   it('makes the label column wide enough for a cluster device name', () => {
     expect(labelWidth(['worker:0/CPU:0'])).toBeGreaterThanOrEqual(14 * 7);
-  });
-
-  it('writes counts with their noun in the right number', () => {
-    expect(plural(1, 'device')).toBe('1 device');
-    expect(plural(3, 'node')).toBe('3 nodes');
-    expect(plural(0, 'transfer')).toBe('0 transfers');
   });
 });
 

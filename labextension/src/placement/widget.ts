@@ -13,7 +13,8 @@
  * are greys (hatched past the fourth), never device colours.
  * The kernel redraws with new settings by updating the output, which calls
  * renderModel() again. The widget owns its model, pan-zoom controller and
- * tooltip and releases them in dispose().
+ * tooltip and releases them in dispose(). Labels, tooltips and the status
+ * line are in the learner's language (the translator rendermime hands it).
  */
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
@@ -25,14 +26,15 @@ import {
   htmlEl,
   labelColor,
   opPaint,
-  plural,
   svgEl,
   swatchBackground
 } from '../format';
 import { PanZoom } from '../panzoom';
 import { Tooltip, TooltipRow } from '../tooltip';
+import { loadTrans, Trans } from '../translation';
 import { computeLayout, ILayout, IPoint } from './layout';
 import {
+  ColorBy,
   IColorKey,
   ILayoutInput,
   IPlacementNode,
@@ -43,7 +45,16 @@ import {
 } from './model';
 
 /** How the colour key is titled for each colouring. */
-const COLOR_TITLES = { device: 'device', job: 'job/task', type: 'op type' };
+function colorTitle(trans: Trans, colorBy: ColorBy): string {
+  switch (colorBy) {
+    case 'job':
+      return trans.__('job/task');
+    case 'type':
+      return trans.__('op type');
+    default:
+      return trans.__('device');
+  }
+}
 
 let markerCount = 0;
 
@@ -55,12 +66,13 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
   constructor(options: IRenderMime.IRendererOptions) {
     super();
     this._mimeType = options.mimeType;
+    this._trans = loadTrans(options.translator);
     this.addClass('tft-view');
     this.addClass('tft-placement');
     this._markerId = `tft-arrow-${++markerCount}`;
     this._legend = htmlEl('div', 'tft-legend');
     this._colorKey = htmlEl('div', 'tft-color-key');
-    const reset = htmlEl('button', 'tft-button tft-reset', 'Reset view');
+    const reset = htmlEl('button', 'tft-button tft-reset', this._trans.__('Reset view'));
     reset.addEventListener('click', () => this._panZoom.reset());
     const toolbar = htmlEl('div', 'tft-toolbar');
     toolbar.append(this._legend, reset);
@@ -96,7 +108,7 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
         parsePlacementSettings(model.metadata[this._mimeType])
       );
     } catch (error) {
-      this._status.textContent = `Cannot show this placement: ${error}`;
+      this._status.textContent = this._trans.__('Cannot show this placement: %1', String(error));
       return Promise.resolve();
     }
     this._model.visibilityChanged.connect(this._draw, this);
@@ -104,12 +116,15 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
     const { colorBy, showTransfers } = this._model.settings;
     this.node.dataset.colorBy = colorBy;
     this.node.dataset.showTransfers = String(showTransfers);
+    const trans = this._trans;
     this._svg.setAttribute(
       'aria-label',
-      `placement graph: ${plural(this._model.data.nodes.length, 'op')} on ` +
-        `${plural(this._model.usedDevices().length, 'device')}, coloured by ` +
-        `${COLOR_TITLES[colorBy]}. Tab to a node, Enter selects it; +, - and arrow keys ` +
-        'zoom and pan.'
+      trans.__(
+        'placement graph: %1 %2, coloured by %3. Tab to a node, Enter selects it; +, - and arrow keys zoom and pan.',
+        trans._n('%1 op', '%1 ops', this._model.data.nodes.length),
+        trans._n('on %1 device', 'on %1 devices', this._model.usedDevices().length),
+        colorTitle(trans, colorBy)
+      )
     );
     this._buildLegend();
     this._buildColorKey();
@@ -165,7 +180,8 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
       this._showAll = box.checked;
       this._buildLegend();
     });
-    item.append(box, htmlEl('span', 'tft-legend-text', `all ${plural(total, 'device')}`));
+    const text = this._trans._n('all %1 device', 'all %1 devices', total);
+    item.append(box, htmlEl('span', 'tft-legend-text', text));
     return item;
   }
 
@@ -178,15 +194,16 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
     if (colorBy === 'device') {
       return;
     }
-    this._colorKey.appendChild(
-      htmlEl('span', 'tft-color-key-title', `colour = ${COLOR_TITLES[colorBy]}:`)
-    );
+    const trans = this._trans;
+    const title = trans.__('colour = %1:', colorTitle(trans, colorBy));
+    this._colorKey.appendChild(htmlEl('span', 'tft-color-key-title', title));
+    const none = colorBy === 'job' ? trans.__('(no job)') : trans.__('(no type)');
     for (const entry of model.colorKeys) {
       const item = htmlEl('span', 'tft-legend-item tft-color-item');
       item.dataset.key = entry.key;
       const swatch = htmlEl('span', 'tft-swatch');
       swatch.style.background = swatchBackground(entry);
-      item.append(swatch, htmlEl('span', 'tft-legend-text', entry.label));
+      item.append(swatch, htmlEl('span', 'tft-legend-text', entry.key ? entry.label : none));
       this._colorKey.appendChild(item);
     }
   }
@@ -276,7 +293,12 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
         'data-device': node.assigned_device || '',
         tabindex: 0,
         role: 'button',
-        'aria-label': `${node.name} (${node.type}) on ${shortDevice(node.assigned_device)}`
+        'aria-label': this._trans.__(
+          '%1 (%2) on %3',
+          node.name,
+          node.type,
+          this._device(node.assigned_device)
+        )
       });
       const rect = svgEl('rect', {
         x: box.x,
@@ -331,6 +353,7 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
 
   private _statusText(): string {
     const model = this._model!;
+    const trans = this._trans;
     const hl = model.highlight();
     const node = model.selected === null ? undefined : model.node(model.selected);
     if (!hl || !node) {
@@ -338,36 +361,58 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
       const hidden = model.data.nodes.filter(n =>
         model.hiddenDevices.has(n.assigned_device || '')
       ).length;
-      return (
-        `${plural(model.data.nodes.length, 'node')} on ` +
-        `${plural(model.usedDevices().length, 'device')}` +
-        (hidden ? ` (${hidden} hidden)` : '') +
-        `, ${plural(cross, 'cross-device edge')}` +
-        (model.settings.showTransfers ? '. ' : ' (not drawn). ') +
-        'Click a node to see its inputs, outputs and transfers; drag to pan, wheel to zoom.'
+      const count = model.data.nodes.length;
+      const nodes = hidden
+        ? trans._n('%1 node (%2 hidden)', '%1 nodes (%2 hidden)', count, hidden)
+        : trans._n('%1 node', '%1 nodes', count);
+      const edges = model.settings.showTransfers
+        ? trans._n('%1 cross-device edge', '%1 cross-device edges', cross)
+        : trans._n('%1 cross-device edge (not drawn)', '%1 cross-device edges (not drawn)', cross);
+      return trans.__(
+        '%1 %2, %3. Click a node to see its inputs, outputs and transfers; drag to pan, wheel to zoom.',
+        nodes,
+        trans._n('on %1 device', 'on %1 devices', model.usedDevices().length),
+        edges
       );
     }
-    const list = (names: Set<string>): string => (names.size ? [...names].join(', ') : 'none');
+    const list = (names: Set<string>): string =>
+      names.size ? [...names].join(', ') : trans.__('none');
     const bytes = [...hl.transfers].reduce((sum, i) => sum + (model.data.edges[i].bytes ?? 0), 0);
-    return (
-      `Selected ${node.name} (${node.type}) on ${shortDevice(node.assigned_device)}. ` +
-      `Inputs: ${list(hl.inputs)}. Outputs: ${list(hl.outputs)}. ` +
-      `Transfers: ${hl.transfers.size}` +
-      (hl.transfers.size ? ` (${formatBytes(bytes)})` : '') +
-      '.'
+    const transfers = hl.transfers.size
+      ? `${hl.transfers.size} (${this._bytes(bytes)})`
+      : String(hl.transfers.size);
+    return trans.__(
+      'Selected %1 (%2) on %3. Inputs: %4. Outputs: %5. Transfers: %6.',
+      node.name,
+      node.type,
+      this._device(node.assigned_device),
+      list(hl.inputs),
+      list(hl.outputs),
+      transfers
     );
   }
 
+  /** A device's short name, or "unplaced" for a node without one. */
+  private _device(name: string | null | undefined): string {
+    return name ? shortDevice(name) : this._trans.__('unplaced');
+  }
+
+  /** Bytes as a short string, or "unknown". */
+  private _bytes(bytes: number | null | undefined): string {
+    return formatBytes(bytes, this._trans.__('unknown'));
+  }
+
   private _nodeRows(node: IPlacementNode): TooltipRow[] {
+    const trans = this._trans;
     const bytes = this._model!.nodeBytes(node.name);
     const rows: TooltipRow[] = [
-      ['type', node.type],
-      ['requested', node.requested_device || '(none)'],
-      ['assigned', node.assigned_device || '(unplaced)'],
-      ['output', formatBytes(bytes.output)]
+      [trans.__('type'), node.type],
+      [trans.__('requested'), node.requested_device || trans.__('(none)')],
+      [trans.__('assigned'), node.assigned_device || trans.__('(unplaced)')],
+      [trans.__('output'), this._bytes(bytes.output)]
     ];
     if (bytes.transferred !== null) {
-      rows.push(['sent to other devices', formatBytes(bytes.transferred)]);
+      rows.push([trans.__('sent to other devices'), this._bytes(bytes.transferred)]);
     }
     return rows;
   }
@@ -382,9 +427,10 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
       this._tooltip.show(event, node.name, this._nodeRows(node), nodeEl.getBoundingClientRect());
     } else if (model && edgeEl) {
       const edge = model.data.edges[Number(edgeEl.dataset.edge)];
+      const trans = this._trans;
       this._tooltip.show(event, `${edge.src} → ${edge.dst}`, [
-        ['crosses devices', edge.cross_device ? 'yes' : 'no'],
-        ['bytes', formatBytes(edge.bytes)]
+        [trans.__('crosses devices'), edge.cross_device ? trans.__('yes') : trans.__('no')],
+        [trans.__('bytes'), this._bytes(edge.bytes)]
       ]);
     } else {
       this._tooltip.hide();
@@ -413,6 +459,7 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
   };
 
   private _mimeType: string;
+  private _trans: Trans;
   private _markerId: string;
   private _showAll = false;
 

@@ -13,12 +13,14 @@ import { Poll } from '@lumino/polling';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { IClusterInfo, IClusterList, requestAPI, taskPath } from '../api';
+import { loadTrans, Trans } from '../translation';
 
 /** How often the panel asks the server, in milliseconds. */
 export const REFRESH_MS = 500;
 
 export class ClusterListModel {
-  constructor(refreshMs: number = REFRESH_MS) {
+  constructor(trans: Trans = loadTrans(), refreshMs: number = REFRESH_MS) {
+    this._trans = trans;
     this._poll = new Poll({
       auto: true,
       factory: () => this.refresh(),
@@ -71,7 +73,7 @@ export class ClusterListModel {
       this._message = list.message;
       this._error = null;
     } catch (error) {
-      this._error = `Cannot list clusters: ${(error as Error).message}`;
+      this._error = this._trans.__('Cannot list clusters: %1', (error as Error).message);
     }
     this._changed.emit();
   }
@@ -108,6 +110,7 @@ export class ClusterListModel {
     await this.refresh();
   }
 
+  private _trans: Trans;
   private _poll: Poll;
   private _active = false;
   private _clusters: IClusterInfo[] = [];

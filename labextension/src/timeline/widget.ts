@@ -12,7 +12,8 @@
  * drawing `+`/`-` zoom, the arrow keys pan and `0` resets. Hover shows an
  * op's type, duration and bytes in a tooltip placed off the hovered bar.
  * Redraws when the model's view changes or the canvas is resized. Owns the
- * model, tooltip and resize observer; dispose() releases them.
+ * model, tooltip and resize observer; dispose() releases them. Labels,
+ * tooltips and the status line are in the learner's language.
  */
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
@@ -24,11 +25,11 @@ import {
   hatchPatterns,
   htmlEl,
   opPaint,
-  plural,
   svgEl,
   swatchBackground
 } from '../format';
 import { Tooltip } from '../tooltip';
+import { loadTrans, Trans } from '../translation';
 import {
   ITimelineOp,
   ITimelineTransfer,
@@ -56,12 +57,13 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
   constructor(options: IRenderMime.IRendererOptions) {
     super();
     this._mimeType = options.mimeType;
+    this._trans = loadTrans(options.translator);
     this._ids = ++idCount;
     this.addClass('tft-view');
     this.addClass('tft-timeline');
     this._legend = htmlEl('div', 'tft-legend');
     this._range = htmlEl('span', 'tft-range');
-    this._reset = htmlEl('button', 'tft-button tft-reset', 'Reset zoom');
+    this._reset = htmlEl('button', 'tft-button tft-reset', this._trans.__('Reset zoom'));
     this._reset.addEventListener('click', () => this._model?.reset());
     const toolbar = htmlEl('div', 'tft-toolbar');
     toolbar.append(this._legend, this._range, this._reset);
@@ -99,18 +101,22 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
         parseTimelineSettings(model.metadata[this._mimeType])
       );
     } catch (error) {
-      this._status.textContent = `Cannot show this timeline: ${error}`;
+      this._status.textContent = this._trans.__('Cannot show this timeline: %1', String(error));
       return Promise.resolve();
     }
     this._model.viewChanged.connect(this._draw, this);
     const { colorBy, showTransfers } = this._model.settings;
     this.node.dataset.colorBy = colorBy;
     this.node.dataset.showTransfers = String(showTransfers);
+    const trans = this._trans;
     this._svg.setAttribute(
       'aria-label',
-      `device timeline: ${plural(this._model.data.ops.length, 'op')} on ` +
-        `${plural(this._model.lanes.length, 'device')}, step ` +
-        `${formatDuration(this._model.data.step_us)}. +, - and arrow keys zoom and pan, 0 resets.`
+      trans.__(
+        'device timeline: %1 %2, step %3. +, - and arrow keys zoom and pan, 0 resets.',
+        trans._n('%1 op', '%1 ops', this._model.data.ops.length),
+        trans._n('on %1 device', 'on %1 devices', this._model.lanes.length),
+        formatDuration(this._model.data.step_us)
+      )
     );
     this._labelWidth = labelWidth(this._model.lanes.map(l => l.short));
     this._buildLegend();
@@ -144,7 +150,7 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
       const item = htmlEl('span', 'tft-legend-item');
       item.append(
         htmlEl('span', 'tft-swatch tft-swatch-transfer'),
-        htmlEl('span', 'tft-legend-text', 'transfer')
+        htmlEl('span', 'tft-legend-text', this._trans.__('transfer'))
       );
       this._legend.appendChild(item);
     }
@@ -206,10 +212,14 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
     const [v0, v1] = model.view;
     this._range.textContent = `${formatDuration(v0)} – ${formatDuration(v1)}`;
     this._reset.disabled = !model.isZoomed;
-    this._status.textContent =
-      `${plural(model.data.ops.length, 'op')} and ${plural(model.data.transfers.length, 'transfer')}` +
-      ` on ${plural(model.lanes.length, 'device')}; step ${formatDuration(model.data.step_us)}.` +
-      ' Drag or scroll to zoom.';
+    const trans = this._trans;
+    this._status.textContent = trans.__(
+      '%1 and %2 %3; step %4. Drag or scroll to zoom.',
+      trans._n('%1 op', '%1 ops', model.data.ops.length),
+      trans._n('%1 transfer', '%1 transfers', model.data.transfers.length),
+      trans._n('on %1 device', 'on %1 devices', model.lanes.length),
+      formatDuration(model.data.step_us)
+    );
   }
 
   private _drawLanes(scale: TimeScale): SVGGElement {
@@ -342,17 +352,19 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
     const opEl = target.closest<SVGElement>('.tft-op');
     const trEl = target.closest<SVGElement>('.tft-transfer-arrow, .tft-transfer-slice');
     const avoid = (opEl ?? trEl)?.getBoundingClientRect();
+    const trans = this._trans;
+    const bytes = (n: number | null | undefined) => formatBytes(n, trans.__('unknown'));
     if (opEl) {
       const op: ITimelineOp = this._model!.data.ops[Number(opEl.dataset.op)];
       this._tooltip.show(
         event,
         op.name,
         [
-          ['op', op.op],
-          ['device', op.device],
-          ['start', formatDuration(op.start_us)],
-          ['duration', formatDuration(op.end_us - op.start_us)],
-          ['bytes', formatBytes(op.bytes)]
+          [trans.__('op'), op.op],
+          [trans.__('device'), op.device],
+          [trans.__('start'), formatDuration(op.start_us)],
+          [trans.__('duration'), formatDuration(op.end_us - op.start_us)],
+          [trans.__('bytes'), bytes(op.bytes)]
         ],
         avoid
       );
@@ -360,12 +372,12 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
       const tr: ITimelineTransfer = this._model!.data.transfers[Number(trEl.dataset.transfer)];
       this._tooltip.show(
         event,
-        `transfer ${tr.tensor}`,
+        trans.__('transfer %1', tr.tensor),
         [
-          ['from', tr.src_device],
-          ['to', tr.dst_device],
-          ['duration', formatDuration(tr.end_us - tr.start_us)],
-          ['bytes', formatBytes(tr.bytes)]
+          [trans.__('from'), tr.src_device],
+          [trans.__('to'), tr.dst_device],
+          [trans.__('duration'), formatDuration(tr.end_us - tr.start_us)],
+          [trans.__('bytes'), bytes(tr.bytes)]
         ],
         avoid
       );
@@ -441,6 +453,7 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
   };
 
   private _mimeType: string;
+  private _trans: Trans;
   private _ids: number;
   private _model: TimelineModel | null = null;
   private _legend: HTMLElement;
