@@ -1,6 +1,7 @@
 """SVG drawing with the system `dot` and with the WebAssembly Graphviz from PyPI."""
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -54,3 +55,23 @@ def test_dot_backend_without_dot_says_what_to_do(monkeypatch):
 
 def test_dot_strings_are_escaped():
     assert graphviz_svg.escape('say "hi"\\\n') == 'say \\"hi\\"\\\\\\n'
+
+
+@pytest.mark.parametrize("label", ["색상 = 디바이스", "颜色 = 设备类型", "цвет = устройство"])
+def test_a_wide_label_gets_a_box_as_wide_as_its_glyphs(label):
+    """Graphviz measures with Latin metrics; Korean and Chinese glyphs are a full em wide,
+    so fit_wide leaves room for them (a Cyrillic label is left as it is)."""
+    from wcwidth import wcswidth
+
+    from tfteach.notebook.graphviz_svg import escape, fit_wide, render_svg
+
+    svg = render_svg(f'digraph {{ subgraph cluster_k {{ label="{escape(fit_wide(label))}"; '
+                     f'a; }} }}', "wasm")
+    xs = [float(x.split(",")[0]) for x in re.search(
+        r'<polygon fill="none" stroke="black" points="([^"]*)"', svg).group(1).split()]
+    inner = max(xs) - min(xs) - 16                  # the cluster's margins
+    # 14 pt text: a wide glyph is 1 em; Graphviz gives Latin and Cyrillic about 6.6 px
+    needed = sum(14 if wcswidth(c) == 2 else 6 for c in label)
+    assert inner >= needed
+    if label.startswith("ц"):
+        assert fit_wide(label) == label

@@ -90,6 +90,16 @@ def warm_up() -> threading.Thread | None:
     return thread
 
 
+def fit_wide(text: str) -> str:
+    """``text`` with room for its wide (Korean, Chinese) characters: Graphviz sizes a label
+    from Latin font metrics and takes such a character for about 0.8 em, where it is drawn
+    1 em wide, so each gets one no-break space of room after the text."""
+    from wcwidth import wcwidth
+
+    wide = sum(1 for c in text if wcwidth(c) == 2)
+    return text + "\u00a0" * wide
+
+
 def escape(text: str) -> str:
     """``text`` as a DOT double-quoted string body."""
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")

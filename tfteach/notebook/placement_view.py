@@ -181,7 +181,7 @@ def _edges(data: dict, show_transfers: bool) -> list[str]:
 def _legend(colors: dict, color_by: str) -> list[str]:
     """A boxed key of the colours (plain nodes: the WebAssembly Graphviz has no HTML labels)."""
     title = {"device": tr("device"), "job": "job:task", "type": tr("op type")}[color_by]
-    key = escape(tr("colour = {what}", what=title))
+    key = escape(graphviz_svg.fit_wide(tr("colour = {what}", what=title)))
     lines = [f'subgraph "cluster_legend" {{ label="{key}"; style="rounded"; '
              'color="#BBBBBB"; node [shape=box, style="filled", fontsize=9, height=0.2];']
     lines += [f'"__legend_{i}" [label="{escape(_legend_label(k, color_by))}", '
