@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from tfteach.errors import with_hint
+from tfteach.errors import InvalidArgumentError, with_hint
 from tfteach.framework import dtypes
 from tfteach.framework.graph import Tensor
 from tfteach.framework.registry import register_op, set_gradient
@@ -36,10 +36,9 @@ from tfteach.ops.common import (
 def _unary(op_type: str, x: Any, name: str | None) -> Tensor:
     t = convert_to_tensor(x)
     if not t.dtype.is_floating:
-        raise TypeError(with_hint(
-            f"Value passed to parameter 'features' of '{op_type}' has DataType {t.dtype.name} "
-            "not in list of allowed values: float16, float32, float64",
-            tr("cast it first: tf.cast(x, tf.float32).")))
+        message = (f"Value passed to parameter 'features' of '{op_type}' has DataType "
+                   f"{t.dtype.name} not in list of allowed values: float16, float32, float64")
+        raise TypeError(with_hint(message, tr("cast it first: tf.cast(x, tf.float32).")))
     return t.graph.create_op(op_type, [t], {"T": t.dtype}, name=name or op_type).outputs[0]
 
 
@@ -314,13 +313,11 @@ def _check_labels(ctx, labels, classes: int) -> None:
         return
     bad = (host < 0) | (host >= classes)
     if bad.any():
-        from tfteach.errors import InvalidArgumentError
         raise InvalidArgumentError(
             f"Received a label value of {int(host[bad][0])} which is outside the valid range "
             f"of [0, {classes}).  Label values: {' '.join(str(int(v)) for v in host)}",
-            op=ctx.op, hint=tr("labels must be class indices 0..{last}; check the data or "
-                               "the number of output units of the last layer.",
-                               last=classes - 1))
+            op=ctx.op, hint=tr("labels must be class indices 0..{last}; check the data or the "
+                               "number of output units of the last layer.", last=classes - 1))
 
 
 def _sparse_xent_kernel(ctx, logits, labels):
@@ -411,10 +408,9 @@ def sparse_softmax_cross_entropy_with_logits(_sentinel: Any = None, labels: Any 
     lg = convert_to_tensor(logits)
     lb = convert_to_tensor(labels)
     if lb.dtype not in (dtypes.int32, dtypes.int64):
-        raise TypeError(with_hint(
-            f"labels must be int32 or int64, got {lb.dtype.name}.",
-            tr("sparse labels are class indices; use the dense version for one-hot or "
-               "probability labels.")))
+        raise TypeError(with_hint(f"labels must be int32 or int64, got {lb.dtype.name}.", tr(
+            "sparse labels are class indices; use the dense version for one-hot or probability "
+            "labels.")))
     if lg.shape.ndims is not None and lb.shape.ndims is not None and \
             lb.shape.ndims != lg.shape.ndims - 1:
         raise ValueError(f"Rank mismatch: Rank of labels (received {lb.shape.ndims}) should "
