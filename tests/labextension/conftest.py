@@ -4,11 +4,14 @@
     ``module_registry`` the same shared by a module (for a module-scoped server).
   * ``browser``: Debian's Chromium driven by Playwright, one per test module (Playwright's
     sync API allows one running instance per thread, and other test folders start their
-    own); tests that use it skip when /usr/bin/chromium is missing.
+    own), with the CJK font mplfonts ships added to its fonts (Korean and Chinese labels
+    would be empty boxes otherwise); tests that use it skip when /usr/bin/chromium is
+    missing.
   * ``lab_page_factory``: makes ``LabPage``s on a ``JupyterServer``, closed after the test.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,14 +43,31 @@ def module_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         os.environ["TFTEACH_REGISTRY_DIR"] = old
 
 
+def _fonts_env(folder: Path) -> dict[str, str]:
+    """The environment for Chromium with fontconfig also reading mplfonts' Noto Sans CJK
+    (Hangul, Chinese and Cyrillic), when mplfonts is installed."""
+    spec = importlib.util.find_spec("mplfonts")
+    if spec is None or not spec.origin:
+        return dict(os.environ)
+    fonts = Path(spec.origin).parent / "fonts"
+    conf = folder / "fonts.conf"
+    conf.write_text(
+        '<?xml version="1.0"?>\n<!DOCTYPE fontconfig SYSTEM "fonts.dtd">\n<fontconfig>\n'
+        '  <include ignore_missing="yes">/etc/fonts/fonts.conf</include>\n'
+        f"  <dir>{fonts}</dir>\n  <cachedir>{folder / 'cache'}</cachedir>\n</fontconfig>\n")
+    return {**os.environ, "FONTCONFIG_FILE": str(conf)}
+
+
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """Debian's Chromium driven by Playwright (skips when Chromium is not installed)."""
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium to run browser tests")
     sync_api = pytest.importorskip("playwright.sync_api")
+    env = _fonts_env(tmp_path_factory.mktemp("fontconfig"))
     with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS,
+                                              env=env)
         yield chromium
         chromium.close()
 

@@ -4,10 +4,12 @@ Reusable pieces (import them from ``labharness``; the fixtures are in conftest.p
   * ``JupyterServer``: a real ``jupyter server`` / ``jupyter lab`` subprocess on a free
     loopback port with a token, an isolated config/data/runtime dir, the tfteach server
     extension enabled and this checkout's built labextension in front of any installed one;
-    ``.api(method, path)`` calls its REST API.
+    ``.api(method, path)`` calls its REST API, ``.set_lab_setting`` writes a user setting
+    (the display language, say).
   * ``write_notebook``: a notebook file from code cells.
   * ``LabPage``: a Playwright page on that server: open a file, run all cells or one cell
-    (found by its source), wait for the kernel, take a screenshot into test-artifacts/.
+    (found by its source), wait for the kernel, find a launcher card, take a screenshot into
+    test-artifacts/.
   * ``fake_entry`` / ``write_entry``: a registry entry written through the real registry.
 """
 from __future__ import annotations
@@ -98,6 +100,7 @@ class JupyterServer:
         self.token = uuid.uuid4().hex
         self.url = f"http://127.0.0.1:{self.port}/"
         self.log_path = workdir / f"jupyter-{app}.log"
+        self.settings_dir = workdir / "lab-settings"
         self.proc = subprocess.Popen(self._argv(app), env=self._env(env or {}), cwd=workdir,
                                      stdout=self.log_path.open("wb"), stderr=subprocess.STDOUT)
         self._wait_ready(timeout=90)
@@ -112,7 +115,7 @@ class JupyterServer:
             ext_dir = self.workdir / "labextensions"
             ext_dir.mkdir(exist_ok=True)
             (ext_dir / "tfteach").symlink_to(ensure_labextension_built(), target_is_directory=True)
-            settings = self.workdir / "lab-settings"
+            settings = self.settings_dir
             _quiet_lab_settings(settings)
             argv += [f"--LabApp.extra_labextensions_path={ext_dir}",
                      f"--LabApp.user_settings_dir={settings}",
@@ -134,6 +137,16 @@ class JupyterServer:
         })
         env.update(extra)
         return env
+
+    def set_lab_setting(self, plugin: str, values: dict[str, Any]) -> Path:
+        """Write a lab user setting (``plugin`` as ``@scope/package:name``), read by the next
+        page opened, e.g. ``("@jupyterlab/translation-extension:plugin", {"locale": "ko_KR"})``
+        for JupyterLab's display language."""
+        package, name = plugin.split(":")
+        path = self.settings_dir / package / f"{name}.jupyterlab-settings"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
+        return path
 
     def log_tail(self, lines: int = 60) -> str:
         try:
@@ -262,6 +275,11 @@ class LabPage:
         first = f".lm-DockPanel-tabBar .lm-TabBar-tab[title*='{path.rsplit('/', 1)[-1]}']" \
             if path else ".jp-Launcher"
         self.page.wait_for_selector(first, timeout=timeout_ms)
+
+    def launcher_card(self, label: str) -> Any:
+        """A locator of the launcher card whose label is exactly ``label``."""
+        return self.page.locator(".jp-LauncherCard").filter(
+            has=self.page.get_by_text(label, exact=True))
 
     def command(self, command: str, args: dict[str, Any] | None = None) -> Any:
         """Run a JupyterLab command by id (the app is exposed to the page)."""

@@ -408,7 +408,7 @@ def test_sidebar_polls_only_while_it_is_shown(lab, lab_page_factory):
 def test_launcher_card_opens_the_first_lesson(lab, lab_page_factory):
     view = lab_page_factory(lab)
     view.open()  # a fresh workspace shows the launcher
-    card = view.page.locator(".jp-LauncherCard", has_text="tfteach lessons")
+    card = view.launcher_card("tfteach lessons")
     card.wait_for()
     view.screenshot("launcher")
     card.click()
@@ -416,14 +416,16 @@ def test_launcher_card_opens_the_first_lesson(lab, lab_page_factory):
                       has_text="01_device_placement.ipynb").wait_for()
 
 
-def test_palette_has_the_open_lessons_command(lab, lab_page_factory):
+def test_palette_has_the_open_lessons_command_per_language(lab, lab_page_factory):
     view = lab_page_factory(lab)
     view.open()
     view.command("apputils:activate-command-palette")
     search = view.page.locator(".lm-CommandPalette-input:visible")
     search.wait_for()
     search.fill("tfteach")
-    item = view.page.locator(".lm-CommandPalette-item:visible", has_text="Open tfteach lessons")
-    item.wait_for()
+    items = view.page.locator(".lm-CommandPalette-item:visible .lm-CommandPalette-itemLabel")
+    items.first.wait_for()
     view.screenshot("palette")
-    assert item.count() == 1
+    assert sorted(t for t in items.all_inner_texts() if "lessons" in t) == [
+        "Open tfteach lessons", "Open tfteach lessons in Русский",
+        "Open tfteach lessons in 中文", "Open tfteach lessons in 한국어"]

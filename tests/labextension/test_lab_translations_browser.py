@@ -1,0 +1,153 @@
+"""The extension in Korean, Chinese and Russian in a real JupyterLab (Debian's Chromium).
+
+One lab serves the module; a kernel starts a small LocalCluster (one ps, one worker) from a
+notebook. For each language the lab's display language is set the way a learner does it
+(the user setting ``@jupyterlab/translation-extension:plugin`` ``{"locale": "ko_KR"}``,
+which needs the language pack), a fresh page opens, and the launcher's tfteach cards and
+the cluster sidebar must show the translations of labextension/locale/<lang>.po. A
+screenshot per language goes to test-artifacts/ and docs/images/lab-<lang>.png. The
+language's own card opens lessons/<lang>/01_device_placement.ipynb.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from labharness import LABEXTENSION_SRC, REPO, JupyterServer, LabPage, write_notebook
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.cluster]
+
+LOCALES = {"ko": "ko_KR", "zh": "zh_CN", "ru": "ru_RU"}
+NATIVE = {"en": "English", "ko": "한국어", "zh": "中文", "ru": "Русский"}
+TRANSLATION_PLUGIN = "@jupyterlab/translation-extension:plugin"
+FIRST = "01_device_placement.ipynb"
+DOCS_IMAGES = REPO / "docs" / "images"
+SIDEBAR_TAB = ".jp-SideBar .lm-TabBar-tab[data-id='tfteach-clusters']"
+
+
+def _catalogs() -> dict[str, dict]:
+    path = LABEXTENSION_SRC / "locale" / "build.py"
+    spec = importlib.util.spec_from_file_location("tfteach_lab_locale_build", path)
+    build = sys.modules.get(spec.name) or importlib.util.module_from_spec(spec)
+    if spec.name not in sys.modules:
+        sys.modules[spec.name] = build
+        spec.loader.exec_module(build)
+    return {lang: build.read_po(LABEXTENSION_SRC / "locale" / f"{lang}.po")[1]
+            for lang in LOCALES}
+
+
+CATALOGS = _catalogs()
+
+
+def tr(lang: str, msgid: str, *args: object) -> str:
+    """The .po's translation of ``msgid`` with ``%1``, ``%2``… filled in."""
+    text = CATALOGS[lang][msgid].msgstr[0]
+    for i, arg in enumerate(args, 1):
+        text = text.replace(f"%{i}", str(arg))
+    return text
+
+
+def write_lesson(path: Path, lang: str) -> None:
+    """A stand-in lesson in ``lang`` (a translated lesson says its language in metadata)."""
+    import nbformat
+
+    write_notebook(path, f"print({NATIVE[lang]!r})")
+    nb = nbformat.read(str(path), as_version=4)
+    nb.metadata["tfteach"] = {"lang": lang}
+    nbformat.write(nb, str(path))
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, module_registry):
+    work = tmp_path_factory.mktemp("lab-i18n")
+    root = work / "root"
+    write_lesson(root / "lessons" / FIRST, "en")
+    for lang in LOCALES:
+        write_lesson(root / "lessons" / lang / FIRST, lang)
+        write_lesson(root / "lessons" / lang / "02_placing_by_hand.ipynb", lang)
+    write_notebook(root / "cluster.ipynb", "%load_ext tfteach",
+                   "%tfteach cluster start --ps 1 --workers 1")
+    with JupyterServer(work, app="lab", root_dir=root,
+                       env={"TFTEACH_REGISTRY_DIR": str(module_registry)}) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def cluster(browser, lab, module_registry):
+    """A LocalCluster started by cluster.ipynb's kernel (the page closes, the kernel stays)."""
+    page = LabPage(browser, lab)
+    try:
+        page.open("cluster.ipynb")
+        page.wait_kernel_idle(120000)
+        page.run_cell("%load_ext tfteach")
+        page.run_cell("cluster start", timeout_ms=180000)
+    finally:
+        page.close()
+    [entry] = [json.loads(p.read_text()) for p in module_registry.glob("*.json")]
+    yield entry
+    lab.api("POST", f"tfteach/api/clusters/{entry['id']}/stop")
+    deadline = time.monotonic() + 30
+    while any(module_registry.glob("*.json")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def lab_in(lab, lab_page_factory):
+    """Open the lab in a language: ``page = lab_in("ko")``; English again afterwards."""
+    def open_in(lang: str) -> LabPage:
+        lab.set_lab_setting(TRANSLATION_PLUGIN, {"locale": LOCALES[lang]})
+        page = lab_page_factory(lab)
+        page.open()
+        return page
+
+    yield open_in
+    lab.set_lab_setting(TRANSLATION_PLUGIN, {})
+
+
+@pytest.mark.parametrize("lang", list(LOCALES))
+def test_launcher_and_sidebar_speak_the_labs_language(lang, lab_in, cluster):
+    page = lab_in(lang)
+    cards = page.page.locator(".jp-LauncherCard[data-category='tfteach'] .jp-LauncherCard-label")
+    cards.first.wait_for()
+    assert cards.all_inner_texts() == [tr(lang, "tfteach lessons")] + [
+        tr(lang, "tfteach lessons (%1)", NATIVE[other]) for other in ("ko", "zh", "ru")]
+    page.page.click(SIDEBAR_TAB)
+    panel = page.page.locator("#tfteach-clusters")
+    ours = panel.locator(f".tft-cluster[data-cluster-id='{cluster['id']}']")
+    ours.locator(".tft-task.tft-state-alive").nth(1).wait_for(timeout=30000)
+    assert panel.locator(".tft-panel-title").text_content() == tr(lang, "tfteach clusters")
+    assert ours.locator(".tft-cluster-owner").inner_text() == tr(lang, "started by %1",
+                                                                 "cluster.ipynb")
+    assert ours.locator(".tft-task-state").all_inner_texts() == [tr(lang, "alive")] * 2
+    assert ours.locator(".tft-stop").inner_text() == tr(lang, "Stop cluster")
+    assert set(ours.locator(".tft-kill").all_inner_texts()) == {tr(lang, "Kill")}
+    assert panel.locator(".tft-refresh").inner_text() == tr(lang, "Refresh")
+    shot = page.screenshot(f"lab-{lang}")
+    DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(shot, DOCS_IMAGES / f"lab-{lang}.png")
+
+
+@pytest.mark.parametrize("lang", list(LOCALES))
+def test_a_languages_launcher_card_opens_its_first_lesson(lang, lab_in):
+    page = lab_in(lang)
+    page.launcher_card(tr(lang, "tfteach lessons (%1)", NATIVE[lang])).click()
+    page.page.wait_for_function(
+        "p => { const w = window.jupyterapp.shell.currentWidget;"
+        " return !!w && !!w.context && w.context.path === p; }",
+        arg=f"lessons/{lang}/{FIRST}", timeout=30000)
+
+
+def test_the_english_card_still_opens_the_english_lessons(lab, lab_page_factory):
+    page = lab_page_factory(lab)
+    page.open()
+    page.launcher_card("tfteach lessons").click()
+    page.page.wait_for_function(
+        "p => { const w = window.jupyterapp.shell.currentWidget;"
+        " return !!w && !!w.context && w.context.path === p; }",
+        arg=f"lessons/{FIRST}", timeout=30000)
+
