@@ -6,7 +6,9 @@ notebook. For each language the lab's display language is set the way a learner 
 which needs the language pack), a fresh page opens, and the launcher's tfteach cards and
 the cluster sidebar must show the translations of labextension/locale/<lang>.po. A
 screenshot per language goes to test-artifacts/ and docs/images/lab-<lang>.png. The
-language's own card opens lessons/<lang>/01_device_placement.ipynb.
+language's own card opens lessons/<lang>/01_device_placement.ipynb. The placement and
+timeline renderers get the translator from JupyterLab's rendermime (Russian, for its three
+plural forms).
 """
 from __future__ import annotations
 
@@ -28,6 +30,28 @@ TRANSLATION_PLUGIN = "@jupyterlab/translation-extension:plugin"
 FIRST = "01_device_placement.ipynb"
 DOCS_IMAGES = REPO / "docs" / "images"
 SIDEBAR_TAB = ".jp-SideBar .lm-TabBar-tab[data-id='tfteach-clusters']"
+CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
+GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
+PLACEMENT = {
+    "nodes": [{"name": "a", "type": "Const", "requested_device": "", "assigned_device": CPU0},
+              {"name": "b", "type": "Neg", "requested_device": "/gpu:0", "assigned_device": GPU0}],
+    "edges": [{"src": "a", "dst": "b", "cross_device": True, "bytes": 8}],
+    "devices": [{"name": CPU0, "device_type": "CPU"}, {"name": GPU0, "device_type": "GPU"}],
+}
+TIMELINE = {
+    "devices": [{"name": CPU0, "short": "CPU:0"}, {"name": GPU0, "short": "GPU:0"}],
+    "ops": [{"name": "a", "op": "Const", "device": CPU0, "start_us": 0, "end_us": 8, "bytes": 8},
+            {"name": "b", "op": "Neg", "device": GPU0, "start_us": 30, "end_us": 40, "bytes": 8}],
+    "transfers": [{"src_device": CPU0, "dst_device": GPU0, "tensor": "a:0", "start_us": 8,
+                   "end_us": 28, "bytes": 8, "src_op": "a", "consumers": ["b"]}],
+    "step_us": 40,
+}
+VIEWS_CELL = (
+    "import json\nfrom IPython.display import display\n"
+    f"display({{'application/vnd.tfteach.placement+json': json.loads({json.dumps(PLACEMENT)!r})}},"
+    " raw=True)\n"
+    f"display({{'application/vnd.tfteach.timeline+json': json.loads({json.dumps(TIMELINE)!r})}},"
+    " raw=True)")
 
 
 def _catalogs() -> dict[str, dict]:
@@ -52,6 +76,17 @@ def tr(lang: str, msgid: str, *args: object) -> str:
     return text
 
 
+def tr_n(lang: str, msgid: str, n: int, *args: object) -> str:
+    """The .po's plural form of ``msgid`` for ``n`` (Russian: one, few, many)."""
+    form = 0
+    if lang == "ru" and not (n % 10 == 1 and n % 100 != 11):
+        form = 1 if 2 <= n % 10 <= 4 and not 12 <= n % 100 <= 14 else 2
+    text = CATALOGS[lang][msgid].msgstr[form]
+    for i, arg in enumerate((n, *args), 1):
+        text = text.replace(f"%{i}", str(arg))
+    return text
+
+
 def write_lesson(path: Path, lang: str) -> None:
     """A stand-in lesson in ``lang`` (a translated lesson says its language in metadata)."""
     import nbformat
@@ -70,6 +105,7 @@ def lab(tmp_path_factory, module_registry):
     for lang in LOCALES:
         write_lesson(root / "lessons" / lang / FIRST, lang)
         write_lesson(root / "lessons" / lang / "02_placing_by_hand.ipynb", lang)
+    write_notebook(root / "views.ipynb", VIEWS_CELL)
     write_notebook(root / "cluster.ipynb", "%load_ext tfteach",
                    "%tfteach cluster start --ps 1 --workers 1")
     with JupyterServer(work, app="lab", root_dir=root,
@@ -151,3 +187,29 @@ def test_the_english_card_still_opens_the_english_lessons(lab, lab_page_factory)
         " return !!w && !!w.context && w.context.path === p; }",
         arg=f"lessons/{FIRST}", timeout=30000)
 
+
+
+def test_the_renderers_speak_the_labs_language(lab, lab_page_factory):
+    lang = "ru"
+    lab.set_lab_setting(TRANSLATION_PLUGIN, {"locale": LOCALES[lang]})
+    try:
+        page = lab_page_factory(lab)
+        page.open("views.ipynb")
+        page.run_all_cells()
+        placement = page.page.locator(".tft-placement")
+        placement.locator(".tft-node").first.wait_for()
+        assert placement.locator(".tft-reset").inner_text() == tr(lang, "Reset view")
+        assert placement.locator(".tft-status").inner_text() == tr(
+            lang, "%1 %2, %3. Click a node to see its inputs, outputs and transfers; drag to "
+            "pan, wheel to zoom.", tr_n(lang, "%1 node", 2), tr_n(lang, "on %1 device", 2),
+            tr_n(lang, "%1 cross-device edge", 1))
+        page.page.hover(".tft-placement .tft-node[data-name='b']")
+        tip = placement.locator(".tft-tooltip")
+        tip.wait_for(state="visible")
+        assert f"{tr(lang, 'requested')}: /gpu:0" in tip.inner_text()
+        timeline = page.page.locator(".tft-timeline")
+        assert timeline.locator(".tft-reset").inner_text() == tr(lang, "Reset zoom")
+        assert tr(lang, "transfer") in timeline.locator(".tft-legend").inner_text()
+        page.screenshot(f"views-{lang}", ".jp-Cell")
+    finally:
+        lab.set_lab_setting(TRANSLATION_PLUGIN, {})
