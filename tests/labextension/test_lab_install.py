@@ -55,6 +55,17 @@ def test_wheel_holds_the_labextension_and_the_server_config(wheel):
 
 
 @pytest.mark.slow
+def test_wheel_ships_the_labels_translations_for_jupyterlab(wheel):
+    version = wheel.name.split("-")[1]
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        entry_points = zf.read(f"tfteach-{version}.dist-info/entry_points.txt").decode()
+    assert "[jupyterlab.locale]\ntfteach = tfteach.notebook.lab_locale" in entry_points
+    for locale in ("ko_KR", "zh_CN", "ru_RU"):
+        assert f"tfteach/notebook/lab_locale/locale/{locale}/LC_MESSAGES/tfteach.json" in names
+
+
+@pytest.mark.slow
 def test_installed_wheel_is_listed_as_enabled_by_jupyter(wheel, tmp_path):
     prefix = tmp_path / "prefix"
     # --ignore-installed: otherwise pip first uninstalls this environment's tfteach
