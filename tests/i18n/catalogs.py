@@ -30,7 +30,6 @@ from io import BytesIO
 from pathlib import Path
 
 from babel.messages.catalog import Catalog
-from babel.messages.extract import extract_from_dir
 from babel.messages.mofile import read_mo, write_mo
 from babel.messages.pofile import read_po, write_po
 
@@ -64,12 +63,19 @@ KEYWORDS = {"tr": 1, "trn": 2, "N_": 1}
 
 
 def code_messages() -> list[tuple[str | tuple[str, str], str]]:
-    """(message, file) of every ``tr("literal", ...)`` call under tfteach/, by Babel (a
-    ``trn`` message is the pair (singular, plural))."""
-    found = extract_from_dir(PACKAGE, method_map=[("**.py", "python")], comment_tags=(),
-                             keywords={"tr": None, "trn": (1, 2), "N_": None})
-    return [(message, f"tfteach/{Path(name).as_posix()}")
-            for name, _line, message, _comments, _context in found if message]
+    """(message, file) of every ``tr("literal", ...)`` call under tfteach/ (a ``trn``
+    message is the pair (singular, plural)), found with ``ast``: also inside f-strings, and
+    never a string that is only an argument's subscript (``tr(info["hint"])``)."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        where = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            count = _messages_of(node)
+            texts = [a.value for a in node.args[:count]
+                     if isinstance(a, ast.Constant) and isinstance(a.value, str)] if count else []
+            if count and len(texts) == count:
+                found.append((texts[0] if count == 1 else tuple(texts), where))
+    return found
 
 
 def non_literal_calls() -> list[str]:
