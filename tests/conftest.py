@@ -13,6 +13,10 @@ if str(ROOT) not in sys.path:
 
 _DEVICE_ENV = ("CUDA_VISIBLE_DEVICES", "TFTEACH_VIRTUAL_GPUS", "TFTEACH_DEVICE_SPEED")
 
+# Tests read tfteach's English texts whatever the developer's locale; a test that wants
+# another language passes lang= or sets TFTEACH_LANG itself (lessons: their own language).
+os.environ["TFTEACH_LANG"] = "en"
+
 
 @pytest.fixture(autouse=True)
 def fresh_graph_and_devices(monkeypatch):

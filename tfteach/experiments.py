@@ -39,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 import tfteach as tf
+from tfteach.errors import with_hint
+from tfteach.i18n import tr
 from tfteach.examples import distributed_digits as program
 
 MODES = ("sync", "async")
@@ -114,17 +116,17 @@ def sync_vs_async(workers: int = 2, ps: int = 1, worker_speeds: Sequence[float] 
 def _check(workers: int, backup: int, clients: str, modes: Sequence[str],
            kill: tuple | None) -> None:
     if not 0 <= backup < workers:
-        raise ValueError(f"backup_workers must be between 0 and workers - 1 = {workers - 1}, "
-                         f"got {backup}.\nHint: sync needs at least one worker that is not "
-                         "a backup.")
+        raise ValueError(with_hint(
+            f"backup_workers must be between 0 and workers - 1 = {workers - 1}, got {backup}.",
+            tr("sync needs at least one worker that is not a backup.")))
     if clients not in ("threads", "processes"):
         raise ValueError(f"clients must be 'threads' or 'processes', got {clients!r}")
     if set(modes) - set(MODES):
         raise ValueError(f"modes must be among {MODES}, got {list(modes)}")
     if kill is not None and not 0 < kill[0] < workers:
-        raise ValueError(f"kill_worker=({kill[0]}, ...) must name a worker from 1 to "
-                         f"{workers - 1}.\nHint: worker 0 is the chief, which initializes and "
-                         "checkpoints; kill another one.")
+        raise ValueError(with_hint(
+            f"kill_worker=({kill[0]}, ...) must name a worker from 1 to {workers - 1}.",
+            tr("worker 0 is the chief, which initializes and checkpoints; kill another one.")))
 
 
 def _start_cluster(ps: int, workers: int, speeds: Sequence[float] | None) -> Any:

@@ -24,6 +24,8 @@ import socket
 import time
 from typing import Any, Iterator
 
+from tfteach.errors import with_hint
+from tfteach.i18n import tr
 from tfteach.framework import graph_def as graph_def_lib
 from tfteach.framework.graph import Graph
 from tfteach.framework.protos import tfteach_tf_formats_pb2 as pb
@@ -91,8 +93,8 @@ class FileWriter:
     def add_event(self, event: Any) -> None:
         """Append one ``Event`` (ours or TF's message) and flush it to disk."""
         if self._file is None:
-            raise RuntimeError("FileWriter is closed.\nHint: call reopen() first, or make "
-                               "a new FileWriter.")
+            raise RuntimeError(with_hint("FileWriter is closed.",
+                                         tr("call reopen() first, or make a new FileWriter.")))
         data = event.SerializeToString()
         self._file.write(encode_record(data))
         self._file.flush()

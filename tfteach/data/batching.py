@@ -12,12 +12,15 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from tfteach.errors import with_hint
+from tfteach.i18n import tr
+
 
 def _check_pair(x: np.ndarray, y: np.ndarray) -> int:
     """The number of samples, after checking that x and y agree on it."""
     if len(x) != len(y):
-        raise ValueError(f"x has {len(x)} samples but y has {len(y)}.\n"
-                         "Hint: pass the images and the labels of the same data set.")
+        raise ValueError(with_hint(f"x has {len(x)} samples but y has {len(y)}.",
+                                   tr("pass the images and the labels of the same data set.")))
     return len(x)
 
 
@@ -35,8 +38,8 @@ def batches(x: np.ndarray, y: np.ndarray, batch_size: int, shuffle: bool = True,
     x, y = np.asarray(x), np.asarray(y)
     n = _check_pair(x, y)
     if not _is_int(batch_size) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.\n"
-                         "Hint: a typical mini-batch holds 32 to 128 samples.")
+        raise ValueError(with_hint(f"batch_size must be a positive integer, got {batch_size!r}.",
+                                   tr("a typical mini-batch holds 32 to 128 samples.")))
     order = np.random.default_rng(seed).permutation(n) if shuffle else np.arange(n)
     return _iterate(x, y, order, int(batch_size))
 
@@ -54,11 +57,11 @@ def shard(x: np.ndarray, y: np.ndarray, num_shards: int,
     x, y = np.asarray(x), np.asarray(y)
     _check_pair(x, y)
     if not _is_int(num_shards) or num_shards < 1:
-        raise ValueError(f"num_shards must be a positive integer, got {num_shards!r}.\n"
-                         "Hint: use the number of worker tasks, e.g. "
-                         "cluster.num_tasks('worker').")
+        raise ValueError(with_hint(
+            f"num_shards must be a positive integer, got {num_shards!r}.",
+            tr("use the number of worker tasks, e.g. cluster.num_tasks('worker').")))
     if not _is_int(index) or not 0 <= index < num_shards:
-        raise ValueError(f"shard index must be an integer from 0 to {num_shards - 1}, "
-                         f"got {index!r}.\nHint: use this worker's task index "
-                         "(the task_index it was started with).")
+        raise ValueError(with_hint(
+            f"shard index must be an integer from 0 to {num_shards - 1}, got {index!r}.",
+            tr("use this worker's task index (the task_index it was started with).")))
     return np.ascontiguousarray(x[index::num_shards]), np.ascontiguousarray(y[index::num_shards])

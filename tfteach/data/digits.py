@@ -14,6 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
+from tfteach.errors import with_hint
+from tfteach.i18n import tr
+
 DIGITS_FILE = Path(__file__).with_name("digits.csv.gz")
 NUM_PIXELS = 64
 
@@ -51,8 +54,9 @@ def load_digits(test_fraction: float = 0.2, seed: int = 0) -> Split:
     part; the same ``seed`` always gives the same split and order.
     """
     if not 0.0 <= test_fraction < 1.0:
-        raise ValueError(f"test_fraction must be at least 0 and below 1, got {test_fraction!r}."
-                         "\nHint: use e.g. test_fraction=0.2 to keep a fifth for testing.")
+        raise ValueError(with_hint(
+            f"test_fraction must be at least 0 and below 1, got {test_fraction!r}.",
+            tr("use e.g. test_fraction=0.2 to keep a fifth for testing.")))
     x, y = _all_digits()
     train, test = _stratified_split(y, test_fraction, seed)
     return (x[train], y[train]), (x[test], y[test])

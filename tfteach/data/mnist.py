@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from tfteach.errors import DataLossError, NotFoundError
+from tfteach.i18n import tr
 
 IMAGES_MAGIC = 2051
 LABELS_MAGIC = 2049
@@ -32,8 +33,8 @@ _IDX_TYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0
 
 def _corrupt(path: Path, problem: str) -> DataLossError:
     return DataLossError(f"{path} is not a valid IDX file: {problem}.",
-                         hint="Download this file again; MNIST files must be the original "
-                              "IDX files (raw or .gz), not images or archives of them.")
+                         hint=tr("Download this file again; MNIST files must be the original "
+                                 "IDX files (raw or .gz), not images or archives of them."))
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -90,8 +91,8 @@ def _missing(directory: Path, missing: list[str]) -> NotFoundError:
     all_names = ", ".join(name for pair in MNIST_FILES for name in pair)
     return NotFoundError(
         f"MNIST files not found in {directory}{where}: missing {', '.join(missing)}.",
-        hint=f"Put these 4 files in {directory}: {all_names}. "
-             "Gzipped copies are fine too (e.g. train-images-idx3-ubyte.gz).")
+        hint=tr("Put these 4 files in {directory}: {names}. Gzipped copies are fine too "
+                "(e.g. train-images-idx3-ubyte.gz).", directory=directory, names=all_names))
 
 
 def _load_part(images_path: Path, labels_path: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -103,8 +104,8 @@ def _load_part(images_path: Path, labels_path: Path) -> tuple[np.ndarray, np.nda
     if len(images) != len(labels):
         raise DataLossError(f"{images_path} holds {len(images)} images but {labels_path} "
                             f"holds {len(labels)} labels.",
-                            hint="Both files must come from the same part (train or t10k) "
-                                 "of the same MNIST download.")
+                            hint=tr("Both files must come from the same part (train or t10k) "
+                                    "of the same MNIST download."))
     return images.reshape(len(images), -1).astype(np.float32), labels.astype(np.int64)
 
 

@@ -88,9 +88,9 @@ def compare(ours: Any, theirs: Any, gpus: int = 0) -> Comparison:
 
 def _error_text(error: Any) -> str:
     if error is None:
-        return "raised nothing"
+        return tr("raised nothing")
     first = (getattr(error, "message", None) or str(error)).splitlines()[0]
-    return f"raised {type(error).__name__}: {first}"
+    return tr("raised {error}: {message}", error=type(error).__name__, message=first)
 
 
 def _compare_errors(result: Comparison, ours: Any, theirs: Any) -> None:

@@ -82,8 +82,8 @@ def _tfteach_parser() -> _Parser:
                        help=tr("relative worker speeds, e.g. 1,1,0.3"))
     actions.add_parser("status", add_help=False, help=tr("show every task's state"))
     actions.add_parser("stop", add_help=False, help=tr("stop every task"))
-    for name, what in (("kill", "kill a task, e.g. worker:1"),
-                       ("restart", "start a killed task again, e.g. worker:1")):
+    for name, what in (("kill", tr("kill a task, e.g. worker:1")),
+                       ("restart", tr("start a killed task again, e.g. worker:1"))):
         actions.add_parser(name, add_help=False, help=what).add_argument(
             "task", help=tr("job:index, e.g. worker:1"))
     return parser
