@@ -1,11 +1,5 @@
-"""The ``exported`` fixture: the lesson a test module names in ``LESSON``, as nbconvert's HTML."""
+"""The lesson tests' fixtures (``lesson_fixtures``): each test module names its lesson in
+``LESSON_NAME`` and its tests run for every language, on ``lesson`` and ``exported``."""
 from __future__ import annotations
 
-import pytest
-from lesson_tools import export_html
-
-
-@pytest.fixture(scope="module")
-def exported(request, tmp_path_factory) -> str:
-    """The HTML page of ``request.module.LESSON`` with its stored outputs, once per module."""
-    return export_html(request.module.LESSON, tmp_path_factory.mktemp("export")).read_text()
+from lesson_fixtures import export_file, exported, lang, lesson  # noqa: F401

@@ -7,9 +7,9 @@ a fresh kernel started in the notebook's folder, in the environment the lesson t
 (this checkout first on PYTHONPATH; CUDA_VISIBLE_DEVICES, TFTEACH_VIRTUAL_GPUS,
 TFTEACH_DEVICE_SPEED and TFTEACH_CLUSTER_TOKEN unset; TFTEACH_LANG the notebook's language,
 from its metadata: any language's set runs, e.g. ``lessons/ko/*.ipynb``), so the stored
-outputs are the ones nbval later compares against. Live widget outputs (the views' controls) are dropped: they
-work only with the kernel that made them and nbval ignores them, so the saved notebook keeps
-the static pictures that GitHub, nbconvert and nbval see. A notebook with a failing cell is
+outputs are the ones nbval later compares against. Live widget outputs (the views' controls)
+are dropped: they work only with the kernel that made them and nbval ignores them, so the
+saved notebook keeps the static pictures that GitHub, nbconvert and nbval see. A notebook with a failing cell is
 left as it was; the script then exits with status 1 after trying the others.
 """
 from __future__ import annotations

@@ -7,12 +7,19 @@ A lesson runs with this checkout first on PYTHONPATH and with the device and clu
 variables unset, so it sees the defaults its stored outputs were made with (two virtual
 GPUs, no token), and in its own language: ``TFTEACH_LANG`` is the ``tfteach.lang`` of the
 notebook's metadata (``en`` where it has none). The English lessons are ``lessons/*.ipynb``,
-each translation's are ``lessons/<lang>/`` with the same file names (``lesson_path``). A ``registry`` folder, when given, holds the LocalClusters the run
-registers and marks every process it starts (kernel and tasks), so a test can find them.
+each translation's are ``lessons/<lang>/`` with the same file names (``lesson_path``). A
+``registry`` folder, when given, holds the LocalClusters the run registers and marks every
+process it starts (kernel and tasks), so a test can find them.
+
+A lesson's tests run for every language. Code cells, and so all that the code prints, are the
+same in each; what tfteach's runtime writes (feedback, hints, summaries) is in the lesson's
+language, so a test builds it from the message catalog (``correct``, ``hint_label``,
+``message_pattern``) and never asserts on English prose.
 """
 from __future__ import annotations
 
 import base64
+import html
 import importlib.util
 import os
 import re
@@ -23,11 +30,14 @@ from pathlib import Path
 
 import nbformat
 
+from tfteach.i18n import catalog, tr
+
 ROOT = Path(__file__).resolve().parents[2]
 LESSONS = ROOT / "lessons"
 LANGS = ("en", "ko", "zh", "ru")
 SANITIZE = LESSONS / "sanitize.cfg"
 REGISTRY_ENV = "TFTEACH_REGISTRY_DIR"
+_SVG = re.compile(r'src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"')
 _UNSET = ("CUDA_VISIBLE_DEVICES", "TFTEACH_VIRTUAL_GPUS", "TFTEACH_DEVICE_SPEED",
           "TFTEACH_CLUSTER_TOKEN", "TFTEACH_LANG", "LANGUAGE", "LC_ALL", "LC_MESSAGES")
 
@@ -41,7 +51,17 @@ def notebook_lang(notebook: Path) -> str:
     """The language a notebook's metadata names (``tfteach.lang``), else ``en``."""
     nb = nbformat.read(notebook, as_version=4)
     return nb.metadata.get("tfteach", {}).get("lang", "en")
-_SVG = re.compile(r'src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"')
+
+
+def lesson_or_skip(name: str, lang: str) -> Path:
+    """``lesson_path(name, lang)``; the calling test is skipped while that translation is not
+    written yet (a missing English lesson is not skipped: its tests fail)."""
+    path = lesson_path(name, lang)
+    if lang != "en" and not path.exists():
+        import pytest
+
+        pytest.skip(f"lessons/{lang}/{name} is not translated yet")
+    return path
 
 
 def lesson_env(registry: Path | None = None, lang: str = "en") -> dict[str, str]:
@@ -126,7 +146,7 @@ def export_html(notebook: Path, out: Path) -> Path:
     done = subprocess.run(
         [sys.executable, "-m", "nbconvert", "--to", "html", str(notebook), "--output-dir",
          str(out)], check=False, capture_output=True, text=True,
-        env=lesson_env(out / "registry"), timeout=300)
+        env=lesson_env(out / "registry", notebook_lang(notebook)), timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
     return out / notebook.with_suffix(".html").name
 
@@ -145,3 +165,88 @@ def stored_outputs(notebook: Path, marker: str) -> list:
 def output_texts(outputs: list) -> str:
     """The text/plain forms and streams of ``outputs``, one after another."""
     return "\n".join(o.get("text") or o.get("data", {}).get("text/plain", "") for o in outputs)
+
+
+# ---- the runtime's text, in a lesson's language -------------------------------------------------
+_FIELD = re.compile(r"\{\{|\}\}|\{(\w+)(?:[:!][^{}]*)?\}")
+
+
+def _template_pattern(template: str, fields: dict[str, str]) -> str:
+    """``template`` (a ``str.format`` text) as a regular expression: its text literally, each
+    ``{field}`` a named group matching ``fields[field]`` (default: some text on one line)."""
+    parts, seen, end = [], set(), 0
+    for found in _FIELD.finditer(template):
+        parts.append(re.escape(template[end:found.start()]))
+        name = found.group(1)
+        if name is None:                                    # {{ or }}: one brace
+            parts.append(re.escape(found.group(0)[0]))
+        elif name in seen:
+            parts.append(f"(?P={name})")
+        else:
+            seen.add(name)
+            parts.append(f"(?P<{name}>{fields.get(name, '.+?')})")
+        end = found.end()
+    unknown = set(fields) - seen
+    if unknown:
+        raise ValueError(f"{template!r} has no field {sorted(unknown)}")
+    return "".join(parts) + re.escape(template[end:])
+
+
+def message_pattern(msgid: str, lang: str, **fields: str) -> str:
+    """A regular expression for the runtime message ``msgid`` as tfteach writes it in ``lang``
+    (the catalog's translation, or the English text while there is none): each ``{field}`` a
+    named group matching the regular expression ``fields[field]`` (default ``.+?``)."""
+    return _template_pattern(catalog(lang).gettext(msgid), fields)
+
+
+def plural_pattern(singular: str, plural: str, n: int, lang: str, **fields: str) -> str:
+    """``message_pattern`` for the form of a ``trn`` message for the number ``n`` (``{n}``
+    stands for ``n`` unless ``fields`` gives it)."""
+    fields.setdefault("n", re.escape(str(n)))
+    return _template_pattern(catalog(lang).ngettext(singular, plural, n), fields)
+
+
+def timeline_transfers(text: str, lang: str) -> list[tuple[str, str, str, str]]:
+    """The transfers a timeline's text summary lists, in ``lang``: (tensor, from, to, size)."""
+    line = message_pattern("transfer {tensor}: {src} -> {dst} ({size})", lang)
+    return [m.group("tensor", "src", "dst", "size") for m in re.finditer(line, text)]
+
+
+def correct(what: str, lang: str) -> str:
+    """The feedback of a passed check of ``what`` (an English msgid), in ``lang``."""
+    return tr("Correct: {what}. Well done!", lang=lang, what=tr(what, lang=lang))
+
+
+def hint_label(lang: str) -> str:
+    """What starts a hint line in ``lang`` (``Hint:``)."""
+    return f"{tr('Hint', lang=lang)}:"
+
+
+def shown(page: str, text: str) -> bool:
+    """Whether an exported page shows ``text``: HTML-escaped there, its `code` spans as
+    ``<code>`` (as tfteach's feedback and error boxes write them)."""
+    page = html.unescape(page)
+    return text in page or re.sub(r"`([^`]+)`", r"<code>\1</code>", text) in page
+
+
+# ---- markdown, in any language -------------------------------------------------------------------
+def counterpart(notebook: Path, english_marker: str):
+    """The cell of ``notebook`` (a lesson in any language) with the id of the English lesson's
+    first cell whose source contains ``english_marker``: the same cell, translated."""
+    english = nbformat.read(lesson_path(notebook.name), as_version=4).cells
+    cell_id = next(c.id for c in english if english_marker in c.source)
+    return next(c for c in nbformat.read(notebook, as_version=4).cells if c.id == cell_id)
+
+
+def code_spans(markdown: str) -> list[str]:
+    """The inline `code` spans and fenced code blocks of a markdown text: what stays English."""
+    blocks = re.findall(r"^```[^\n]*\n(.*?)^```", markdown, re.S | re.M)
+    rest = re.sub(r"^```.*?^```", "", markdown, flags=re.S | re.M)
+    return blocks + re.findall(r"`([^`\n]+)`", rest)
+
+
+def headings(page: str, level: int) -> list[str]:
+    """The text of an exported page's ``<hN>`` headings (anchor links left out)."""
+    found = re.findall(rf"<h{level}\b[^>]*>(.*?)</h{level}>", page, re.S)
+    return [html.unescape(re.sub(r"<a class=\"anchor-link\".*?</a>|<[^>]+>", "", h)).strip()
+            for h in found]

@@ -1,39 +1,47 @@
 """Lesson 4 (how a graph runs) passes nbval, and its HTML export shows the ready-queue
-walk-through, timelines with overlapping GPUs and the cost of copies."""
+walk-through, timelines with overlapping GPUs and the cost of copies, in every language."""
 from __future__ import annotations
 
 import re
 
 import pytest
-from lesson_tools import LESSONS, assert_passes_nbval, output_texts, stored_outputs, svgs
+from lesson_tools import (assert_passes_nbval, correct, counterpart, headings, output_texts,
+                          plural_pattern, shown, stored_outputs, svgs, timeline_transfers)
 
-LESSON = LESSONS / "04_how_a_graph_runs.ipynb"
+LESSON_NAME = "04_how_a_graph_runs.ipynb"
 
 pytestmark = pytest.mark.slow
 
 
-def test_lesson_passes_nbval_with_its_sanitizers(tmp_path):
-    assert_passes_nbval(LESSON, tmp_path)
+def test_lesson_passes_nbval_with_its_sanitizers(lesson, tmp_path):
+    assert_passes_nbval(lesson, tmp_path)
 
 
-def test_export_walks_through_the_pending_counts(exported):
+def test_export_walks_through_the_pending_counts(exported, lang):
     assert "pending counts: {'x': 0, 'w': 0, 'b': 0, 'xw': 2, 'sq': 1, 'y': 2, 'out': 2}" in exported
     assert "7. run out" in exported
-    assert "Correct: the pending counts. Well done!" in exported
+    assert shown(exported, correct("the pending counts", lang))
 
 
-def test_export_draws_timelines_and_copy_costs(exported):
+def test_export_draws_timelines_and_copy_costs(exported, lang):
     timelines = [s for s in svgs(exported) if "tfteach-tl-arrow" in s]
     assert len(timelines) >= 6
     assert any(">GPU:0</text>" in s and ">GPU:1</text>" in s and ">MatMul</text>" in s
                for s in timelines), "the two GPUs' products on one timeline"
     assert "67108864" in exported                              # the 64 MiB copy's bytes
-    assert "Correct: the number of transfers. Well done!" in exported
-    assert "On real TensorFlow" in exported
+    assert shown(exported, correct("the number of transfers", lang))
 
 
-def _copy_table() -> tuple[str, dict[int, float]]:
-    outputs = stored_outputs(LESSON, "def copy_cost(n_floats):")
+def test_the_lesson_ends_with_the_tracing_program_for_real_tensorflow(lesson, exported):
+    """The "On real TensorFlow" section: a heading of the page, with TF's tracing code."""
+    section = counterpart(lesson, "## On real TensorFlow")
+    assert section.cell_type == "markdown" and section.source.startswith("## ")
+    assert section.source.splitlines()[0][3:].strip() in headings(exported, 2)
+    assert "import tensorflow.compat.v1 as tf" in section.source
+
+
+def _copy_table(lesson) -> tuple[str, dict[int, float]]:
+    outputs = stored_outputs(lesson, "def copy_cost(n_floats):")
     table = next(o["data"]["text/markdown"] for o in outputs
                  if "text/markdown" in o.get("data", {}))
     units = {"µs": 1.0, "ms": 1e3, "s": 1e6}
@@ -42,10 +50,10 @@ def _copy_table() -> tuple[str, dict[int, float]]:
     return output_texts(outputs), times
 
 
-def test_copy_time_grows_at_least_with_the_bytes_as_the_text_says():
+def test_copy_time_grows_at_least_with_the_bytes_as_the_text_says(lesson):
     """The text: small copies cost a few microseconds whatever their size; from a megabyte
     on, 16 times the bytes takes 16 times as long or more, as the line above the table says."""
-    printed, times = _copy_table()
+    printed, times = _copy_table(lesson)
     assert len(times) == 5
     assert times[1024] < 50 and times[65536] < 50, "the fixed cost of small copies"
     ratio = times[16 << 20] / times[1 << 20]
@@ -54,22 +62,24 @@ def test_copy_time_grows_at_least_with_the_bytes_as_the_text_says():
     assert stated == pytest.approx(ratio, rel=0.1, abs=1), "the printed ratio is the table's"
 
 
-def test_two_gpus_run_the_products_at_once_and_one_gpu_never_does():
+def test_two_gpus_run_the_products_at_once_and_one_gpu_never_does(lesson):
     """Section 3's claim is structural: on one GPU one product waits for the other; on two
     they overlap on the timeline (the step time is not asserted: it is noisy here)."""
-    text = output_texts(stored_outputs(LESSON, "def both_running_us(meta):"))
+    text = output_texts(stored_outputs(lesson, "def both_running_us(meta):"))
     one, two = (re.search(rf"{name}: both products running for ([\d.]+) (µs|ms|s)", text)
                 for name in ("one GPU", "two GPUs"))
     assert one.group(1) == "0"
     assert float(two.group(1)) > 0
 
 
-def test_making_x_on_each_gpu_leaves_only_the_three_results_to_copy():
-    text = output_texts(stored_outputs(LESSON, "x0 = tf.ones([256, 256], name='x0')"))
-    assert "3 transfers" in text and "transfer x" not in text
+def test_making_x_on_each_gpu_leaves_only_the_three_results_to_copy(lesson, lang):
+    text = output_texts(stored_outputs(lesson, "x0 = tf.ones([256, 256], name='x0')"))
+    assert re.search(plural_pattern("{n} transfer", "{n} transfers", 3, lang), text)
+    copied = [tensor for tensor, *_ in timeline_transfers(text, lang)]
+    assert sorted(copied) == ["a:0", "b:0", "c:0"], "the three sums, not x"
 
 
-def test_a_control_dependency_makes_sq_wait_for_xw():
-    text = output_texts(stored_outputs(LESSON, "with tf.control_dependencies([xw]):"))
+def test_a_control_dependency_makes_sq_wait_for_xw(lesson):
+    text = output_texts(stored_outputs(lesson, "with tf.control_dependencies([xw]):"))
     assert "'sq': 2" in text
     assert "4. run xw    counts: sq 1→0, y 1→0" in text

@@ -1,19 +1,20 @@
 """Lesson 5 (data parallelism) passes nbval, and its HTML export shows the towers' shared
-variables, a traced step, the scaling table and the slow GPU's idle time."""
+variables, a traced step, the scaling table and the slow GPU's idle time, in every language."""
 from __future__ import annotations
 
 import re
 
 import pytest
-from lesson_tools import LESSONS, assert_passes_nbval, output_texts, stored_outputs
+from lesson_tools import (assert_passes_nbval, correct, counterpart, headings, output_texts,
+                          shown, stored_outputs)
 
-LESSON = LESSONS / "05_data_parallelism.ipynb"
+LESSON_NAME = "05_data_parallelism.ipynb"
 
 pytestmark = pytest.mark.slow
 
 
-def test_lesson_passes_nbval_with_its_sanitizers(tmp_path):
-    assert_passes_nbval(LESSON, tmp_path)
+def test_lesson_passes_nbval_with_its_sanitizers(lesson, tmp_path):
+    assert_passes_nbval(lesson, tmp_path)
 
 
 def test_export_shows_towers_sharing_one_set_of_variables(exported):
@@ -23,48 +24,55 @@ def test_export_shows_towers_sharing_one_set_of_variables(exported):
     assert "test accuracy 0.9" in exported                     # the two towers learned
 
 
-def test_export_shows_scaling_and_the_slow_gpu(exported):
+def test_export_shows_scaling_and_the_slow_gpu(exported, lang):
     assert re.search(r"<td>4</td>\s*<td>1024</td>\s*<td>[\d.]+ steps/s</td>\s*"
                      r"<td>\d+ examples/s</td>\s*<td>[\d.]+x</td>", exported)
     assert "0.3x" in exported                                  # the slow GPU in the table
     assert re.search(r"<td>GPU:0</td>(\s*<td>[\d.]+ (µs|ms|s)</td>){3}", exported)
     assert exported.count('src="data:image/png;base64,') >= 3   # digits, loss, bar chart
-    assert "Correct: the slow GPU's share of the batch. Well done!" in exported
-    assert "On real TensorFlow" in exported
+    assert shown(exported, correct("the slow GPU's share of the batch", lang))
 
 
-def _text(marker: str) -> str:
-    return output_texts(stored_outputs(LESSON, marker))
+def test_the_lesson_ends_with_the_tower_code_for_real_tensorflow(lesson, exported):
+    """The "On real TensorFlow" section: a heading of the page, with the towers for TF."""
+    section = counterpart(lesson, "## On real TensorFlow")
+    assert section.cell_type == "markdown" and section.source.startswith("## ")
+    assert section.source.splitlines()[0][3:].strip() in headings(exported, 2)
+    assert "import tensorflow.compat.v1 as tf" in section.source
 
 
-def test_without_reuse_the_second_tower_cannot_make_its_variables():
+def _text(lesson, marker: str) -> str:
+    return output_texts(stored_outputs(lesson, marker))
+
+
+def test_without_reuse_the_second_tower_cannot_make_its_variables(lesson):
     assert "ValueError: Variable model/hidden1/weights already exists, disallowed." in _text(
-        "with tf.variable_scope('model'):                 # no reuse!")
+        lesson, "with tf.variable_scope('model'):                 # no reuse!")
 
 
-def test_six_shared_variables_all_ask_for_the_cpu():
-    lines = [line for line in _text("print('trainable variables (one set").splitlines()
+def test_six_shared_variables_all_ask_for_the_cpu(lesson):
+    lines = [line for line in _text(lesson, "print('trainable variables (one set").splitlines()
              if "asks for" in line]
     assert len(lines) == 6 and all(line.endswith("asks for /device:CPU:0") for line in lines)
 
 
-def test_the_cpu_averages_and_updates_and_24_copies_cross_per_step():
-    text = _text("for dev in sorted(meta.step_stats.dev_stats")
+def test_the_cpu_averages_and_updates_and_24_copies_cross_per_step(lesson):
+    text = _text(lesson, "for dev in sorted(meta.step_stats.dev_stats")
     assert "CPU:0: 38 ops   AddN/ (6), GradientDescent/ (8), model/ (12), truediv/ (12)" in text
     assert "copies per step: 24, 1.3 MiB in all" in text
 
 
-def test_the_loss_falls_and_the_towers_learn():
+def test_the_loss_falls_and_the_towers_learn(lesson):
     """The text: the loss falls and the network recognises most test digits."""
     found = re.search(r"training loss ([\d.]+) in the first 5, ([\d.]+) in the last 5; "
-                      r"test accuracy ([\d.]+)", _text("history = []"))
+                      r"test accuracy ([\d.]+)", _text(lesson, "history = []"))
     first, last, accuracy = map(float, found.groups())
     assert last < first / 3 and accuracy >= 0.9
 
 
-def test_the_fast_gpu_waits_for_most_of_the_step_beside_the_slow_one():
+def test_the_fast_gpu_waits_for_most_of_the_step_beside_the_slow_one(lesson):
     """The text: GPU:0 (speed 1) is idle for most of the step; GPU:1 (0.3) computes."""
-    table = next(o["data"]["text/markdown"] for o in stored_outputs(LESSON, "idle_report(slow_meta)")
+    table = next(o["data"]["text/markdown"] for o in stored_outputs(lesson, "idle_report(slow_meta)")
                  if "text/markdown" in o.get("data", {}))
     units = {"µs": 1.0, "ms": 1e3, "s": 1e6}
     rows = {r[0]: [float(v) * units[u] for v, u in re.findall(r"([\d.]+) (µs|ms|s)", r[1])]
@@ -74,11 +82,11 @@ def test_the_fast_gpu_waits_for_most_of_the_step_beside_the_slow_one():
     assert rows["GPU:1"][1] > rows["GPU:1"][2]
 
 
-def test_the_exercise_checks_compare_with_the_lessons_own_average_and_split():
+def test_the_exercise_checks_compare_with_the_lessons_own_average_and_split(lesson, lang):
     import nbformat
 
-    cells = [c for c in nbformat.read(LESSON, as_version=4).cells
+    cells = [c for c in nbformat.read(lesson, as_version=4).cells
              if c.metadata.get("tfteach", {}).get("solution") in ("5.3", "5.4")
              and "check(" in c.source]
-    assert [output_texts(c.outputs).split(".")[0] for c in cells] == [
-        "Correct: the averaged gradients", "Correct: the rows each tower gets"]
+    assert [output_texts(c.outputs).strip() for c in cells] == [
+        correct("the averaged gradients", lang), correct("the rows each tower gets", lang)]

@@ -1,23 +1,26 @@
-"""Lesson 8 passes nbval, leaves no task process behind, and its export shows the ps placement."""
+"""Lesson 8 passes nbval, leaves no task process behind, and its export shows the ps placement,
+in every language."""
 from __future__ import annotations
 
 import ast
 import re
 
 import pytest
-from lesson_tools import (LESSONS, assert_passes_nbval, assert_stopped_every_task, output_texts,
-                          stored_outputs, svgs)
+from lesson_tools import (assert_passes_nbval, assert_stopped_every_task, correct, output_texts,
+                          shown, stored_outputs, svgs)
 
-LESSON = LESSONS / "08_parameter_servers.ipynb"
+from tfteach.i18n import tr
+
+LESSON_NAME = "08_parameter_servers.ipynb"
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster]
 
 
-def test_lesson_passes_nbval_and_stops_every_task(tmp_path):
-    assert_stopped_every_task(assert_passes_nbval(LESSON, tmp_path))
+def test_lesson_passes_nbval_and_stops_every_task(lesson, tmp_path):
+    assert_stopped_every_task(assert_passes_nbval(lesson, tmp_path))
 
 
-def test_export_shows_variables_on_ps_tasks_and_the_wire_tables(exported):
+def test_export_shows_variables_on_ps_tasks_and_the_wire_tables(exported, lang):
     graphs = [s for s in svgs(exported) if "/job:ps/task:1" in s and "/job:worker/task:0" in s]
     assert graphs, "the placement picture boxes the ps tasks and the worker"
     assert any(">w1</text>" in s and ">b2</text>" in s for s in graphs)
@@ -25,13 +28,13 @@ def test_export_shows_variables_on_ps_tasks_and_the_wire_tables(exported):
     assert re.search(r"round robin\s+9472\s+168", exported)
     assert re.search(r"greedy by bytes\s+8192\s+1448", exported)
     assert re.search(r"total\s+14\s+19304", exported), "bytes on the wire per step"
-    assert "Correct: the bytes per ps task. Well done!" in exported
-    assert "Stopped the cluster" in exported
+    assert shown(exported, correct("the bytes per ps task", lang))
+    assert shown(exported, tr("Stopped the cluster", lang=lang))
 
 
-def test_by_hand_pinning_puts_each_layer_on_its_ps_task():
+def test_by_hand_pinning_puts_each_layer_on_its_ps_task(lesson):
     """The guide's program: layer 1 on ps:0 (8320 B), layer 2 on ps:1 (1320 B); it trains."""
-    text = output_texts(stored_outputs(LESSON, "with tf.Graph().as_default() as by_hand_graph:"))
+    text = output_texts(stored_outputs(lesson, "with tf.Graph().as_default() as by_hand_graph:"))
     assert re.search(r"b1\s+\(32,\)\s+-> /job:ps/task:0", text)
     assert re.search(r"w2\s+\(32, 10\)\s+-> /job:ps/task:1", text)
     assert "{'ps:0': 8320, 'ps:1': 1320}" in text
@@ -39,10 +42,10 @@ def test_by_hand_pinning_puts_each_layer_on_its_ps_task():
         "below a guess's loss, ln 10"
 
 
-def test_each_worker_sees_one_gpu_as_gpu_0_and_runs_its_ops_there():
+def test_each_worker_sees_one_gpu_as_gpu_0_and_runs_its_ops_there(lesson):
     """CUDA_VISIBLE_DEVICES=0 / =1: each worker has one GPU, GPU:0; its ops ran there, the
     variable on the ps."""
-    text = output_texts(stored_outputs(LESSON, "gpu_cluster = tf.train.ClusterSpec(gpu_hosts)"))
+    text = output_texts(stored_outputs(lesson, "gpu_cluster = tf.train.ClusterSpec(gpu_hosts)"))
     for task in range(2):
         assert f"worker {task} sees: ['task:{task}/device:CPU:0', 'task:{task}/device:GPU:0']" \
             in text
@@ -55,47 +58,47 @@ def _wire_table(text: str) -> dict:
             re.findall(r"^(\w+:\d)\s+(\w+:\d)\s+(\d+)\s+(\d+)$", text, re.M)}
 
 
-def test_each_step_moves_values_down_and_gradients_up_as_the_text_reads_the_table():
+def test_each_step_moves_values_down_and_gradients_up_as_the_text_reads_the_table(lesson):
     """Round robin: ps:0 sends w1 and w2 (9472 B) and gets their gradients and the 4-byte
     learning rate back; ps:1 the same for the biases (168 B); one 4-byte control message per
     update goes back to the worker; in all about twice the model's 9640 bytes."""
-    table = _wire_table(output_texts(stored_outputs(LESSON, "round_robin_wire = wire_bytes(")))
+    table = _wire_table(output_texts(stored_outputs(lesson, "round_robin_wire = wire_bytes(")))
     assert table == {("ps:0", "worker:0"): (4, 9472 + 2 * 4), ("ps:1", "worker:0"): (4, 168 + 2 * 4),
                      ("worker:0", "ps:0"): (3, 9472 + 4), ("worker:0", "ps:1"): (3, 168 + 4)}
     total = sum(size for _, size in table.values())
     assert 0 <= total - 2 * 9640 < 64
-    greedy = _wire_table(output_texts(stored_outputs(LESSON, "greedy_wire = wire_bytes(")))
+    greedy = _wire_table(output_texts(stored_outputs(lesson, "greedy_wire = wire_bytes(")))
     assert sum(size for _, size in greedy.values()) == total, "the same total, spread differently"
 
 
-def test_per_ps_traffic_follows_the_bytes_each_ps_holds():
-    text = output_texts(stored_outputs(LESSON, "traffic = per_ps(table)"))
+def test_per_ps_traffic_follows_the_bytes_each_ps_holds(lesson):
+    text = output_texts(stored_outputs(lesson, "traffic = per_ps(table)"))
     rows = {name.strip(): (int(a), int(b)) for name, a, b in
             re.findall(r"^(round robin|greedy by bytes)\s+(\d+)\s+(\d+)$", text, re.M)}
     assert sum(rows["round robin"]) == sum(rows["greedy by bytes"])
     assert rows["round robin"][1] < rows["greedy by bytes"][1] < rows["greedy by bytes"][0]
 
 
-def test_the_forward_pass_puts_variables_round_robin_on_ps_and_the_maths_on_the_worker():
-    text = output_texts(stored_outputs(LESSON, "for op in ['w1', 'b1', 'w2', 'b2', 'hidden'"))
+def test_the_forward_pass_puts_variables_round_robin_on_ps_and_the_maths_on_the_worker(lesson):
+    text = output_texts(stored_outputs(lesson, "for op in ['w1', 'b1', 'w2', 'b2', 'hidden'"))
     where = dict(re.findall(r"^(\w+)\s+-> (\S+)$", text, re.M))
     assert where == {"w1": "ps:0/CPU:0", "b1": "ps:1/CPU:0", "w2": "ps:0/CPU:0",
                      "b2": "ps:1/CPU:0", "hidden": "worker:0/CPU:0",
                      "logits": "worker:0/CPU:0", "loss": "worker:0/CPU:0"}
 
 
-def test_reset_of_a_named_container_empties_only_that_container():
+def test_reset_of_a_named_container_empties_only_that_container(lesson):
     """The picture: `kept` (default container) survives Session.reset(target, ['experiment']),
     `scratch` does not; reset(target) then empties the default container too."""
-    text = output_texts(stored_outputs(LESSON, "with tf.container('experiment'):"))
+    text = output_texts(stored_outputs(lesson, "with tf.container('experiment'):"))
     assert text.splitlines() == ["added 10 to both: [11.0, 12.0]", "kept is still 11.0",
                                  "uninitialized now: [b'scratch']",
                                  "after reset(target): [b'kept' b'scratch']"]
 
 
-def test_the_ring_all_reduce_sums_and_each_link_carries_what_the_arithmetic_says():
+def test_the_ring_all_reduce_sums_and_each_link_carries_what_the_arithmetic_says(lesson):
     """2·M·W/P bytes on a ps link, 2·M·(W−1)/W per worker in a ring (M = 9640 bytes)."""
-    text = output_texts(stored_outputs(LESSON, "def ring_all_reduce(grads):"))
+    text = output_texts(stored_outputs(lesson, "def ring_all_reduce(grads):"))
     assert "every worker has the sum: True" in text
     sent = ast.literal_eval(re.search(r"bytes sent by each worker: (\[.*?\])", text).group(1))
     assert len(sent) == 4 and all(abs(s - 2 * 9640 * 3 / 4) <= 8 for s in sent)

@@ -1,70 +1,74 @@
-"""Lesson 10 passes nbval, leaves no task process behind, and its export shows sync vs async."""
+"""Lesson 10 passes nbval, leaves no task process behind, and its export shows sync vs async,
+in every language."""
 from __future__ import annotations
 
 import re
 
 import pytest
-from lesson_tools import (LESSONS, assert_passes_nbval, assert_stopped_every_task,
-                          output_texts, stored_outputs)
+from lesson_tools import (assert_passes_nbval, assert_stopped_every_task, correct, output_texts,
+                          shown, stored_outputs)
 
-LESSON = LESSONS / "10_sync_vs_async.ipynb"
+from tfteach.i18n import tr
+from tfteach.notebook.exercises import exercise
+
+LESSON_NAME = "10_sync_vs_async.ipynb"
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster]
 
 
-def test_lesson_passes_nbval_and_stops_every_task(tmp_path):
-    assert_stopped_every_task(assert_passes_nbval(LESSON, tmp_path))
+def test_lesson_passes_nbval_and_stops_every_task(lesson, tmp_path):
+    assert_stopped_every_task(assert_passes_nbval(lesson, tmp_path))
 
 
-def test_export_shows_curves_counts_and_feedback(exported):
+def test_export_shows_curves_counts_and_feedback(exported, lang):
     assert exported.count('src="data:image/png;base64,') >= 3, "the loss curves"
     assert "sync gradients accepted: at least 100 steps x 2 workers: True" in exported
     assert "sync: accuracy &gt;= 0.8: True" in exported
     assert "sync with a backup worker still learns (accuracy &gt;= 0.85): True" in exported
-    assert "average of replicas_to_aggregate gradients" in exported, "a first try's direction"
-    assert "Correct: the sync worker graphs" in exported, "the solution of exercise 3"
+    assert shown(exported, tr(exercise("10.1")["direction"], lang=lang)), "a first try's direction"
+    assert shown(exported, correct(exercise("10.3")["what"], lang)), "the solution of exercise 3"
     assert "global step 20 after" in exported, "the learner's graphs trained"
-    assert "Stopped the cluster" in exported
+    assert shown(exported, tr("Stopped the cluster", lang=lang))
 
 
-def _printed(marker: str) -> str:
-    return output_texts(stored_outputs(LESSON, marker))
+def _printed(lesson, marker: str) -> str:
+    return output_texts(stored_outputs(lesson, marker))
 
 
 def _seconds(text: str, mode: str) -> float:
     return float(re.search(rf"^{mode} *: ([0-9.]+) s", text, re.M).group(1))
 
 
-def test_both_ways_learn_and_async_is_ahead_against_the_clock():
+def test_both_ways_learn_and_async_is_ahead_against_the_clock(lesson):
     """The text: both ways learn the digits; against the clock async is usually ahead."""
-    learned = _printed("accuracy'][mode] >= 0.8")
+    learned = _printed(lesson, "accuracy'][mode] >= 0.8")
     assert "sync: accuracy >= 0.8: True | reached global step 100 : True" in learned
     assert "async: accuracy >= 0.8: True | reached global step 100 : True" in learned
-    timed = _printed("result = sync_vs_async(")
+    timed = _printed(lesson, "result = sync_vs_async(")
     assert _seconds(timed, "async") < _seconds(timed, "sync")
 
 
-def test_async_updates_are_often_one_step_behind():
-    counts = _printed("stale = [r['staleness'] for r in result['async']]")
+def test_async_updates_are_often_one_step_behind(lesson):
+    counts = _printed(lesson, "stale = [r['staleness'] for r in result['async']]")
     found = re.search(r"async updates: (\d+) \| staleness 0: (\d+) \| 1 or more: (\d+)", counts)
     updates, fresh, behind = map(int, found.groups())
     assert updates == fresh + behind and behind >= updates // 10, counts
 
 
-def test_the_straggler_stretches_sync_and_its_async_updates_are_the_stalest():
+def test_the_straggler_stretches_sync_and_its_async_updates_are_the_stalest(lesson):
     """The text: sync waits for worker 1 at every step, async lets worker 0 do most steps,
     and worker 1's async updates were computed on older parameters (higher staleness)."""
-    slow = _printed("slow = sync_vs_async(")
-    assert _seconds(slow, "sync") > _seconds(_printed("result = sync_vs_async("), "sync")
+    slow = _printed(lesson, "slow = sync_vs_async(")
+    assert _seconds(slow, "sync") > _seconds(_printed(lesson, "result = sync_vs_async("), "sync")
     w0, w1 = map(int, re.search(r"async: .* steps by worker 0 / 1: (\d+) / (\d+)", slow).groups())
     assert w0 > w1 >= 2, slow
     stale = {int(w): float(s) for w, s in re.findall(
         r"async worker (\d): \d+ updates, average staleness ([0-9.]+)",
-        _printed("average staleness"))}
+        _printed(lesson, "average staleness"))}
     assert stale[1] >= 1.0 and stale[1] > stale[0], stale
 
 
-def test_a_backup_worker_makes_sync_stop_waiting_for_the_straggler():
-    text = _printed("backup = sync_vs_async(")
+def test_a_backup_worker_makes_sync_stop_waiting_for_the_straggler(lesson):
+    text = _printed(lesson, "backup = sync_vs_async(")
     found = re.search(r"sync with 1 backup worker: ([0-9.]+) s \(without: ([0-9.]+) s\)", text)
     assert float(found.group(1)) < float(found.group(2)), text
