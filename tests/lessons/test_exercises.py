@@ -1,7 +1,8 @@
 """The lessons' exercises, read from the tracked notebooks (no kernel): no check call gives its
 expected value as a literal, every check names a known exercise, every exercise has solution
 cells that are collapsed and marked, and the stored feedback is the first try's (a direction,
-not the answer) under an exercise and "Correct" under its solution."""
+not the answer) under an exercise and "Correct" under its solution; in every language (the
+feedback in the lesson's language)."""
 from __future__ import annotations
 
 import ast
@@ -10,11 +11,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from lesson_tools import LESSONS, output_texts
+from lesson_tools import LESSONS, lesson_or_skip, message_pattern, output_texts
 
 from tfteach.notebook import exercises
 
-NOTEBOOKS = sorted(LESSONS.glob("[0-9][0-9]_*.ipynb"))
+NAMES = sorted(p.name for p in LESSONS.glob("[0-9][0-9]_*.ipynb"))
 CHECKS = {"check", "check_placement"}
 # Names an expression may use and still be a literal: modules of constants and builtins.
 CONSTANT_NAMES = {"math", "np", "numpy", "float", "int", "str", "tuple", "list", "dict", "set",
@@ -88,7 +89,12 @@ def _lesson_number(notebook: Path) -> int:
     return int(notebook.name[:2])
 
 
-@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.fixture(params=NAMES, ids=[name[:-len(".ipynb")] for name in NAMES])
+def notebook(request, lang) -> Path:
+    """Each lesson, in ``lang``."""
+    return lesson_or_skip(request.param, lang)
+
+
 def test_no_check_call_gives_its_expected_value_as_a_literal(notebook):
     cells = _code_cells(notebook)
     assigned = _assignments(cells)
@@ -108,14 +114,12 @@ def test_the_literal_scan_finds_literals_and_names_assigned_them():
     assert flagged == ["check", "check_placement", "check"]
 
 
-@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
 def test_every_check_call_names_an_exercise_of_its_lesson(notebook):
     named = [_exercise_of(call) for cell in _code_cells(notebook) for call in check_calls(cell)]
     assert named and all(name in exercises.names() for name in named), named
     assert {int(name.split(".")[0]) for name in named} == {_lesson_number(notebook)}
 
 
-@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
 def test_every_exercise_has_collapsed_solution_cells(notebook):
     cells = nbformat.read(notebook, as_version=4).cells
     lesson = _lesson_number(notebook)
@@ -129,17 +133,26 @@ def test_every_exercise_has_collapsed_solution_cells(notebook):
             assert hidden.get("outputs_hidden") is True, cell.source[:60]
 
 
-@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+# What a first wrong try says after its direction, and what only later tries show: the answer.
+FIRST_TRY = ("a stronger hint comes with the next wrong try, the answer with the third, or now "
+             "with {ask}")
+ANSWERS = ("expected {expected}, got {actual}", "the value is {got}, expected {expected}",
+           "the whole solution: {ask}", "The answer: {answer}")
+
+
 def test_stored_feedback_is_the_first_try_under_an_exercise_and_correct_under_its_solution(
-        notebook):
+        notebook, lang):
+    correct = message_pattern("Correct: {what}. Well done!", lang)
+    not_yet = message_pattern("Not yet: {what}.", lang)
     for cell in _code_cells(notebook):
         names = [_exercise_of(call) for call in check_calls(cell)]
         if not names or "def " in cell.source and not cell.outputs:
             continue
         text = output_texts(cell.outputs)
         if _solution_of(cell):
-            assert "Correct:" in text and "Not yet" not in text, cell.source[:80]
+            assert re.search(correct, text) and not re.search(not_yet, text), cell.source[:80]
         else:
-            assert "Not yet:" in text, cell.source[:80]
-            assert not re.search(r"\bexpected\b", text), text
-            assert f"tfteach.lessons.solution('{names[0]}')" in text
+            assert re.search(not_yet, text), cell.source[:80]
+            assert not [m for m in ANSWERS if re.search(message_pattern(m, lang), text)], text
+            ask = re.escape(f"`tfteach.lessons.solution('{names[0]}')`")
+            assert re.search(message_pattern(FIRST_TRY, lang, ask=ask), text), text
