@@ -1,6 +1,7 @@
 """``python tests/lessons/execute.py NOTEBOOK``, run from the repository root as the lessons'
-README says, stores a lesson's outputs in place; a failing cell leaves the notebook as it was.
-Both run on copies in a temporary folder, never on the real lessons."""
+README says, stores a lesson's outputs in place (of a lesson in any language, run in that
+language); a failing cell leaves the notebook as it was. All run on copies in a temporary
+folder, never on the real lessons."""
 from __future__ import annotations
 
 import subprocess
@@ -9,9 +10,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from lesson_tools import LESSONS, ROOT, assert_passes_nbval, lesson_env
+from lesson_tools import (ROOT, assert_passes_nbval, correct, lesson_env, lesson_or_skip,
+                          output_texts)
 
-LESSON = LESSONS / "01_device_placement.ipynb"
+LESSON_NAME = "01_device_placement.ipynb"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
@@ -29,13 +31,14 @@ def _outputs_by_cell(nb: nbformat.NotebookNode) -> list[list[tuple]]:
 
 
 @pytest.mark.slow
-def test_stores_the_outputs_of_a_lesson_copy_that_nbval_then_accepts(tmp_path):
-    lesson_bytes = LESSON.read_bytes()
+def test_stores_the_outputs_of_a_lesson_copy_that_nbval_then_accepts(lang, tmp_path):
+    lesson = lesson_or_skip(LESSON_NAME, lang)
+    lesson_bytes = lesson.read_bytes()
     blank = nbformat.reads(lesson_bytes.decode(), as_version=4)
     for cell in blank.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-    copy = tmp_path / LESSON.name
+    copy = tmp_path / lesson.name
     nbformat.write(blank, copy)
 
     done = _execute(copy)
@@ -46,9 +49,25 @@ def test_stores_the_outputs_of_a_lesson_copy_that_nbval_then_accepts(tmp_path):
     assert [cell.execution_count for cell in code] == list(range(1, len(code) + 1))
     assert _outputs_by_cell(stored) == _outputs_by_cell(nbformat.reads(lesson_bytes.decode(), 4))
     assert "widgets" not in stored.metadata, "no live widget state is saved"
-    assert "Correct: the placement. Well done!" in copy.read_text()
-    assert LESSON.read_bytes() == lesson_bytes, "the real lesson is untouched"
+    assert correct("the placement", lang) in output_texts(
+        [o for cell in code for o in cell.outputs]), "the exercise's check ran in the language"
+    assert lesson.read_bytes() == lesson_bytes, "the real lesson is untouched"
     assert_passes_nbval(copy, tmp_path)
+
+
+def test_a_notebook_runs_in_the_language_its_metadata_names(tmp_path):
+    notebook = tmp_path / "lesson.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(
+        metadata={"tfteach": {"lang": "ru"}},
+        cells=[nbformat.v4.new_code_cell("import os\nprint(os.environ['TFTEACH_LANG'])")]),
+        notebook)
+    env_lang = {**lesson_env(), "TFTEACH_LANG": "zh"}        # the caller's own is not used
+
+    done = subprocess.run([sys.executable, "tests/lessons/execute.py", str(notebook)], cwd=ROOT,
+                          env=env_lang, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-4000:]
+    stored = nbformat.read(notebook, as_version=4)
+    assert output_texts(stored.cells[0].outputs).strip() == "ru"
 
 
 def test_a_failing_cell_leaves_the_notebook_unchanged_and_exits_1(tmp_path):
