@@ -65,7 +65,8 @@ def test_the_wrong_address_section_names_the_error_and_the_call_that_hangs(lesso
 
 
 def test_a_filtered_session_lists_only_its_worker_and_runs_without_the_ps(lesson):
-    text = output_texts(stored_outputs(lesson, "config = tf.ConfigProto(device_filters=['/job:worker"))
+    marker = "config = tf.ConfigProto(device_filters=['/job:worker"
+    text = output_texts(stored_outputs(lesson, marker))
     lines = text.split()
     assert lines[:2] == ["[3.", "6.]"]
     assert lines[2:] and all(d.startswith("/job:worker/replica:0/task:0/") for d in lines[2:])
