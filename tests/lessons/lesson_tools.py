@@ -195,7 +195,9 @@ def _template_pattern(template: str, fields: dict[str, str]) -> str:
 def message_pattern(msgid: str, lang: str, **fields: str) -> str:
     """A regular expression for the runtime message ``msgid`` as tfteach writes it in ``lang``
     (the catalog's translation, or the English text while there is none): each ``{field}`` a
-    named group matching the regular expression ``fields[field]`` (default ``.+?``)."""
+    named group matching the regular expression ``fields[field]`` (default ``.+?``; a
+    translation may begin or end with a field, so anchor the pattern, e.g. ``^ *...$``, where
+    the groups' values matter)."""
     return _template_pattern(catalog(lang).gettext(msgid), fields)
 
 
@@ -209,7 +211,8 @@ def plural_pattern(singular: str, plural: str, n: int, lang: str, **fields: str)
 def timeline_transfers(text: str, lang: str) -> list[tuple[str, str, str, str]]:
     """The transfers a timeline's text summary lists, in ``lang``: (tensor, from, to, size)."""
     line = message_pattern("transfer {tensor}: {src} -> {dst} ({size})", lang)
-    return [m.group("tensor", "src", "dst", "size") for m in re.finditer(line, text)]
+    return [m.group("tensor", "src", "dst", "size")
+            for m in re.finditer(rf"^ *{line} *$", text, re.M)]
 
 
 def correct(what: str, lang: str) -> str:
