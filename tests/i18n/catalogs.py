@@ -252,7 +252,8 @@ def _placeholder_problems(name: str, message) -> list[str]:
 def compiled(lang: str) -> dict[str, str]:
     """The translations a .mo of this language's .po holds."""
     po = read(po_path(lang), lang)
-    return {m.id: _forms(m.string) for m in po if m.id and translated(m) and not m.fuzzy}
+    return {_forms(m.id): _forms(m.string) for m in po
+            if m.id and translated(m) and not m.fuzzy}
 
 
 def _forms(string):
@@ -265,7 +266,7 @@ def mo_problems(lang: str) -> list[str]:
     if not path.exists():
         return [f"{lang}/tfteach.mo is missing: run compile"]
     with path.open("rb") as f:
-        in_mo = {m.id: _forms(m.string) for m in read_mo(f) if m.id}
+        in_mo = {_forms(m.id): _forms(m.string) for m in read_mo(f) if m.id}
     if in_mo != compiled(lang) and po_path(lang).exists():
         return [f"{lang}/tfteach.mo does not match {lang}/tfteach.po: run compile"]
     return []

@@ -223,8 +223,9 @@ def _legend(keys: dict, g: _Geometry, transfers: bool) -> list[str]:
 def _bar(op: dict, g: _Geometry, fill: str, hatch: str) -> str:
     x0, x1 = g.x(op["start_us"]), g.x(op["end_us"])
     top, bottom = g.bar(op["device"])
-    tip = (f'{op["name"]} ({op["op"]})\n{format_us(op["end_us"] - op["start_us"])} from '
-           f'{format_us(op["start_us"])}\noutput: {format_bytes(op["bytes"])}')
+    tip = f'{op["name"]} ({op["op"]})\n' + tr(
+        "{time} from {start}\noutput: {size}", time=format_us(op["end_us"] - op["start_us"]),
+        start=format_us(op["start_us"]), size=format_bytes(op["bytes"]))
     return (f'<rect x="{x0:.1f}" y="{top}" width="{max(1.5, x1 - x0):.1f}" '
             f'height="{bottom - top}" fill="{_paint(fill, hatch)}" stroke="#333" '
             f'stroke-width="0.4"><title>{html_escape(tip)}</title></rect>')
@@ -236,8 +237,8 @@ def _transfers(data: dict, g: _Geometry) -> list[str]:
     for t in data["transfers"]:
         if t["src_device"] in g.lanes and t["dst_device"] in g.lanes:
             x0, x1 = g.x(t["start_us"]), g.x(t["end_us"])
-            tip = (f'transfer {t["tensor"]}: {format_bytes(t["bytes"])}, '
-                   f'{format_us(t["end_us"] - t["start_us"])}')
+            tip = tr("transfer {tensor}: {size}, {time}", tensor=t["tensor"],
+                     size=format_bytes(t["bytes"]), time=format_us(t["end_us"] - t["start_us"]))
             out.append(f'<rect x="{x0:.1f}" y="{g.lane_top(t["dst_device"]) + 1}" '
                        f'width="{max(1.5, x1 - x0):.1f}" height="{BAND_H}" '
                        f'fill="{TRANSFER_COLOR}"><title>{html_escape(tip)}</title></rect>')
