@@ -138,6 +138,19 @@ def test_a_send_between_other_tasks_answers_in_the_phase_before_its_receivers():
     assert [p.phase for p in split if p.task == PS] == [0, 2]
 
 
+def test_the_masters_tower_computes_its_gradients_while_the_other_tower_runs():
+    """In-graph towers on workers 0 (the master) and 1: the master's whole tower, its
+    backward pass included, runs in the phase whose call to worker 1 is in flight; the phase
+    after worker 1 answers only averages, and the master runs no phase more than before."""
+    with tf.device("/job:worker/task:0"):       # the optimizer's own ops: the master's
+        train, loss, fed, _ = _softmax(["/job:worker/task:0", "/job:worker/task:1"])
+    masters = [p for p in _split([loss], [train], list(fed)) if p.task == W0]
+    assert [p.phase for p in masters] == [1, 2]
+    later = {n.op for n in masters[1].nodes}
+    assert "MatMul" in {n.op for n in masters[0].nodes} and "MatMul" not in later
+    assert later <= {"Placeholder", "Const", "Identity", "AddN", "RealDiv", "_Send"}
+
+
 def test_compute_on_another_worker_makes_no_recv_tensor_calls_and_matches_a_local_session(
         engine_cluster, monkeypatch):
     calls = _count_recv_tensor(monkeypatch)

@@ -70,9 +70,11 @@ def split_phases(parts: dict[str, TaskPart], master: str,
             return None
         others.extend(phases)
     part = parts[master]     # its level -1 (nothing from the others) is its phase 0
-    phase_of = {n.name: levels[(master, n.name)] + 1 for n in part.nodes}
-    phase_of = _lift_recvs(part, _as_late_as_possible(part, phase_of, recv_phase))
-    masters = _phases_of(part, phase_of, tensors, at_master=True)
+    soonest = {n.name: levels[(master, n.name)] + 1 for n in part.nodes}
+    late = _as_late_as_possible(part, soonest, recv_phase)
+    masters = _phases_of(part, _lift_recvs(part, _in_used_phases(part, soonest, late)),
+                         tensors, at_master=True) or \
+        _phases_of(part, _lift_recvs(part, late), tensors, at_master=True)
     return None if masters is None else masters + others
 
 
@@ -121,6 +123,21 @@ def _as_late_as_possible(part: TaskPart, phase_of: dict[str, int],
         name = node.name
         late[name] = max(min(bounds, default=phase_of[name]), phase_of[name])
     return late
+
+
+def _in_used_phases(part: TaskPart, soonest: dict[str, int],
+                    late: dict[str, int]) -> dict[str, int]:
+    """The master's ops each in the first phase that the latest placement
+    (``_as_late_as_possible``) runs anyway, once its inputs are computed: no phase more, yet
+    work that needs no answer of a phase runs before it, while that phase's calls to other
+    tasks are in flight (towers: the master's own backward pass no longer waits for the
+    other towers' gradients). With a reference to carry, the latest placement is used."""
+    used = sorted(set(late.values()))
+    phase_of: dict[str, int] = {}
+    for node in part.nodes:                 # topological order
+        ready = max([soonest[node.name]] + [phase_of[name] for name in node.sources])
+        phase_of[node.name] = next(k for k in used if k >= ready)
+    return phase_of
 
 
 def _later_sends(part: TaskPart, phase_of: dict[str, int],
