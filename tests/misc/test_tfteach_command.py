@@ -104,3 +104,27 @@ def test_readme_lab_command_opens_a_git_ignored_working_copy_the_card_finds(tmp_
                                *copy_args], cwd=tmp_path, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
     assert find_lessons(tmp_path / lab_root)["first"] == "lessons/01_device_placement.ipynb"
+
+
+def test_copy_in_korean_writes_the_korean_lessons_and_the_glossary(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "tfteach.cli", "lessons", "copy", "--lang",
+                           "ko", str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    names = sorted(p.name for p in tmp_path.glob("*.ipynb"))
+    assert names == sorted(p.name for p in cli.lessons_dir().glob("*.ipynb"))
+    first = json.loads((tmp_path / names[0]).read_text(encoding="utf-8"))
+    assert first["metadata"]["tfteach"]["lang"] == "ko"
+    assert all(c["outputs"] == [] for c in first["cells"] if c["cell_type"] == "code")
+    assert "| English |" in (tmp_path / "GLOSSARY.md").read_text(encoding="utf-8")
+    assert (tmp_path / "README.md").read_text(encoding="utf-8") == \
+        (cli.lessons_dir("ko") / "README.md").read_text(encoding="utf-8")
+
+
+def test_copy_of_every_language_puts_the_translations_in_their_folders(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "tfteach.cli", "lessons", "copy", "--lang",
+                           "all", str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    for lang, folder in (("en", tmp_path), ("zh", tmp_path / "zh"), ("ru", tmp_path / "ru")):
+        notebook = json.loads(next(folder.glob("01_*.ipynb")).read_text(encoding="utf-8"))
+        assert notebook["metadata"].get("tfteach", {}).get("lang", "en") == lang
+    assert not list((tmp_path / "ko").glob("ko"))
