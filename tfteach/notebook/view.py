@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from tfteach.i18n import tr
+from tfteach.notebook.fonts import embed_cjk_font
 from tfteach.notebook.style import kernel_running
 
 
@@ -58,7 +59,8 @@ class View:
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None
                           ) -> tuple[dict, dict]:
-        data = {"image/svg+xml": self.svg(), "text/plain": self.text(), self.MIME: self.payload()}
+        data = {"image/svg+xml": embed_cjk_font(self.svg()), "text/plain": self.text(),
+                self.MIME: self.payload()}
         return data, {self.MIME: self.settings()}
 
     def __repr__(self) -> str:
@@ -104,11 +106,11 @@ class View:
         """A self-contained ipywidget: the controls above the SVG picture."""
         import ipywidgets as w
 
-        picture = w.HTML(value=_scroll_box(self.svg()))
+        picture = w.HTML(value=_scroll_box(embed_cjk_font(self.svg())))
 
         def redraw(**settings: Any) -> None:
             self.set_view(**settings)
-            picture.value = _scroll_box(self.svg())
+            picture.value = _scroll_box(embed_cjk_font(self.svg()))
 
         return w.VBox([self.controls(redraw), picture])
 
