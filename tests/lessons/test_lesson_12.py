@@ -75,7 +75,7 @@ def test_the_live_curves_have_one_series_per_worker_reaching_the_last_step(lesso
 
 
 def test_sync_accepts_one_gradient_per_worker_and_step(lesson):
-    """The solution's text: 200 sync steps x 2 workers = 400 (sometimes one more)."""
+    """The solution's text: 200 sync steps x 2 workers = 400, give or take one at the end."""
     text = output_texts(stored_outputs(lesson, "sync_workers = [launch(i, ['--sync'"))
     assert "exit codes: [0, 0]" in text
-    assert int(re.search(r"accepted gradients: (\d+)", text).group(1)) in (400, 401)
+    assert int(re.search(r"accepted gradients: (\d+)", text).group(1)) in (399, 400, 401)
