@@ -253,3 +253,17 @@ def headings(page: str, level: int) -> list[str]:
     found = re.findall(rf"<h{level}\b[^>]*>(.*?)</h{level}>", page, re.S)
     return [html.unescape(re.sub(r"<a class=\"anchor-link\".*?</a>|<[^>]+>", "", h)).strip()
             for h in found]
+
+
+def assert_tf_section_ends_the_lesson(lesson: Path, exported: str) -> None:
+    """The lesson's "On real TensorFlow" section (in the lesson's language): a level-2
+    heading of the exported page, whose cell holds the program for TensorFlow."""
+    section = counterpart(lesson, "## On real TensorFlow")
+    assert section.cell_type == "markdown" and section.source.startswith("## ")
+    assert section.source.splitlines()[0][3:].strip() in headings(exported, 2)
+    assert "import tensorflow.compat.v1 as tf" in section.source
+
+
+def printed(lesson: Path, marker: str) -> str:
+    """What the first code cell of ``lesson`` with ``marker`` printed (its stored outputs)."""
+    return output_texts(stored_outputs(lesson, marker))

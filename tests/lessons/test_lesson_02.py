@@ -4,8 +4,8 @@ every language."""
 from __future__ import annotations
 
 import pytest
-from lesson_tools import (assert_passes_nbval, correct, counterpart, headings, hint_label,
-                          output_texts, shown, stored_outputs, svgs)
+from lesson_tools import (assert_passes_nbval, assert_tf_section_ends_the_lesson, correct,
+                          hint_label, printed, shown, svgs)
 
 LESSON_NAME = "02_placing_by_hand.ipynb"
 
@@ -33,28 +33,21 @@ def test_export_explains_the_int32_error_and_checks_the_exercises(exported, lang
 
 def test_the_lesson_ends_with_the_same_program_for_real_tensorflow(lesson, exported):
     """The "On real TensorFlow" section: a heading of the page, with the program for TF."""
-    section = counterpart(lesson, "## On real TensorFlow")
-    assert section.cell_type == "markdown" and section.source.startswith("## ")
-    assert section.source.splitlines()[0][3:].strip() in headings(exported, 2)
-    assert "import tensorflow.compat.v1 as tf" in section.source
-
-
-def _text(lesson, marker: str) -> str:
-    return output_texts(stored_outputs(lesson, marker))
+    assert_tf_section_ends_the_lesson(lesson, exported)
 
 
 def test_requests_are_what_the_code_asked_for(lesson):
-    assert _text(lesson, "print('a asks for', repr(a.op.device))").split("\n")[:2] == [
+    assert printed(lesson, "print('a asks for', repr(a.op.device))").split("\n")[:2] == [
         "a asks for '/device:GPU:1'", "b asks for ''"]
 
 
 def test_nested_blocks_merge_innermost_first_and_none_stops_the_walk(lesson):
-    requests = _text(lesson, "for op in tf.get_default_graph().get_operations():\n"
+    requests = printed(lesson, "for op in tf.get_default_graph().get_operations():\n"
                              "    print(f\"{op.name}: ")
     assert requests.split("\n")[:4] == ["a: /job:worker/task:1/device:GPU:0",
                                         "b: /job:worker/task:1/device:GPU:1",
                                         "c: (no request)", "d: /device:CPU:0"]
-    placed = _text(lesson, "asked for {op.device or '(nothing)':32}")
+    placed = printed(lesson, "asked for {op.device or '(nothing)':32}")
     for line in ("b          asked for /device:CPU:0                    got CPU:0",
                  "c          asked for /job:localhost/device:GPU:1      got GPU:1",
                  "d          asked for (nothing)                        got GPU:0"):
@@ -63,27 +56,27 @@ def test_nested_blocks_merge_innermost_first_and_none_stops_the_walk(lesson):
 
 def test_the_device_function_puts_w_and_its_helpers_on_the_cpu_and_x_beside_y(lesson):
     """The text: w, w/Assign, w/read on the CPU; y on GPU:1; x (no request) next to y."""
-    text = _text(lesson, "with tf.device(assign_to_device('/gpu:1')):")
+    text = printed(lesson, "with tf.device(assign_to_device('/gpu:1')):")
     for line in ("w (VariableV2) -> CPU:0", "w/Assign (Assign) -> CPU:0",
                  "w/read (Identity) -> CPU:0", "y (MatMul) -> GPU:1", "x (Const) -> GPU:1"):
         assert line in text
 
 
 def test_the_textbooks_device_function_leaves_the_variable_on_gpu_0(lesson):
-    text = _text(lesson, 'if op.type == "Variable":')
+    text = printed(lesson, 'if op.type == "Variable":')
     assert "Variable: (VariableV2): /job:localhost/replica:0/task:0/device:GPU:0" in text
     assert "CPU:0" not in text.split("Device mapping")[1]
 
 
 def test_colocation_and_ref_edges_keep_w_sq_and_inc_with_w(lesson):
-    text = _text(lesson, "groups = ', '.join(g.decode() for g in op.colocation_groups())")
+    text = printed(lesson, "groups = ', '.join(g.decode() for g in op.colocation_groups())")
     assert "w_sq       group loc:@w       asked for /device:CPU:0   got CPU:0" in text
     assert "inc        group loc:@inc     asked for /device:GPU:1   got CPU:0" in text
 
 
 def test_soft_placement_moves_the_int32_counters_whole_group_and_int64_stays(lesson):
-    text = _text(lesson, "step = tf.assign_add(counter, 1, name='step')")
+    text = printed(lesson, "step = tf.assign_add(counter, 1, name='step')")
     assert all(f"{op} -> CPU:0" in text for op in ("counter (VariableV2)",
                "counter/Assign (Assign)", "counter/read (Identity)", "step (AssignAdd)"))
-    text = _text(lesson, "counter = tf.Variable(0, dtype=tf.int64, name='counter')\n    weights")
+    text = printed(lesson, "counter = tf.Variable(0, dtype=tf.int64, name='counter')\n    weights")
     assert "counter (VariableV2) -> GPU:0" in text and "weights (VariableV2) -> GPU:0" in text

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from lesson_tools import (assert_passes_nbval, correct, counterpart, headings, output_texts,
-                          plural_pattern, shown, stored_outputs, svgs, timeline_transfers)
+from lesson_tools import (assert_passes_nbval, assert_tf_section_ends_the_lesson, correct,
+                          output_texts, plural_pattern, shown, stored_outputs, svgs,
+                          timeline_transfers)
 
 LESSON_NAME = "04_how_a_graph_runs.ipynb"
 
@@ -34,10 +35,7 @@ def test_export_draws_timelines_and_copy_costs(exported, lang):
 
 def test_the_lesson_ends_with_the_tracing_program_for_real_tensorflow(lesson, exported):
     """The "On real TensorFlow" section: a heading of the page, with TF's tracing code."""
-    section = counterpart(lesson, "## On real TensorFlow")
-    assert section.cell_type == "markdown" and section.source.startswith("## ")
-    assert section.source.splitlines()[0][3:].strip() in headings(exported, 2)
-    assert "import tensorflow.compat.v1 as tf" in section.source
+    assert_tf_section_ends_the_lesson(lesson, exported)
 
 
 def _copy_table(lesson) -> tuple[str, dict[int, float]]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from lesson_tools import (assert_passes_nbval, correct, counterpart, headings, output_texts,
-                          shown, stored_outputs)
+from lesson_tools import (assert_passes_nbval, assert_tf_section_ends_the_lesson, correct,
+                          output_texts, printed, shown, stored_outputs)
 
 LESSON_NAME = "05_data_parallelism.ipynb"
 
@@ -35,29 +35,22 @@ def test_export_shows_scaling_and_the_slow_gpu(exported, lang):
 
 def test_the_lesson_ends_with_the_tower_code_for_real_tensorflow(lesson, exported):
     """The "On real TensorFlow" section: a heading of the page, with the towers for TF."""
-    section = counterpart(lesson, "## On real TensorFlow")
-    assert section.cell_type == "markdown" and section.source.startswith("## ")
-    assert section.source.splitlines()[0][3:].strip() in headings(exported, 2)
-    assert "import tensorflow.compat.v1 as tf" in section.source
-
-
-def _text(lesson, marker: str) -> str:
-    return output_texts(stored_outputs(lesson, marker))
+    assert_tf_section_ends_the_lesson(lesson, exported)
 
 
 def test_without_reuse_the_second_tower_cannot_make_its_variables(lesson):
-    assert "ValueError: Variable model/hidden1/weights already exists, disallowed." in _text(
+    assert "ValueError: Variable model/hidden1/weights already exists, disallowed." in printed(
         lesson, "with tf.variable_scope('model'):                 # no reuse!")
 
 
 def test_six_shared_variables_all_ask_for_the_cpu(lesson):
-    lines = [line for line in _text(lesson, "print('trainable variables (one set").splitlines()
+    lines = [line for line in printed(lesson, "print('trainable variables (one set").splitlines()
              if "asks for" in line]
     assert len(lines) == 6 and all(line.endswith("asks for /device:CPU:0") for line in lines)
 
 
 def test_the_cpu_averages_and_updates_and_24_copies_cross_per_step(lesson):
-    text = _text(lesson, "for dev in sorted(meta.step_stats.dev_stats")
+    text = printed(lesson, "for dev in sorted(meta.step_stats.dev_stats")
     assert "CPU:0: 38 ops   AddN/ (6), GradientDescent/ (8), model/ (12), truediv/ (12)" in text
     assert "copies per step: 24, 1.3 MiB in all" in text
 
@@ -65,7 +58,7 @@ def test_the_cpu_averages_and_updates_and_24_copies_cross_per_step(lesson):
 def test_the_loss_falls_and_the_towers_learn(lesson):
     """The text: the loss falls and the network recognises most test digits."""
     found = re.search(r"training loss ([\d.]+) in the first 5, ([\d.]+) in the last 5; "
-                      r"test accuracy ([\d.]+)", _text(lesson, "history = []"))
+                      r"test accuracy ([\d.]+)", printed(lesson, "history = []"))
     first, last, accuracy = map(float, found.groups())
     assert last < first / 3 and accuracy >= 0.9
 

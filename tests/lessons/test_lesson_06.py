@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from lesson_tools import (assert_passes_nbval, correct, counterpart, headings, output_texts,
-                          shown, stored_outputs, svgs)
+from lesson_tools import (assert_passes_nbval, assert_tf_section_ends_the_lesson, correct,
+                          output_texts, shown, stored_outputs, svgs)
 
 LESSON_NAME = "06_model_parallelism.ipynb"
 
@@ -33,10 +33,7 @@ def test_export_checks_both_exercises(exported, lang):
 
 def test_the_lesson_ends_with_the_split_model_for_real_tensorflow(lesson, exported):
     """The "On real TensorFlow" section: a heading of the page, with the program for TF."""
-    section = counterpart(lesson, "## On real TensorFlow")
-    assert section.cell_type == "markdown" and section.source.startswith("## ")
-    assert section.source.splitlines()[0][3:].strip() in headings(exported, 2)
-    assert "import tensorflow.compat.v1 as tf" in section.source
+    assert_tf_section_ends_the_lesson(lesson, exported)
 
 
 def _busy_tables(lesson) -> list[str]:
