@@ -99,8 +99,14 @@ def test_capstone_loss_goes_down_on_tensorflow_servers(trained):
 def test_both_workers_update_the_shared_global_step(trained):
     assert trained[0] and trained[1]
     assert max(r["global_step"] for r in trained[0] + trained[1]) >= STEPS
-    assert len({r["global_step"] for r in trained[0] + trained[1]}) == \
-        len(trained[0]) + len(trained[1])
+    for records in trained.values():
+        steps = [r["global_step"] for r in records]
+        assert steps == sorted(set(steps)), "a worker's own steps each move the global step on"
+    # TF reads the step after its update in a separate op (Identity of the ref), so when both
+    # workers' updates land together, both can read the later value: a value is then seen
+    # twice (seen in CI). Every update still counts once, so the last value read is the count.
+    total = len(trained[0]) + len(trained[1])
+    assert max(r["global_step"] for r in trained[0] + trained[1]) == total
 
 
 @needs_tf
