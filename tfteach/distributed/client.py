@@ -27,7 +27,8 @@ import grpc
 from tfteach import errors
 from tfteach.runtime import host_memory
 
-from . import lifetime, limits, security
+from . import lane, lifetime, limits, security
+from .protos import tfteach_cluster_pb2 as pb
 from .stubs import MasterClient, WorkerClient
 
 CHANNEL_OPTIONS = (
@@ -39,6 +40,7 @@ CHANNEL_OPTIONS = (
     ("grpc.enable_retries", 0),
 )
 KEEP_STREAMS = 2        # idle streams kept per task and method
+_RESPONSES = {"RunStepStream": pb.RunStepResponse, "RunGraphStream": pb.RunGraphResponse}
 STREAM_RETRY_S = 5.0    # after a task refused a stream, unary calls to it for this long
 
 
@@ -56,6 +58,7 @@ class ClusterClient:
         self._stubs: dict[tuple, Any] = {}
         self._streams: dict[tuple, list[_CallStream]] = {}   # (address, method) -> idle
         self._refused: dict[tuple, float] = {}  # (address, method) -> unary calls until
+        self._lanes: dict[str, str] = {}        # address -> the task's lane (same host)
         self._lock = threading.Lock()
         if not status_only:
             host_memory.keep_freed_memory()     # tensors in messages: no page faults per step
@@ -125,7 +128,32 @@ class ClusterClient:
                 if stream.open() and stream.idle_s() < limits.CLIENT_STREAM_IDLE_S:
                     return stream   # (one whose task died or restarted since has ended)
                 stream.close()
+            name = self._lanes.get(address)
+        if name:
+            try:
+                return lane.LaneStream(name, method, self._token, _RESPONSES[method])
+            except OSError:     # the task restarted or ended since it named its lane
+                with self._lock:
+                    if self._lanes.get(address) == name:
+                        self._lanes[address] = ""
         return _CallStream(getattr(self.stub(stub_class, address), method), self._metadata)
+
+    def learn_lane(self, address: str, name: str, host_key: str) -> None:
+        """The task at ``address`` answered that its lane is ``name`` on host ``host_key``:
+        send its streams there from now on if this process can (``lane.usable``); idle
+        streams on a lane it no longer names are closed."""
+        name = name if lane.usable(name, host_key) else ""
+        with self._lock:
+            if self._lanes.get(address, "") == name:
+                return
+            self._lanes[address] = name
+            stale = []
+            for (where, _), idle in self._streams.items():
+                if where == address:
+                    stale += [s for s in idle if isinstance(s, lane.LaneStream)]
+                    idle[:] = [s for s in idle if not isinstance(s, lane.LaneStream)]
+        for stream in stale:
+            stream.close()
 
     def keep_stream(self, address: str, method: str, stream: "_CallStream") -> None:
         """Keep an answered stream for the next call (at most KEEP_STREAMS per task and

@@ -22,7 +22,7 @@ import grpc
 from tfteach import errors
 from tfteach.i18n import tr
 
-from . import lifetime, limits, local_master, security, shm, tflog
+from . import lane, lifetime, limits, local_master, security, shm, tflog
 from .client import ClusterClient
 from .cluster_spec import ClusterSpec
 from .engine_api import EngineFactory, TaskInfo, engine_factory
@@ -66,6 +66,7 @@ class Server:
         self._engine_factory = engine_factory
         self._max_message_bytes = limits.max_message_bytes(max_message_bytes)
         self._grpc: grpc.Server | None = None
+        self._lane: "lane.LaneServer | None" = None
         self._started = False
         self._bind()
         if start:
@@ -124,6 +125,8 @@ class Server:
             server.start()      # gRPC releases a bound port only when a started server stops
         _cancel_steps_after(self._engine, grace)
         server.stop(grace).wait()
+        if self._lane is not None:
+            self._lane.stop()
         with _live_lock:
             if _live.get(self._bind_address) is self:
                 del _live[self._bind_address]
@@ -170,9 +173,11 @@ class Server:
         except BaseException:
             _stop_grpc(server)      # release the port we just bound
             raise
-        add_services(server, self._engine, self._task_name)
+        servicers = add_services(server, self._engine, self._task_name)
+        self._lane = lane.serve(servicers, self._token, self._max_message_bytes,
+                                self._task_name)
         self._grpc = server
-        self._finalizer = weakref.finalize(self, _stop_grpc, server)
+        self._finalizer = weakref.finalize(self, _stop_transport, server, self._lane)
         lifetime.closing(self, _stop_now, "server")
         with _live_lock:
             _live[self._bind_address] = self
@@ -211,6 +216,13 @@ def _cancel_steps_after(engine: Any, grace: float | None) -> None:
     timer = threading.Timer(grace, cancel)
     timer.daemon = True
     timer.start()
+
+
+def _stop_transport(server: grpc.Server, lane_server: "lane.LaneServer | None") -> None:
+    """At garbage collection: stop the lane and the gRPC server."""
+    if lane_server is not None:
+        lane_server.stop()
+    _stop_grpc(server)
 
 
 def _stop_grpc(server: grpc.Server) -> None:

@@ -31,7 +31,7 @@ from .engine_api import Cancellation, Engine, as_run_result, serving
 from .protos import tfteach_cluster_pb2 as pb
 from .protos import tfteach_cluster_pb2_grpc as pb_grpc
 from .rendezvous import DEFAULT_TIMEOUT_S
-from .status import abort, rpc_method, rpc_stream
+from .status import abort, malformed_hint, rpc_method, rpc_stream
 
 WAIT_SLICE_S = 0.25
 STREAM_SUFFIX = "#stream"
@@ -39,16 +39,19 @@ MAX_RECV_TIMEOUT_S = 3600.0
 _DEVICE_FIELDS = ("name", "device_type", "memory_limit", "physical_device_desc", "incarnation")
 
 
-def add_services(server: grpc.Server, engine: Engine, task_name: str) -> None:
-    """Serve MasterService and WorkerService on ``server``. Handlers come from the .proto's
-    descriptors; a response that is already ``bytes`` (RecvTensor chunks) goes out as is."""
+def add_services(server: grpc.Server, engine: Engine,
+                 task_name: str) -> tuple["MasterServicer", "WorkerServicer"]:
+    """Serve MasterService and WorkerService on ``server``; returns the two servicers (a
+    lane serves their streams too). Handlers come from the .proto's descriptors; a
+    response that is already ``bytes`` (RecvTensor chunks) goes out as is."""
     streams = limits.StreamSlots()
-    for servicer in (MasterServicer(engine, streams),
-                     WorkerServicer(engine, task_name, streams)):
+    servicers = (MasterServicer(engine, streams), WorkerServicer(engine, task_name, streams))
+    for servicer in servicers:
         service = pb.DESCRIPTOR.services_by_name[servicer.service_name]
         handlers = {method.name: _handler(servicer, method) for method in service.methods}
         server.add_generic_rpc_handlers(
             (grpc.method_handlers_generic_handler(service.full_name, handlers),))
+    return servicers
 
 
 def _handler(servicer: Any, method: Any) -> grpc.RpcMethodHandler:
@@ -71,9 +74,7 @@ def _parsing(behavior: Any, request_class: Any, streaming: bool) -> Any:
             return request_class.FromString(data)
         except DecodeError:
             abort(context, errors.InvalidArgumentError(
-                f"Received a malformed {request_class.__name__}",
-                hint=tr("tfteach's clients send well-formed requests; a client of your own "
-                        "must serialize the messages of tfteach_cluster.proto.")))
+                f"Received a malformed {request_class.__name__}", hint=malformed_hint()))
 
     def serve_stream(data: bytes, context: Any) -> Iterator[Any]:
         yield from behavior(parse(data, context), context)
@@ -97,7 +98,8 @@ def _parsed(messages: Iterator[bytes], request_class: Any) -> Iterator[Any]:
             yield request_class.FromString(message)
         except DecodeError:
             raise errors.InvalidArgumentError(
-                f"Received a malformed {request_class.__name__} on a stream") from None
+                f"Received a malformed {request_class.__name__} on a stream",
+                hint=malformed_hint()) from None
 
 
 def _serialize(message: Any) -> bytes:
@@ -105,9 +107,10 @@ def _serialize(message: Any) -> bytes:
 
 
 def _caller(context: Any) -> shm_callers.Caller:
-    """The calling process, for shared memory; once the call or stream ends, its segments
-    are reclaimed if it dies (``shm_callers.Caller.close``)."""
-    caller = shm_callers.Caller(context.peer())
+    """The calling process, for shared memory (known already on a lane:
+    ``lane.LaneContext``); once the call or stream ends, its segments are reclaimed if it
+    dies (``shm_callers.Caller.close``)."""
+    caller = getattr(context, "shm_caller", None) or shm_callers.Caller(context.peer())
     context.add_callback(caller.close)
     return caller
 
@@ -166,12 +169,14 @@ class MasterServicer(pb_grpc.MasterServiceServicer):
     def __init__(self, engine: Engine, streams: limits.StreamSlots | None = None) -> None:
         self.engine = engine
         self.streams = streams or limits.StreamSlots()
+        self.lane = ""      # the task's lane (``lane.serve`` names it), for same-host callers
 
     @rpc_method
     def CreateSession(self, request: pb.CreateSessionRequest, context: Any) -> Any:
         handle = self.engine.create_session(request.graph_def, request.config)
         return pb.CreateSessionResponse(session_handle=handle, graph_version=0,
-                                        shm_host=shm.host_key() if shm.available() else "")
+                                        shm_host=shm.host_key() if shm.available() else "",
+                                        lane=self.lane)
 
     @rpc_method
     def ExtendSession(self, request: pb.ExtendSessionRequest, context: Any) -> Any:
@@ -236,6 +241,7 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
         self.task_name = task_name
         self.streams = streams or limits.StreamSlots()
         self.waits = limits.WaitSlots()
+        self.lane = ""
 
     @rpc_method
     def GetStatus(self, request: pb.GetStatusRequest, context: Any) -> Any:
@@ -244,7 +250,8 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
         devices = [device_attributes(d) for d in self.engine.get_status()]
         return pb.GetStatusResponse(device_attributes=devices, task=self.task_name,
                                     last_step=self.engine.last_step(), pid=os.getpid(),
-                                    shm_host=shm.host_key() if shm.available() else "")
+                                    shm_host=shm.host_key() if shm.available() else "",
+                                    lane=self.lane)
 
     @rpc_method
     def RegisterGraph(self, request: pb.RegisterGraphRequest, context: Any) -> Any:

@@ -87,6 +87,19 @@ def rpc_stream(method: Callable) -> Callable:
     return wrapper
 
 
+def message_size_hint() -> str:
+    """The hint of a message larger than a task reads."""
+    return tr("A task reads messages of at most {variable} bytes (default 1 GiB): set it "
+              "larger in every task's environment (or pass Server(max_message_bytes=...)), "
+              "or feed large tensors in pieces.", variable=MAX_MESSAGE_ENV)
+
+
+def malformed_hint() -> str:
+    """The hint of a request that does not parse."""
+    return tr("tfteach's clients send well-formed requests; a client of your own must "
+              "serialize the messages of tfteach_cluster.proto.")
+
+
 def error_from_rpc(err: grpc.RpcError, task: str | None = None,
                    address: str | None = None) -> errors.OpError:
     """The OpError that a failed call raised on the server, or one naming the task."""
@@ -116,11 +129,7 @@ def _transport_error(code: grpc.StatusCode, details: str, task: str | None,
                    hint=tr("Every process of a cluster needs the same TFTEACH_CLUSTER_TOKEN "
                            "in its environment (LocalCluster passes it to its tasks)."))
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details:
-        return cls(f"Task {where} refused a message: {details}",
-                   hint=tr("A task reads messages of at most {variable} bytes (default 1 "
-                           "GiB): set it larger in every task's environment (or pass "
-                           "Server(max_message_bytes=...)), or feed large tensors in pieces.",
-                           variable=MAX_MESSAGE_ENV))
+        return cls(f"Task {where} refused a message: {details}", hint=message_size_hint())
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return cls(f"Call to task {where} timed out: {details}",
                    hint=tr("The task is up but did not answer in time; it may be busy or "

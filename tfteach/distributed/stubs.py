@@ -127,6 +127,7 @@ class WorkerClient(_Stub):
         """``{"task", "pid", "last_step", "shm_host", "devices": [attribute dicts]}``."""
         status = status_dict(self._call("GetStatus", pb.GetStatusRequest(), timeout))
         self.peer_host = status["shm_host"]
+        self.client.learn_lane(self.address, status["lane"], status["shm_host"])
         return status
 
     def register_graph(self, graph_def: bytes, config: bytes = b"",
@@ -276,6 +277,7 @@ class MasterClient(_Stub):
         response = self._call("CreateSession", pb.CreateSessionRequest(
             graph_def=graph_def, config=config, target=f"grpc://{self.address}"), timeout)
         self.peer_host = response.shm_host
+        self.client.learn_lane(self.address, response.lane, response.shm_host)
         return response.session_handle, response.graph_version
 
     def extend_session(self, session_handle: str, graph_def: bytes,
@@ -345,7 +347,8 @@ def device_dict(device: pb.DeviceAttributes) -> dict[str, Any]:
 
 
 def status_dict(response: pb.GetStatusResponse) -> dict[str, Any]:
-    """A GetStatus answer as ``{"task", "pid", "last_step", "shm_host", "devices"}``."""
+    """A GetStatus answer as ``{"task", "pid", "last_step", "shm_host", "lane",
+    "devices"}``."""
     return {"task": response.task, "pid": response.pid, "last_step": response.last_step,
-            "shm_host": response.shm_host,
+            "shm_host": response.shm_host, "lane": response.lane,
             "devices": [device_dict(d) for d in response.device_attributes]}

@@ -41,6 +41,8 @@ def probe_tasks(client: ClusterClient, targets: Mapping[str, str],
     for name, call in calls.items():
         try:
             answers[name] = status_dict(call.result())
+            client.learn_lane(strip_scheme(targets[name]), answers[name]["lane"],
+                              answers[name]["shm_host"])
         except grpc.RpcError as err:
             if err.code() not in (grpc.StatusCode.UNAVAILABLE,
                                   grpc.StatusCode.DEADLINE_EXCEEDED):
