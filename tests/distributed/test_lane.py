@@ -173,7 +173,6 @@ def test_a_wrong_token_is_refused_unauthenticated_with_no_thread(make_server):
     name = _lane_of(server)
     with _connect(name) as sock:
         _hello(sock, token="not-the-token-1234")
-        lane.send_frame(sock, lane.REQUEST, _echo_request("none").SerializeToString())
         err = _error(_answer(sock))
         assert _answer(sock) is None            # and the connection is closed
     assert isinstance(err, errors.UnauthenticatedError)
@@ -317,3 +316,36 @@ def test_a_client_killed_during_a_step_cancels_it_on_the_task():
         with tf.Session(cluster.target("worker", 0)) as sess:
             sess.run(put)
             assert sess.run(take, options=tf.RunOptions(timeout_in_ms=10000)) == 10.0
+
+
+OTHER_UID_CLIENT = """
+import socket, struct, sys
+sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+sock.settimeout(10)
+sock.connect("\\0" + sys.argv[1])
+hello = b"RunGraphStream\\0" + sys.argv[2].encode()
+try:
+    sock.sendall(struct.pack("<BI", 1, len(hello)) + hello)
+    print(repr(sock.recv(100)))
+except OSError as err:
+    print(type(err).__name__)
+"""
+
+
+def test_another_user_is_refused_even_with_the_token(make_server):
+    """The lane is for the task's own user: a process of another uid that knows the token
+    is closed at once, unanswered (the stdlib-only client runs on the system Python)."""
+    import os
+    import shutil
+
+    system_python = shutil.which("python3", path="/usr/bin:/bin")
+    if os.geteuid() != 0 or system_python is None:
+        pytest.skip("needs root and a system Python to run a client as another uid")
+    server = make_server(token=TOKEN)
+    done = subprocess.run([system_python, "-c", OTHER_UID_CLIENT, _lane_of(server), TOKEN],
+                          capture_output=True, text=True, timeout=30, user=65534,
+                          group=65534, env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() in ("b''", "ConnectionResetError", "BrokenPipeError"), \
+        done.stdout
+    assert _stream_threads() == []

@@ -375,16 +375,20 @@ def test_large_feeds_and_sends_go_through_the_senders_segments(engine_cluster, m
     assert copied == [1 << 18] * 4      # per step: the feed at the master, x * 1.0 at the ps
 
 
-def test_steps_reuse_one_rungraph_stream_and_a_failure_closes_it(engine_cluster, monkeypatch):
-    """Every phase's RunGraph to the ps goes on one stream, opened once and reused step
-    after step (RunStep makes no call: the master is a Server of this process). A failing
-    phase ends its stream with the error (its class intact); the next step opens a new
-    stream and succeeds."""
-    from tfteach.distributed import client
+@pytest.mark.parametrize("use_lane", ["1", "0"], ids=["lane", "grpc"])
+def test_steps_reuse_one_rungraph_stream_and_a_failure_closes_it(engine_cluster, monkeypatch,
+                                                                 use_lane):
+    """Every phase's RunGraph to the ps goes on one stream (on the task's lane, or with
+    TFTEACH_LANE=0 on gRPC), opened once and reused step after step (RunStep makes no
+    call: the master is a Server of this process). A failing phase ends its stream with
+    the error (its class intact); the next step opens a new stream and succeeds."""
+    from tfteach.distributed import client, lane
 
+    monkeypatch.setenv(lane.LANE_ENV, use_lane)
+    stream_class = lane.LaneStream if use_lane == "1" and lane.enabled() else client._CallStream
     calls = []
-    real_call = client._CallStream.call
-    monkeypatch.setattr(client._CallStream, "call", lambda self, request: calls.append(
+    real_call = stream_class.call
+    monkeypatch.setattr(stream_class, "call", lambda self, request: calls.append(
         (self, type(request).__name__)) or real_call(self, request))
 
     def rungraph_streams():

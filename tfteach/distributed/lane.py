@@ -131,6 +131,7 @@ class LaneContext:
         self.pid = pid
         self.shm_caller = shm_callers.Caller.trusting(pid)     # SO_PEERCRED's pid
         self.trailing: tuple = ()
+        self.watches = 0        # requests watched so far (``LaneServer._watch``)
         self._callbacks: list[Callable[[], Any]] = []
         self._active = True
         self._lock = threading.Lock()
@@ -227,10 +228,11 @@ class LaneServer:
             for sock in (self._listener, self._wake, self._waker):
                 sock.close()
 
-    def _next_timeout(self) -> float:
+    def _next_timeout(self) -> float | None:
+        """Until the first pending hello is late (None: no wake-up while none is pending)."""
         with self._lock:
             soonest = min((deadline for deadline, _ in self._pending.values()), default=None)
-        return 0.25 if soonest is None else min(0.25, max(0.0, soonest - time.monotonic()))
+        return None if soonest is None else max(0.0, soonest - time.monotonic())
 
     def _accept(self) -> None:
         while True:
@@ -304,8 +306,10 @@ class LaneServer:
     def _watch(self, context: LaneContext) -> None:
         """While a request of ``context``'s stream is served, its connection is watched: EOF
         means the client went away (``_check_gone``)."""
+        context.watches += 1
+        watch = context.watches
         self._selector.register(context.conn, selectors.EVENT_READ,
-                                lambda: self._check_gone(context))
+                                lambda: self._check_gone(context, watch))
 
     def _unwatch(self, context: LaneContext) -> None:
         try:
@@ -313,7 +317,9 @@ class LaneServer:
         except (KeyError, ValueError):  # not watched, or closed
             pass
 
-    def _check_gone(self, context: LaneContext) -> None:
+    def _check_gone(self, context: LaneContext, watch: int) -> None:
+        if watch != context.watches:    # an event of an earlier request's watch
+            return
         try:
             data = context.conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
         except BlockingIOError:
