@@ -261,6 +261,54 @@ def test_a_lane_that_is_gone_falls_back_to_grpc(make_server, monkeypatch):
     assert counts == {"lane": 0, "grpc": 2}
 
 
+def test_streams_past_the_tasks_limit_are_refused_busy_and_calls_still_get_through(
+        make_server, monkeypatch):
+    """Lane streams count against the task's stream limit with its gRPC streams: one more
+    is refused before it runs (``BUSY_KEY``), and the client sends the call as a unary
+    gRPC call instead."""
+    from tfteach.distributed import limits
+
+    monkeypatch.setattr(limits, "MAX_STREAMS", 2)
+    server = make_server(token=TOKEN)
+    name, handle = _lane_of(server), _echo_graph(server)
+    held = [lane.LaneStream(name, "RunGraphStream", TOKEN, pb.RunGraphResponse)
+            for _ in range(3)]
+    client = ClusterClient(TOKEN)
+    try:
+        for stream in held[:2]:
+            stream.call(_echo_request(handle))
+        with pytest.raises(lane.LaneError) as info:
+            held[2].call(_echo_request(handle))
+        worker = client.worker(server.target)
+        worker.get_status()         # learns the lane, which has no stream free
+        tensors, _ = worker.run_graph(handle, 3, {"x": np.float32(4.0)}, ["x"])
+    finally:
+        client.close()
+        for stream in held:
+            stream.close()
+    assert limits.is_busy(info.value) and isinstance(error_from_rpc(info.value),
+                                                     errors.ResourceExhaustedError)
+    assert float(tensors["x"]) == 4.0
+
+
+def test_a_stream_idle_past_the_limit_is_closed_by_the_task(make_server, monkeypatch):
+    from tfteach.distributed import limits
+
+    monkeypatch.setattr(limits, "STREAM_IDLE_S", 0.5)
+    server = make_server(token=TOKEN)
+    name, handle = _lane_of(server), _echo_graph(server)
+    stream = lane.LaneStream(name, "RunGraphStream", TOKEN, pb.RunGraphResponse)
+    try:
+        stream.call(_echo_request(handle))
+        deadline = time.monotonic() + 10
+        while stream.open() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not stream.open()
+    finally:
+        stream.close()
+    assert _stream_threads() == []
+
+
 # ---- failures on either side -------------------------------------------------------------------
 def _blocking_dequeue(name: str):
     from tfteach.ops.data_flow_ops import FIFOQueue
