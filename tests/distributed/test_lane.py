@@ -397,3 +397,18 @@ def test_another_user_is_refused_even_with_the_token(make_server):
     assert done.stdout.strip() in ("b''", "ConnectionResetError", "BrokenPipeError"), \
         done.stdout
     assert _stream_threads() == []
+
+
+def test_a_forked_child_does_not_reuse_its_parents_stream(make_server):
+    import os
+
+    server = make_server(token=TOKEN)
+    stream = lane.LaneStream(_lane_of(server), "RunGraphStream", TOKEN, pb.RunGraphResponse)
+    try:
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if not stream.open() else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0 and stream.open()
+    finally:
+        stream.close()

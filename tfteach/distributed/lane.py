@@ -447,6 +447,7 @@ class LaneStream:
             raise
         self._response_class = response_class
         self._broken = False
+        self._pid = os.getpid()     # a forked child must not share the parent's stream
         self.idle_since = time.monotonic()
 
     def __repr__(self) -> str:
@@ -472,7 +473,7 @@ class LaneStream:
 
     def open(self) -> bool:
         """Whether the stream can take another call (the task has not closed it)."""
-        if self._broken:
+        if self._broken or self._pid != os.getpid():
             return False
         self._sock.setblocking(False)       # (a socket with a timeout polls first)
         try:
