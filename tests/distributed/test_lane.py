@@ -1,4 +1,4 @@
-"""The same-host lane (``lane``): RunStep and RunGraph streams over an abstract Unix socket.
+"""The same-host lane (``lane``, ``lane_server``): RunStep and RunGraph streams over an abstract Unix socket.
 
 Steps give the values they give on gRPC and a learner's script runs through it to its exit.
 Callers without the token, silent, oversized or malformed callers, a killed task, a client
@@ -19,7 +19,7 @@ import pytest
 import tfteach as tf
 from tfteach import errors
 from tfteach.distributed import client as client_module
-from tfteach.distributed import lane, shm
+from tfteach.distributed import lane, lane_server, shm
 from tfteach.distributed.client import ClusterClient
 from tfteach.distributed.local_cluster import LocalCluster
 from tfteach.distributed.protos import tfteach_cluster_pb2 as pb
@@ -53,10 +53,10 @@ def _hello(sock: socket.socket, token: str = TOKEN, method: str = "RunGraphStrea
 
 def _answer(sock: socket.socket) -> tuple[int, bytes] | None:
     """The next frame (kind, payload), or None once the task closed the connection."""
-    header = lane._read_header(sock)
+    header = lane.read_header(sock)
     if header is None:
         return None
-    return header[0], lane._recv_exact(sock, header[1])
+    return header[0], lane.recv_exact(sock, header[1])
 
 
 def _error(frame: tuple[int, bytes] | None) -> errors.OpError:
@@ -65,8 +65,15 @@ def _error(frame: tuple[int, bytes] | None) -> errors.OpError:
     return error_from_rpc(lane.LaneError.from_payload(frame[1]), "task", "address")
 
 
-def _stream_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("tfteach-lane-Run")]
+def _stream_threads(settle_s: float = 5.0) -> list[threading.Thread]:
+    """The lane stream threads of this process, once those of closed streams ended (a
+    stream's thread ends just after its socket closes: it is given ``settle_s``)."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        threads = [t for t in threading.enumerate() if t.name.startswith("tfteach-lane-Run")]
+        if not threads or time.monotonic() > deadline:
+            return threads
+        time.sleep(0.02)
 
 
 def _echo_graph(server) -> str:
@@ -183,12 +190,12 @@ def test_a_wrong_token_is_refused_unauthenticated_with_no_thread(make_server):
 
 def test_silent_callers_hold_no_thread_and_are_dropped_while_the_lane_serves(make_server,
                                                                                 monkeypatch):
-    monkeypatch.setattr(lane, "HELLO_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(lane_server, "HELLO_TIMEOUT_S", 0.5)
     server = make_server(token=TOKEN)
     name, handle = _lane_of(server), _echo_graph(server)
     silent = [_connect(name) for _ in range(40)]
     try:
-        assert _stream_threads() == []
+        assert _stream_threads(settle_s=0.2) == []  # (they are dropped at 0.5 s)
         stream = lane.LaneStream(name, "RunGraphStream", TOKEN, pb.RunGraphResponse)
         answer = stream.call(_echo_request(handle, 7.0))
         stream.close()

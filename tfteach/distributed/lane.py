@@ -1,59 +1,44 @@
-"""The same-host lane: RunStep and RunGraph streams over a Unix socket instead of gRPC.
+"""The same-host lane: RunStep and RunGraph streams over a Unix socket instead of gRPC;
+its frames and its client side (``LaneStream``).
 
 Between two processes of one host, a message on a gRPC stream costs about 0.4 ms per
 round trip in gRPC Python (each side hands it between threads); on a Unix socket it costs
 about 0.05 ms. So every task also listens on an abstract Unix socket (Linux: a name, no
-file, so nothing is left behind by kill -9) and names it in its GetStatus and
-CreateSession answers (``lane``). A client on the same host (the answer's shm host key is
-its own) sends its RunStep and RunGraph streams there (``LaneStream``), and falls back to
-gRPC when it cannot connect. The task serves them with the same servicer methods
-(``RunStepStream``, ``RunGraphStream``), given a ``LaneContext`` for the gRPC context, so
-errors (TF's classes and hints), stream limits, shared memory and cancellation behave as
-on gRPC. Traced steps, calls with a deadline and RecvTensor stay on gRPC.
+file, so nothing is left behind by kill -9; ``lane_server``) and names it in its GetStatus
+and CreateSession answers (``lane``). A client on the same host (the answer's shm host key
+is its own) sends its RunStep and RunGraph streams there (``LaneStream``, which
+``client.ClusterClient.stream`` hands out), and falls back to gRPC when it cannot
+connect. Errors come back as a ``LaneError``, a ``grpc.RpcError`` with the code, details
+and trailing metadata that the same call on gRPC would have, so ``status.error_from_rpc``
+and ``limits.is_busy`` treat both alike. Traced steps' RecvTensor, calls with a deadline
+and every other method stay on gRPC.
 
 Frames: ``kind`` (1 byte), ``length`` (4 bytes, little-endian), then the payload. The
 client opens with HELLO (the method's name, NUL, the cluster token); each REQUEST (a
 serialized request) is answered with ANSWER (the serialized response) or ERROR (JSON:
-status code, details, trailing metadata), which ends the stream.
-
-Trust, as on gRPC: only processes of this server's uid may connect (SO_PEERCRED, checked
-at accept); the hello must carry the cluster token (``hmac.compare_digest``), be at most
-``HELLO_MAX_BYTES`` and arrive within ``HELLO_TIMEOUT_S``. Until then the one listening
-thread holds the connection (at most ``MAX_PENDING`` such), never a thread of its own. A
-request larger than ``limits.max_message_bytes()`` is refused with ResourceExhaustedError
-before it is read. While a request is served, the listening thread watches its
-connection: a client that goes away (Ctrl-C, kill -9) cancels the call, as on gRPC.
-``TFTEACH_LANE=0`` turns the lane off. State: a ``LaneServer`` per server (its pending
-connections and watched calls, guarded by its lock).
+status code, details, trailing metadata), which ends the stream. A client waits on its
+socket in slices of ``WAIT_SLICE_S``, so Ctrl-C is handled at once; closing the stream
+then tells the task, which cancels the call. ``TFTEACH_LANE=0`` turns lanes off.
 """
 from __future__ import annotations
 
-import hmac
 import json
 import os
-import secrets
-import selectors
 import socket
 import struct
 import sys
-import threading
 import time
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import grpc
 
-from tfteach import errors
-
-from . import shm, shm_callers, status
+from . import shm, status
 
 LANE_ENV = "TFTEACH_LANE"
 HELLO, REQUEST, ANSWER, ERROR = 1, 2, 3, 4
 HEADER = struct.Struct("<BI")
 HELLO_MAX_BYTES = 1024
-HELLO_TIMEOUT_S = 2.0
 WAIT_SLICE_S = 0.2      # a client's waits on its socket: Ctrl-C is handled between them
-MAX_PENDING = 64
-_SO_PEERCRED = struct.Struct("3i")      # pid, uid, gid
 
 
 def enabled() -> bool:
@@ -91,7 +76,7 @@ def _send_all(sock: socket.socket, data: bytes) -> None:
             continue
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
+def recv_exact(sock: socket.socket, n: int) -> bytes | None:
     """``n`` bytes from ``sock``; None when the peer closed it (or it failed) first. A
     client's socket waits in slices of ``WAIT_SLICE_S``, so Ctrl-C is handled at once."""
     buffer = bytearray(n)
@@ -109,298 +94,9 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
     return bytes(buffer)
 
 
-def _read_header(sock: socket.socket) -> tuple[int, int] | None:
-    header = _recv_exact(sock, HEADER.size)
+def read_header(sock: socket.socket) -> tuple[int, int] | None:
+    header = recv_exact(sock, HEADER.size)
     return None if header is None else HEADER.unpack(header)
-
-
-# ---- the server side -----------------------------------------------------------------------
-class _Aborted(Exception):
-    """``LaneContext.abort``: ends the stream with a status."""
-
-    def __init__(self, code: grpc.StatusCode, details: str) -> None:
-        super().__init__(details)
-        self.code, self.details = code, details
-
-
-class LaneContext:
-    """What the servicer methods use of a ``grpc.ServicerContext``, for one lane stream."""
-
-    def __init__(self, conn: socket.socket, pid: int) -> None:
-        self.conn = conn
-        self.pid = pid
-        self.shm_caller = shm_callers.Caller.trusting(pid)     # SO_PEERCRED's pid
-        self.trailing: tuple = ()
-        self.watches = 0        # requests watched so far (``LaneServer._watch``)
-        self._callbacks: list[Callable[[], Any]] = []
-        self._active = True
-        self._lock = threading.Lock()
-
-    def peer(self) -> str:
-        return f"unix:pid={self.pid}"
-
-    def add_callback(self, callback: Callable[[], Any]) -> bool:
-        with self._lock:
-            if self._active:
-                self._callbacks.append(callback)
-            return self._active
-
-    def is_active(self) -> bool:
-        return self._active
-
-    def cancel(self) -> None:
-        """End the stream (an idle one, ``limits.StreamSlots``): its next read sees EOF."""
-        self.end()
-        try:
-            self.conn.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-
-    def set_trailing_metadata(self, metadata: tuple) -> None:
-        self.trailing = tuple(metadata)
-
-    def abort(self, code: grpc.StatusCode, details: str) -> None:
-        raise _Aborted(code, details)
-
-    def end(self) -> None:
-        """The stream ended, or its client went away: run the callbacks once."""
-        with self._lock:
-            self._active, callbacks, self._callbacks = False, self._callbacks, []
-        for callback in callbacks:
-            callback()
-
-
-class LaneServer:
-    """A task's lane: one listening thread, and a thread per authenticated stream, which
-    runs ``methods[name](requests, context)`` (a servicer's stream method)."""
-
-    def __init__(self, methods: dict[str, Callable[..., Iterator[Any]]], token: str | None,
-                 max_message_bytes: int, task_name: str) -> None:
-        self.name = f"tfteach-lane-{os.getpid()}-{secrets.token_hex(8)}"
-        self._methods = methods
-        self._task_name = task_name
-        self._token = (token or "").encode("utf-8")
-        self._max_bytes = max_message_bytes
-        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._listener.bind("\0" + self.name)
-        self._listener.listen(128)
-        self._listener.setblocking(False)
-        self._selector = selectors.DefaultSelector()
-        self._selector.register(self._listener, selectors.EVENT_READ, self._accept)
-        self._wake, self._waker = socket.socketpair()
-        self._selector.register(self._wake, selectors.EVENT_READ, lambda: None)
-        self._pending: dict[socket.socket, tuple[float, bytearray]] = {}
-        self._streams: set[LaneContext] = set()
-        self._lock = threading.Lock()
-        self._closed = False
-        self._thread = threading.Thread(target=self._loop, name="tfteach-lane", daemon=True)
-        self._thread.start()
-
-    def __repr__(self) -> str:
-        return f"LaneServer({self.name!r}, streams={len(self._streams)})"
-
-    def stop(self) -> None:
-        """Stop listening and end every stream (their running calls are the engine's to
-        abort)."""
-        with self._lock:
-            self._closed, streams = True, list(self._streams)
-        for context in streams:
-            context.cancel()
-        try:
-            self._waker.send(b"\0")
-        except OSError:
-            pass
-        self._thread.join(5.0)
-
-    # -- the listening thread
-    def _loop(self) -> None:
-        try:
-            while not self._closed:
-                for key, _ in self._selector.select(self._next_timeout()):
-                    key.data()
-                self._expire_pending()
-        finally:
-            with self._lock:
-                pending, self._pending = list(self._pending), {}
-            for conn in pending:
-                conn.close()
-            self._selector.close()
-            for sock in (self._listener, self._wake, self._waker):
-                sock.close()
-
-    def _next_timeout(self) -> float | None:
-        """Until the first pending hello is late (None: no wake-up while none is pending)."""
-        with self._lock:
-            soonest = min((deadline for deadline, _ in self._pending.values()), default=None)
-        return None if soonest is None else max(0.0, soonest - time.monotonic())
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self._listener.accept()
-            except OSError:     # none left (BlockingIOError), or out of descriptors
-                return
-            pid, uid, _ = _SO_PEERCRED.unpack(conn.getsockopt(
-                socket.SOL_SOCKET, socket.SO_PEERCRED, _SO_PEERCRED.size))
-            if uid != os.geteuid() or len(self._pending) >= MAX_PENDING or self._closed:
-                conn.close()
-                continue
-            conn.setblocking(False)
-            with self._lock:
-                self._pending[conn] = (time.monotonic() + HELLO_TIMEOUT_S, bytearray())
-            self._selector.register(conn, selectors.EVENT_READ,
-                                    lambda c=conn, p=pid: self._read_hello(c, p))
-
-    def _expire_pending(self) -> None:
-        now = time.monotonic()
-        with self._lock:
-            late = [c for c, (deadline, _) in self._pending.items() if deadline <= now]
-        for conn in late:
-            self._drop_pending(conn)
-
-    def _drop_pending(self, conn: socket.socket) -> None:
-        with self._lock:
-            self._pending.pop(conn, None)
-        self._selector.unregister(conn)
-        conn.close()
-
-    def _read_hello(self, conn: socket.socket, pid: int) -> None:
-        pending = self._pending.get(conn)
-        if pending is None:     # dropped in this same turn of the loop
-            return
-        buffer = pending[1]
-        header = HEADER.unpack_from(buffer) if len(buffer) >= HEADER.size else None
-        wanted = HEADER.size if header is None else HEADER.size + header[1]
-        try:        # never past the hello: the first request may follow it at once
-            data = conn.recv(wanted - len(buffer))
-        except BlockingIOError:
-            return
-        except OSError:
-            data = b""
-        buffer += data
-        header = HEADER.unpack_from(buffer) if len(buffer) >= HEADER.size else None
-        if not data or (header and (header[0] != HELLO or header[1] > HELLO_MAX_BYTES)):
-            return self._drop_pending(conn)
-        if header is None or len(buffer) < HEADER.size + header[1]:
-            return
-        method, _, token = bytes(buffer[HEADER.size:]).partition(b"\0")
-        with self._lock:
-            self._pending.pop(conn, None)
-        self._selector.unregister(conn)
-        name = method.decode("ascii", "replace")
-        if not hmac.compare_digest(token, self._token):
-            return _refuse(conn, grpc.StatusCode.UNAUTHENTICATED,
-                           f"missing or wrong cluster token for task {self._task_name}")
-        if name not in self._methods:
-            return _refuse(conn, grpc.StatusCode.UNIMPLEMENTED,
-                           f"Method {name!r} is not served on task {self._task_name}'s lane")
-        conn.setblocking(True)
-        context = LaneContext(conn, pid)
-        with self._lock:
-            if self._closed:
-                return conn.close()
-            self._streams.add(context)
-        threading.Thread(target=self._serve, args=(name, context), daemon=True,
-                         name=f"tfteach-lane-{name}").start()
-
-    def _watch(self, context: LaneContext) -> None:
-        """While a request of ``context``'s stream is served, its connection is watched: EOF
-        means the client went away (``_check_gone``)."""
-        context.watches += 1
-        watch = context.watches
-        self._selector.register(context.conn, selectors.EVENT_READ,
-                                lambda: self._check_gone(context, watch))
-
-    def _unwatch(self, context: LaneContext) -> None:
-        try:
-            self._selector.unregister(context.conn)
-        except (KeyError, ValueError):  # not watched, or closed
-            pass
-
-    def _check_gone(self, context: LaneContext, watch: int) -> None:
-        if watch != context.watches:    # an event of an earlier request's watch
-            return
-        try:
-            data = context.conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-        except BlockingIOError:
-            return
-        except OSError:
-            data = b""
-        self._unwatch(context)      # (data before its answer: the next read refuses it)
-        if not data:
-            context.end()
-
-    # -- a stream's thread
-    def _serve(self, name: str, context: LaneContext) -> None:
-        conn = context.conn
-        try:
-            for response in self._methods[name](self._requests(context), context):
-                self._unwatch(context)
-                send_frame(conn, ANSWER, response.SerializeToString())
-        except _Aborted as aborted:
-            self._unwatch(context)
-            _refuse(conn, aborted.code, aborted.details, context.trailing)
-        except OSError:         # the client went away while we answered
-            pass
-        finally:
-            self._unwatch(context)
-            context.end()
-            with self._lock:
-                self._streams.discard(context)
-            conn.close()
-
-    def _requests(self, context: LaneContext) -> Iterator[bytes]:
-        """The stream's requests, until its client closes it (or the server ends it)."""
-        while True:
-            header = _read_header(context.conn)
-            if header is None or not context.is_active():
-                return
-            kind, length = header
-            if kind != REQUEST:
-                raise errors.InvalidArgumentError(
-                    f"Received a lane frame of kind {kind} where a request belongs",
-                    hint=status.malformed_hint())
-            if length > self._max_bytes:
-                raise errors.ResourceExhaustedError(
-                    f"Received message larger than max ({length} vs. {self._max_bytes})",
-                    hint=status.message_size_hint())
-            payload = _recv_exact(context.conn, length)
-            if payload is None:
-                return
-            self._watch(context)
-            yield payload
-
-
-def serve(servicers: tuple, token: str | None, max_message_bytes: int,
-          task_name: str) -> LaneServer | None:
-    """A lane for the streams of ``servicers`` (a task's MasterServicer and
-    WorkerServicer), named in their answers; None when lanes are off or it cannot listen."""
-    if not enabled():
-        return None
-    methods = {"RunStepStream": servicers[0].RunStepStream,
-               "RunGraphStream": servicers[1].RunGraphStream}
-    try:
-        server = LaneServer(methods, token, max_message_bytes, task_name)
-    except OSError:
-        return None
-    for servicer in servicers:
-        servicer.lane = server.name
-    return server
-
-
-def _refuse(conn: socket.socket, code: grpc.StatusCode, details: str,
-            trailing: tuple = ()) -> None:
-    """Answer ERROR (the stream's end) and close; a client already gone is not told."""
-    body = json.dumps({"code": code.value[0], "details": details,
-                       "metadata": [[k, v.decode("latin-1") if isinstance(v, bytes) else v,
-                                     isinstance(v, bytes)] for k, v in trailing]})
-    try:
-        conn.setblocking(True)
-        conn.settimeout(1.0)
-        send_frame(conn, ERROR, body.encode("utf-8"))
-    except OSError:
-        pass
-    conn.close()
 
 
 # ---- the client side -----------------------------------------------------------------------
@@ -461,8 +157,8 @@ class LaneStream:
             send_frame(self._sock, REQUEST, request.SerializeToString())
         except OSError:     # the task refused it, or is gone: its answer, if any, says
             pass
-        header = _read_header(self._sock)
-        payload = None if header is None else _recv_exact(self._sock, header[1])
+        header = read_header(self._sock)
+        payload = None if header is None else recv_exact(self._sock, header[1])
         if header is None or payload is None:
             self._broken = True
             raise LaneError(grpc.StatusCode.UNAVAILABLE, "Socket closed (the task's lane)")

@@ -22,7 +22,7 @@ import grpc
 from tfteach import errors
 from tfteach.i18n import tr
 
-from . import lane, lifetime, limits, local_master, security, shm, tflog
+from . import lane_server, lifetime, limits, local_master, security, shm, tflog
 from .client import ClusterClient
 from .cluster_spec import ClusterSpec
 from .engine_api import EngineFactory, TaskInfo, engine_factory
@@ -66,7 +66,7 @@ class Server:
         self._engine_factory = engine_factory
         self._max_message_bytes = limits.max_message_bytes(max_message_bytes)
         self._grpc: grpc.Server | None = None
-        self._lane: "lane.LaneServer | None" = None
+        self._lane: "lane_server.LaneServer | None" = None
         self._started = False
         self._bind()
         if start:
@@ -174,8 +174,8 @@ class Server:
             _stop_grpc(server)      # release the port we just bound
             raise
         servicers = add_services(server, self._engine, self._task_name)
-        self._lane = lane.serve(servicers, self._token, self._max_message_bytes,
-                                self._task_name)
+        self._lane = lane_server.serve(servicers, self._token, self._max_message_bytes,
+                                       self._task_name)
         self._grpc = server
         self._finalizer = weakref.finalize(self, _stop_transport, server, self._lane)
         lifetime.closing(self, _stop_now, "server")
@@ -218,10 +218,10 @@ def _cancel_steps_after(engine: Any, grace: float | None) -> None:
     timer.start()
 
 
-def _stop_transport(server: grpc.Server, lane_server: "lane.LaneServer | None") -> None:
+def _stop_transport(server: grpc.Server, lane: "lane_server.LaneServer | None") -> None:
     """At garbage collection: stop the lane and the gRPC server."""
-    if lane_server is not None:
-        lane_server.stop()
+    if lane is not None:
+        lane.stop()
     _stop_grpc(server)
 
 

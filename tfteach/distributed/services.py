@@ -108,7 +108,7 @@ def _serialize(message: Any) -> bytes:
 
 def _caller(context: Any) -> shm_callers.Caller:
     """The calling process, for shared memory (known already on a lane:
-    ``lane.LaneContext``); once the call or stream ends, its segments are reclaimed if it
+    ``lane_server.LaneContext``); once the call or stream ends, its segments are reclaimed if it
     dies (``shm_callers.Caller.close``)."""
     caller = getattr(context, "shm_caller", None) or shm_callers.Caller(context.peer())
     context.add_callback(caller.close)
