@@ -11,7 +11,9 @@
   ``KEEP_STREAMS`` idle ones kept per task and method) unless the call has a deadline.
   A kept stream idle for ``limits.CLIENT_STREAM_IDLE_S`` is closed, not reused (the task
   cancels idle streams); a task that refuses a stream (it holds as many as it may) gets
-  the call as a unary call, and unary calls for ``STREAM_RETRY_S``.
+  the call as a unary call, and unary calls for ``STREAM_RETRY_S``. To a task of this host
+  that named its lane (GetStatus, CreateSession: ``learn_lane``), those streams are
+  ``lane.LaneStream``s on its Unix socket instead; one that cannot connect falls back.
 State: the channel, stub and idle-stream caches (guarded by one lock). Invariant: the token
 never appears in a repr, a log line or an error.
 """
@@ -120,7 +122,8 @@ class ClusterClient:
     def stream(self, stub_class: Callable[[grpc.Channel], Any], address: str,
                method: str) -> "_CallStream":
         """An idle stream of ``method`` (RunStepStream, RunGraphStream) to ``address``
-        (opened if none is idle), for one call; ``keep_stream`` it once answered."""
+        (opened if none is idle: on the task's lane when it named one, else on gRPC), for
+        one call; ``keep_stream`` it once answered."""
         with self._lock:
             idle = self._streams.get((address, method), [])
             while idle:

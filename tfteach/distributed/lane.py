@@ -76,9 +76,10 @@ def _send_all(sock: socket.socket, data: bytes) -> None:
             continue
 
 
-def recv_exact(sock: socket.socket, n: int) -> bytes | None:
-    """``n`` bytes from ``sock``; None when the peer closed it (or it failed) first. A
-    client's socket waits in slices of ``WAIT_SLICE_S``, so Ctrl-C is handled at once."""
+def recv_exact(sock: socket.socket, n: int) -> bytearray | None:
+    """``n`` bytes from ``sock``, read into one buffer (parsed from there, not copied);
+    None when the peer closed it (or it failed) first. A client's socket waits in slices
+    of ``WAIT_SLICE_S``, so Ctrl-C is handled at once."""
     buffer = bytearray(n)
     view, got = memoryview(buffer), 0
     while got < n:
@@ -91,7 +92,7 @@ def recv_exact(sock: socket.socket, n: int) -> bytes | None:
         if not more:
             return None
         got += more
-    return bytes(buffer)
+    return buffer
 
 
 def read_header(sock: socket.socket) -> tuple[int, int] | None:
@@ -147,7 +148,7 @@ class LaneStream:
         self.idle_since = time.monotonic()
 
     def __repr__(self) -> str:
-        return f"LaneStream(open={self.open()})"
+        return f"LaneStream(broken={self._broken})"
 
     def idle_s(self) -> float:
         return time.monotonic() - self.idle_since

@@ -108,8 +108,8 @@ def _serialize(message: Any) -> bytes:
 
 def _caller(context: Any) -> shm_callers.Caller:
     """The calling process, for shared memory (known already on a lane:
-    ``lane_server.LaneContext``); once the call or stream ends, its segments are reclaimed if it
-    dies (``shm_callers.Caller.close``)."""
+    ``lane_server.LaneContext``); once the call or stream ends, its segments are reclaimed
+    if it dies (``shm_callers.Caller.close``)."""
     caller = getattr(context, "shm_caller", None) or shm_callers.Caller(context.peer())
     context.add_callback(caller.close)
     return caller
@@ -169,7 +169,7 @@ class MasterServicer(pb_grpc.MasterServiceServicer):
     def __init__(self, engine: Engine, streams: limits.StreamSlots | None = None) -> None:
         self.engine = engine
         self.streams = streams or limits.StreamSlots()
-        self.lane = ""      # the task's lane (``lane.serve`` names it), for same-host callers
+        self.lane = ""      # the task's lane (``lane_server.serve`` names it), for same-host callers
 
     @rpc_method
     def CreateSession(self, request: pb.CreateSessionRequest, context: Any) -> Any:

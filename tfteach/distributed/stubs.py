@@ -124,7 +124,8 @@ class WorkerClient(_Stub):
     stub_class = pb_grpc.WorkerServiceStub
 
     def get_status(self, timeout: float | None = None) -> dict[str, Any]:
-        """``{"task", "pid", "last_step", "shm_host", "devices": [attribute dicts]}``."""
+        """``{"task", "pid", "last_step", "shm_host", "lane", "devices": [attribute
+        dicts]}``; this client sends the task's streams on its lane from now on, if it can."""
         status = status_dict(self._call("GetStatus", pb.GetStatusRequest(), timeout))
         self.peer_host = status["shm_host"]
         self.client.learn_lane(self.address, status["lane"], status["shm_host"])
