@@ -1,6 +1,7 @@
 """The master's wait for tasks, and what a client sees when a task is missing or dies."""
 import logging
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -78,6 +79,17 @@ def test_master_calls_reach_the_engine(make_server, client):
     assert "Hint:" in str(info.value)
 
 
+def test_a_call_that_found_nothing_listening_fails_at_once_and_reaches_a_later_server(
+        make_server, client):
+    port = free_ports(1)[0]
+    worker = client.worker(f"localhost:{port}", PS0)
+    with pytest.raises(errors.UnavailableError, match="Connection refused"):
+        worker.get_status()
+    time.sleep(2.0)     # the channel retries the port in the background, 1 s apart by now
+    make_server({"ps": [f"localhost:{port}"]})
+    assert worker.get_status()["task"] == PS0       # not "Connection refused" until then
+
+
 @pytest.mark.cluster
 @pytest.mark.timeout(60)
 def test_a_task_dying_mid_call_is_unavailable_naming_it():
@@ -100,3 +112,44 @@ def cluster_client(cluster):
     from tfteach.distributed.client import ClusterClient
 
     return ClusterClient(cluster.token)
+
+
+# A learner's notebook: a master waited for a ps that was never started; later a server
+# starts on that very port and a new session talks to it at once. The first master's channel
+# still retries that port in the background, and gRPC shares connection attempts between
+# channels to one address unless told not to, so the new session used to fail with
+# "Connection refused" for up to a second after the server had started.
+_PORT_TRIED_BEFORE = """
+import socket, sys, time
+import tfteach as tf
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(('localhost', 0))
+        return s.getsockname()[1]
+
+port = free_port()
+spec = tf.train.ClusterSpec({'worker': [f'localhost:{free_port()}'], 'ps': [f'localhost:{port}']})
+worker = tf.train.Server(spec, job_name='worker', task_index=0)
+x = tf.constant([1.0]) * 3.0
+try:
+    tf.Session(worker.target, config=tf.ConfigProto(operation_timeout_in_ms=1000)).run(x)
+except tf.errors.UnavailableError:
+    print('no ps yet')
+time.sleep(1.5)                 # the master's channel keeps retrying the ps's port
+late = tf.train.Server(tf.train.ClusterSpec({'worker': [f'localhost:{port}']}),
+                       job_name='worker', task_index=0)
+tf.reset_default_graph()
+print(tf.Session(late.target).run(tf.constant(21.0) * 2.0))
+"""
+
+
+@pytest.mark.timeout(60)
+def test_a_server_on_a_port_tried_before_answers_a_new_session_at_once():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _PORT_TRIED_BEFORE], capture_output=True,
+                          text=True, timeout=50)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["no", "ps", "yet", "42.0"]

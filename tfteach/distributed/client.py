@@ -1,10 +1,11 @@
 """Channels and streams to a cluster's tasks: ``ClusterClient``.
 
 - ``ClusterClient(token, tls)`` caches one channel per address (message size caps lifted,
-  quick reconnects) and one generated stub per (service, address), and sends the token as
-  metadata on every call; its repr hides the token. Creating one keeps freed memory for
-  reuse (``host_memory``), as the executor does: a step's messages then reuse the last
-  step's pages instead of faulting new ones in (0.5 ms per 300 KB feed here).
+  quick reconnects, connections of its own) and one generated stub per (service,
+  address), and sends the token as metadata on every call; its repr hides the token.
+  Creating one keeps freed memory for reuse (``host_memory``), as the executor does: a
+  step's messages then reuse the last step's pages instead of faulting new ones in (0.5 ms
+  per 300 KB feed here).
 - ``client.worker(address, task_name)`` / ``client.master(target)`` return the typed stubs
   of ``stubs`` (``WorkerClient``, ``MasterClient``); ``waiting`` waits for tasks to come up.
 - RunStep and RunGraph go as messages on long-lived streams (``_CallStream``, up to
@@ -20,6 +21,7 @@ never appears in a repr, a log line or an error.
 from __future__ import annotations
 
 import queue
+import socket
 import threading
 import time
 from typing import Any, Callable
@@ -40,7 +42,13 @@ CHANNEL_OPTIONS = (
     ("grpc.min_reconnect_backoff_ms", 20),
     ("grpc.max_reconnect_backoff_ms", 1000),
     ("grpc.enable_retries", 0),
+    ("grpc.use_local_subchannel_pool", 1),     # see below
 )
+# gRPC shares connections between the channels of a process that dial one address, failures
+# included: a channel still retrying a port where nothing listened (a master that waited for
+# a task never started) made a new session to a server just started on that port fail with
+# "Connection refused" for up to a second. Each channel connects on its own instead.
+RECONNECT_WAIT_S = 1.5  # a channel backing off reconnects within its 1 s backoff
 KEEP_STREAMS = 2        # idle streams kept per task and method
 _RESPONSES = {"RunStepStream": pb.RunStepResponse, "RunGraphStream": pb.RunGraphResponse}
 STREAM_RETRY_S = 5.0    # after a task refused a stream, unary calls to it for this long
@@ -177,6 +185,23 @@ class ClusterClient:
     def streams_refused(self, address: str, method: str) -> None:
         """The task at ``address`` holds as many streams as it may: unary calls for now."""
         self._refused[(address, method)] = time.monotonic() + STREAM_RETRY_S
+
+    def reconnected(self, address: str, err: grpc.RpcError) -> bool:
+        """Whether a call to ``address`` that failed to connect (so its request never left)
+        may be sent again: the task's port accepts connections now (it started or
+        restarted since the channel last failed to reach it, and the channel is backing
+        off), and the channel became ready within ``RECONNECT_WAIT_S``. Where nothing
+        listens, False at once: the call fails at once, as before."""
+        if err.code() != grpc.StatusCode.UNAVAILABLE or \
+                "failed to connect" not in (err.details() or ""):
+            return False
+        host, port = security.split_address(strip_scheme(address))
+        try:
+            socket.create_connection((security.bind_host(host), port), timeout=0.5).close()
+            grpc.channel_ready_future(self.channel(address)).result(timeout=RECONNECT_WAIT_S)
+        except (OSError, grpc.FutureTimeoutError):
+            return False
+        return True
 
     def _open(self, address: str) -> grpc.Channel:
         host, port = security.split_address(address)

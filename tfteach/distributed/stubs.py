@@ -47,11 +47,18 @@ class _Stub:
         return f"{type(self).__name__}({self.address!r}, task_name={self.task_name!r})"
 
     def _call(self, method: str, request: Any, timeout: float | None = None) -> Any:
-        try:
-            return getattr(self._stub, method)(request, timeout=timeout,
-                                               metadata=self.client.metadata)
-        except grpc.RpcError as err:
-            raise error_from_rpc(err, self.task_name, self.address) from None
+        """A unary call. One that failed to connect, to a task that has started (or
+        restarted) since its channel last failed to reach it, is sent again once the
+        channel reconnects (``ClusterClient.reconnected``)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for last in (False, True):
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                return getattr(self._stub, method)(request, timeout=left,
+                                                   metadata=self.client.metadata)
+            except grpc.RpcError as err:
+                if last or not self.client.reconnected(self.address, err):
+                    raise error_from_rpc(err, self.task_name, self.address) from None
 
     def _call_with_segments(self, send: Callable[[Any], Any], request: Any, field: Any,
                             tensors: Mapping[str, Any],
@@ -91,10 +98,11 @@ class _Stub:
             return functools.partial(self._streamed, method + "Stream")
         return functools.partial(self._call, method, timeout=timeout)
 
-    def _streamed(self, method: str, request: Any) -> Any:
+    def _streamed(self, method: str, request: Any, again: bool = True) -> Any:
         """A call of ``method`` as a message on one of the client's idle streams to this
         task (``ClusterClient.stream``); a stream that failed is closed, not reused (Ctrl-C
-        closes it too, which cancels the call on the task)."""
+        closes it too, which cancels the call on the task). One that failed to connect is
+        sent again as ``_call`` does."""
         stream = self.client.stream(self.stub_class, self.address, method)
         try:
             answer = stream.call(request)
@@ -103,6 +111,8 @@ class _Stub:
             if limits.is_busy(err):     # refused before reading the request: send it alone
                 self.client.streams_refused(self.address, method)
                 return self._call(method[:-len("Stream")], request)
+            if again and self.client.reconnected(self.address, err):
+                return self._streamed(method, request, again=False)
             raise error_from_rpc(err, self.task_name, self.address) from None
         except BaseException:
             stream.close()
