@@ -32,5 +32,5 @@ def interleaved(fn_a: Callable[[], object], fn_b: Callable[[], object], repeat: 
     for _ in range(repeat):
         ta.append(per_call(fn_a, inner))
         tb.append(per_call(fn_b, inner, context_b))
-    ratio = statistics.median(a / b for a, b in zip(ta, tb))
+    ratio = statistics.median(a / b for a, b in zip(ta, tb, strict=True))
     return statistics.median(ta), statistics.median(tb), ratio

@@ -1,5 +1,4 @@
 """Device discovery: virtual GPUs, CUDA_VISIBLE_DEVICES, gpu_options, memory budgets."""
-import numpy as np
 import pytest
 
 import tfteach as tf

@@ -56,6 +56,61 @@ def test_training_step_on_gpu_matches_cpu():
     np.testing.assert_allclose(results[0], results[1], rtol=1e-4)
 
 
+def test_training_on_a_batch_of_unknown_size_on_gpu_matches_cpu():
+    """A learner's usual model: placeholders with a batch of None, so the gradient of each
+    mean divides by ``Cast(Size(x))``, which Size answers in host memory."""
+    rng = np.random.default_rng(2)
+    xs = rng.random((32, 8), dtype=np.float32)
+    labels = rng.integers(0, 4, 32).astype(np.int32)
+    results = []
+    for dev in ("/gpu:0", "/cpu:0"):
+        tf.reset_default_graph()
+        with tf.device(dev):
+            x = tf.placeholder(tf.float32, [None, 8])
+            y = tf.placeholder(tf.int32, [None])
+            w = tf.Variable(np.full((8, 4), 0.1, np.float32))
+            logits = tf.matmul(x, w)
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+                labels=y, logits=logits)) + tf.reduce_mean(tf.square(logits))
+            step = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+        sess = tf.Session()
+        sess.run(tf.global_variables_initializer())
+        for _ in range(3):
+            sess.run(step, {x: xs, y: labels})
+        results.append(sess.run(w))
+        assert sess.placement().devices[step.name].name == LOCAL + dev[1:].upper()
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-4)
+
+
+def _shape_arithmetic_losses():
+    """Losses whose gradients compute shapes on the fly (a batch of None)."""
+    return {
+        "mean over an axis of unknown size": lambda h: tf.reduce_sum(tf.reduce_mean(h, 1)),
+        "tile of a reshape": lambda h: tf.reduce_mean(tf.tile(tf.reshape(h, [-1, 3, 1]),
+                                                              [1, 1, 2])),
+        "scaled by the batch size": lambda h: tf.reduce_sum(h) * tf.cast(
+            tf.reduce_prod(tf.shape(h)), tf.float32),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_shape_arithmetic_losses()))
+def test_gradients_with_shape_arithmetic_on_gpu_match_cpu(name):
+    xs = np.random.default_rng(3).random((16, 8), dtype=np.float32)
+    results = []
+    for dev in ("/gpu:0", "/cpu:0"):
+        tf.reset_default_graph()
+        with tf.device(dev):
+            x = tf.placeholder(tf.float32, [None, 8])
+            w = tf.Variable(np.full((8, 3), 0.5, np.float32))
+            loss = _shape_arithmetic_losses()[name](tf.matmul(x, w))
+            grad = tf.gradients(loss, [w])[0]
+        sess = tf.Session()
+        sess.run(tf.global_variables_initializer())
+        results.append(sess.run([loss, grad], {x: xs}))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-4)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-4)
+
+
 def test_memory_fraction_limits_cupy_and_oom_is_resource_exhausted():
     cfg = tf.ConfigProto(gpu_options=tf.GPUOptions(per_process_gpu_memory_fraction=0.01))
     with tf.device("/gpu:0"):

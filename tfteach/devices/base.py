@@ -146,6 +146,10 @@ class Device:
         return src.to_host(value) if src.is_gpu else value
 
     # -- execution -------------------------------------------------------------------------
+    def kernel_for(self, kernel: Callable[..., Any]) -> Callable[..., Any]:
+        """``kernel`` as this device runs it (a real GPU moves host inputs first)."""
+        return kernel
+
     def thread_init(self) -> None:
         """Called once in this device's worker thread (GPU devices bind their stream)."""
 

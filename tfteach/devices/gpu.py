@@ -4,12 +4,17 @@
 runs kernels with ``xp = cupy`` on its own stream (bound in its worker thread), moves values
 with ``cupy.asarray``/``cupy.asnumpy``, and describes itself as TF does
 (``device: 0, name: ..., pci bus id: ..., compute capability: 9.0``). Its memory budget
-also limits CuPy's memory pool, so ``per_process_gpu_memory_fraction`` is real.
+also limits CuPy's memory pool, so ``per_process_gpu_memory_fraction`` is real. Its kernels
+get their floating inputs on the GPU even where a host-memory op (Shape, Size) led to them
+(``kernel_for``).
 """
 from __future__ import annotations
 
+import copy
 import threading
-from typing import Any
+from typing import Any, Callable
+
+import numpy as np
 
 from tfteach.devices.base import Device
 from tfteach.framework.device_spec import DeviceSpec
@@ -76,6 +81,21 @@ class CuPyGPUDevice(Device):
         with self.xp.cuda.Device(self.ordinal):
             return self.xp.asarray(value)
 
+    def kernel_for(self, kernel: Callable[..., Any]) -> Callable[..., Any]:
+        """``kernel`` with TF's host-memory rules for values in host memory. Shape, Size and
+        Rank answer there, as TF's do, and CuPy refuses to mix host and device arrays:
+        - an integer kernel with such an input (the shape arithmetic of gradients over a
+          batch of unknown size) computes on the host, as TF's int32 kernels on a GPU do;
+        - any other kernel gets its floating, complex and bool inputs moved to this GPU
+          (``Cast(Size(x), float32)`` in the gradient of a mean). Integer inputs stay
+          where they are: shapes, axes and indices are read on the host."""
+        def on_device(ctx: Any, *args: Any) -> Any:
+            if _integers_on_host(args, self.xp):
+                return kernel(_host_view(ctx), *[self.to_host(a) for a in args])
+            return kernel(ctx, *[self.from_host(a) if isinstance(a, np.ndarray) and
+                                 a.dtype.kind in "fcb" else a for a in args])
+        return on_device
+
     def to_host(self, value: Any) -> Any:
         if isinstance(value, self.xp.ndarray):
             return self.xp.asnumpy(value, stream=self.stream)
@@ -93,6 +113,32 @@ class CuPyGPUDevice(Device):
     @property
     def blas_threads(self) -> int | None:
         return None
+
+
+class _HostMemory:
+    """The device that a GPU kernel computing on the host sees (TF's HostMemory kernels)."""
+
+    @staticmethod
+    def from_host(value: Any) -> Any:
+        return value
+
+    @staticmethod
+    def to_host(value: Any) -> Any:
+        return value
+
+
+def _integers_on_host(args: tuple, xp: Any) -> bool:
+    """Whether every array among ``args`` holds integers and one of them is in host memory."""
+    arrays = [a for a in args if isinstance(a, (np.ndarray, xp.ndarray))]
+    return any(isinstance(a, np.ndarray) for a in arrays) and \
+        all(a.dtype.kind in "iu" for a in arrays)
+
+
+def _host_view(ctx: Any) -> Any:
+    """``ctx`` for a kernel that computes on the host: NumPy, and host memory."""
+    view = copy.copy(ctx)
+    view.xp, view.device = np, _HostMemory
+    return view
 
 
 def translate_error(e: BaseException, op_name: str, device_name: str) -> Exception | None:

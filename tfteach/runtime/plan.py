@@ -158,7 +158,7 @@ class _Builder:
             ref_in = i in op.op_def.ref_inputs
             in_slots.append(self._input_slot(t, dev, ref_in))
             deref.append(t.is_ref and not ref_in)
-        node = PlanNode(len(self.nodes), op.name, op.type, dev, op.op_def.kernel,
+        node = PlanNode(len(self.nodes), op.name, op.type, dev, dev.kernel_for(op.op_def.kernel),
                         KernelContext(op, dev), in_slots, tuple(deref) if any(deref) else None,
                         [self.slot_for(t, dev) if t not in fed else -1 for t in op.outputs],
                         op=op, op_def=op.op_def)
