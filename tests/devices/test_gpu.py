@@ -148,3 +148,38 @@ def test_two_real_gpus_towers_sum_on_cpu():
     with tf.device("/cpu:0"):
         total = tf.add_n(towers)
     assert tf.Session().run(total).tolist() == [[44.0, 56.0], [98.0, 128.0]]
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(120)
+def test_a_cluster_trains_on_the_real_gpu_as_on_the_cpu():
+    """Three task processes share the real GPU: the ps's variable and the model on a
+    worker's GPU:0, fed a batch of None; the same steps on the worker's CPU:0 agree."""
+    from tfteach.distributed.local_cluster import LocalCluster
+
+    rng = np.random.default_rng(4)
+    xs, ys = rng.random((64, 8), dtype=np.float32), rng.integers(0, 3, 64).astype(np.int32)
+    losses, traced = {}, {}
+    with LocalCluster(ps=1, workers=2) as cluster:
+        for dev in ("/job:worker/task:1/device:GPU:0", "/job:worker/task:1/device:CPU:0"):
+            tf.reset_default_graph()
+            with tf.device("/job:ps/task:0"):
+                w = tf.Variable(np.full((8, 3), 0.1, np.float32))
+            with tf.device(dev):
+                x = tf.placeholder(tf.float32, [None, 8])
+                y = tf.placeholder(tf.int32, [None])
+                loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+                    labels=y, logits=tf.matmul(x, w)))
+                train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+            with tf.Session(cluster.target("worker", 0)) as sess:
+                sess.run(tf.global_variables_initializer())
+                losses[dev] = [sess.run([train, loss], {x: xs, y: ys})[1] for _ in range(10)]
+                md = tf.RunMetadata()
+                sess.run(loss, {x: xs, y: ys}, run_metadata=md,
+                         options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE))
+                traced[dev] = {d.device for d in md.step_stats.dev_stats}
+    gpu, cpu = losses.values()
+    assert gpu[-1] < gpu[0]
+    np.testing.assert_allclose(gpu, cpu, rtol=1e-4)
+    assert "/job:ps/replica:0/task:0/device:GPU:0" in traced["/job:worker/task:1/device:CPU:0"]
+    assert "/job:worker/replica:0/task:1/device:GPU:0" in traced["/job:worker/task:1/device:GPU:0"]
