@@ -45,6 +45,7 @@ from tfteach.ops.gather_ops import (dynamic_stitch, gather, parallel_dynamic_sti
                                     unsorted_segment_sum)
 from tfteach.ops.math_ops import floormod, mod
 from tfteach.ops.scatter_ops import scatter_add, scatter_sub, scatter_update
+from tfteach.ops.strided_slice import strided_slice     # also tensor[...]
 from tfteach.ops.unconnected_gradients import UnconnectedGradients
 from tfteach.ops.nn_ops import sigmoid, tanh
 from tfteach.ops.random_ops import (random_normal, random_shuffle, random_uniform,
@@ -60,6 +61,8 @@ from tfteach.runtime.config import (ConfigProto, GPUOptions, GraphOptions, RunMe
                                     RunOptions)
 from tfteach.runtime.session import (InteractiveSession, Session, get_default_session,
                                      register_target_factory)
+
+newaxis = None      # ``tensor[:, tf.newaxis]``, as TF
 
 # The public API (``from tfteach import *``): TF 1.x names, plus tf.train/nn/layers/initializers
 # (loaded on first use). tfteach-only modules (config, cluster, data, timeline, notebook,
@@ -81,7 +84,7 @@ __all__ = [
     "int32", "int64", "InteractiveSession", "invert_permutation", "is_variable_initialized",
     "layers", "less", "less_equal", "local_variables", "local_variables_initializer", "log",
     "log1p", "logical_and", "logical_not", "logical_or", "matmul", "maximum", "minimum", "mod",
-    "mul", "multiply", "name_scope", "neg", "negative", "nn", "no_op", "not_equal", "one_hot",
+    "mul", "multiply", "name_scope", "neg", "negative", "newaxis", "nn", "no_op", "not_equal", "one_hot",
     "ones", "ones_initializer", "ones_like", "Operation", "pad", "parallel_dynamic_stitch",
     "placeholder", "placeholder_with_default", "pow", "QueueBase", "random_normal",
     "random_normal_initializer", "random_shuffle", "random_uniform", "random_uniform_initializer",
@@ -89,7 +92,8 @@ __all__ = [
     "reduce_sum", "report_uninitialized_variables", "reset_default_graph", "reshape", "rsqrt",
     "RunMetadata", "RunOptions", "scatter_add", "scatter_sub", "scatter_update", "Session",
     "set_random_seed", "shape", "sigmoid", "sign", "size", "slice", "SparseConditionalAccumulator",
-    "split", "sqrt", "square", "squared_difference", "squeeze", "stack", "stop_gradient", "string",
+    "split", "sqrt", "square", "squared_difference", "squeeze", "stack", "stop_gradient",
+    "strided_slice", "string",
     "sub", "subtract", "summary", "tanh", "Tensor", "TensorShape", "tile", "to_float", "train",
     "trainable_variables", "transpose", "truediv", "truncated_normal",
     "truncated_normal_initializer", "tuple", "UnconnectedGradients", "unique",

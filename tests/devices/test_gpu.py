@@ -90,6 +90,8 @@ def _shape_arithmetic_losses():
                                                               [1, 1, 2])),
         "scaled by the batch size": lambda h: tf.reduce_sum(h) * tf.cast(
             tf.reduce_prod(tf.shape(h)), tf.float32),
+        "a strided slice, scaled by tf.shape(h)[0]": lambda h: tf.reduce_sum(
+            h[1:, ::2]) * tf.cast(tf.shape(h)[0], tf.float32),
     }
 
 
