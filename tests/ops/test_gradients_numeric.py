@@ -122,6 +122,8 @@ CASES = [
     Case("Unpack", lambda x: tf.unstack(x, axis=1)[1:], [A]),
     Case("Tile", lambda x: tf.tile(x, [2, 3]), [COL]),
     Case("Slice", lambda x: tf.slice(x, [0, 1], [2, 2]), [A]),
+    Case("StridedSlice", lambda x: x[:, ::-2], [A]),
+    Case("StridedSlice", lambda x: x[1, None, 1:], [A], shapes=[[None, None]], label="dynamic"),
     Case("Pad", lambda x: tf.pad(x, [[1, 0], [0, 2]]), [A]),
     Case("BroadcastTo", lambda x: tf.broadcast_to(x, [2, 3]), [COL]),
     Case("BroadcastTo", lambda x: tf.broadcast_to(x, [4, 2, 3]), [B], label="new-axes"),
