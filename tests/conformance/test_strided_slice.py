@@ -71,3 +71,24 @@ def test_an_index_out_of_bounds_is_the_same_error():
     ours = messages[0].split("\n")[0]
     assert ours == "slice index 5 of dimension 0 out of bounds."
     assert ours in messages[1]
+
+
+BAD_INDICES = {
+    "a scalar": ([], lambda t: t[0]),
+    "too many indices": ([None, 3], lambda t: t[1, 2, 3]),
+    "an index past a known size": ([2, 3], lambda t: t[5]),
+    "a zero step": ([2, 3], lambda t: t[:, ::0]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_INDICES))
+def test_an_impossible_index_is_refused_while_building_as_in_tensorflow(name):
+    shape, index = BAD_INDICES[name]
+    messages = []
+    for mod in (tfteach, tf1):
+        with mod.Graph().as_default():
+            x = mod.placeholder(mod.float32, shape)
+            with pytest.raises(ValueError) as info:
+                index(x)
+            messages.append(str(info.value).split(" for '")[0])
+    assert messages[0] == messages[1]

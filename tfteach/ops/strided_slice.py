@@ -21,7 +21,8 @@ from tfteach.framework.graph import Tensor, register_operator
 from tfteach.framework.registry import ALL_TYPES, register_op, set_gradient
 from tfteach.framework.tensor_shape import TensorShape, unknown_shape
 from tfteach.ops.array_ops import cast, ones_like, shape_of
-from tfteach.ops.common import const_value, convert_to_tensor, create_op, host_ints
+from tfteach.ops.common import (const_value, convert_to_tensor, create_op, host_ints,
+                                shape_error)
 from tfteach.ops.manip_ops import stack
 
 _MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
@@ -67,15 +68,21 @@ def _axes(items: list, rank: int) -> list:
     return out
 
 
-def _check(items: list, strides: list, shape: tuple, op: Any) -> None:
-    """TF's InvalidArgumentError for a zero stride, or an integer index outside its axis."""
+def _problem(items: list, strides: list, shape: list) -> str | None:
+    """What TF says of an index that ``shape`` (None: an unknown size) cannot take, or None."""
     if 0 in strides:
-        raise errors.InvalidArgumentError(f"strides[{strides.index(0)}] must be non-zero",
-                                          op=op)
+        return f"strides[{strides.index(0)}] must be non-zero"
+    if not shape and any(it is not None and it is not Ellipsis for it in items):
+        return "Attempting to slice scalar input."
+    used = sum(1 for it in items if it is not None and it is not Ellipsis)
+    if used > len(shape):
+        return f"Index out of range using input dim {len(shape)}; input has only " \
+               f"{len(shape)} dims"
     for it, axis in _axes(items, len(shape)):
-        if isinstance(it, int) and not -shape[axis] <= it < shape[axis]:
-            raise errors.InvalidArgumentError(
-                f"slice index {it} of dimension {axis} out of bounds.", op=op)
+        size = None if axis is None else shape[axis]
+        if isinstance(it, int) and size is not None and not -size <= it < size:
+            return f"slice index {it} of dimension {axis} out of bounds."
+    return None
 
 
 def _strided_slice_shape(op: Any) -> list:
@@ -83,7 +90,11 @@ def _strided_slice_shape(op: Any) -> list:
     values = [const_value(t) for t in (begin, end, strides)]
     if x.shape.ndims is None or any(v is None for v in values):
         return [(x.dtype, unknown_shape())]
+    steps = np.atleast_1d(values[2]).tolist()
     items = _spec(*(np.atleast_1d(v).tolist() for v in values), op.attrs)
+    problem = _problem(items, steps, x.shape.as_list())
+    if problem:
+        raise shape_error(op, problem)
     dims = []
     for it, axis in _axes(items, x.shape.ndims):
         size = None if axis is None else x.shape.as_list()[axis]
@@ -97,7 +108,9 @@ def _strided_slice_shape(op: Any) -> list:
 def _strided_slice_kernel(ctx: Any, x: Any, begin: Any, end: Any, strides: Any) -> Any:
     steps = host_ints(ctx, strides)
     items = _spec(host_ints(ctx, begin), host_ints(ctx, end), steps, ctx.attrs)
-    _check(items, steps, x.shape, ctx.op)
+    problem = _problem(items, steps, list(x.shape))
+    if problem:
+        raise errors.InvalidArgumentError(problem, op=ctx.op)
     return ctx.xp.asarray(x[tuple(items)])
 
 
