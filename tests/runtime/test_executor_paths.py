@@ -79,8 +79,9 @@ def shapes_and_slices():
             tf.slice(x, [0, 1, 1], [2, 2, 2]), tf.pad(x, [[0, 1], [1, 0], [0, 0]]),
             tf.tile(x, [1, 2, 1]), tf.broadcast_to(tf.constant([1.0, 2.0]), [3, 2]),
             tf.fill([2, 2], 3.0), tf.zeros_like(x), tf.ones_like(x), tf.range(1, 10, 2),
-            tf.one_hot([0, 2, 1], 3), tf.cast(x, tf.int32)]
-    grads = _grads(tf.concat([x, x * 2.0], 1), [x]) + _grads(tf.transpose(x, [1, 0, 2]), [x])
+            tf.one_hot([0, 2, 1], 3), tf.cast(x, tf.int32), x[1, ::-1, 1:], tf.shape(x)[0]]
+    grads = _grads(tf.concat([x, x * 2.0], 1), [x]) + _grads(tf.transpose(x, [1, 0, 2]), [x]) \
+        + _grads(x[:, None, ::2], [x])
     return [(outs + grads, {})]
 
 
