@@ -48,6 +48,8 @@ from tfteach.ops.scatter_ops import scatter_add, scatter_sub, scatter_update
 from tfteach.ops.strided_slice import strided_slice     # also tensor[...]
 from tfteach.ops.unconnected_gradients import UnconnectedGradients
 from tfteach.ops.nn_ops import sigmoid, tanh
+# Registered in every process (a cluster task imports graphs that use them):
+from tfteach.ops import conv_ops as _conv, normalization_ops as _norm, pooling_ops as _pool  # noqa: F401
 from tfteach.ops.random_ops import (random_normal, random_shuffle, random_uniform,
                                     set_random_seed, truncated_normal)
 from tfteach.ops.state_ops import (Variable, all_variables, assign, assign_add, assign_sub,

@@ -1,16 +1,24 @@
-"""``tf.nn``: activations, softmax, cross-entropies, bias_add, l2_loss, dropout and
-embedding_lookup.
+"""``tf.nn``: activations, softmax, cross-entropies, bias_add, l2_loss, dropout,
+embedding_lookup, convolution, pooling, normalisation (lrn, fused_batch_norm) and
+zero_fraction.
 
-The ops themselves (kernels, shapes, gradients) live in ``tfteach.ops.nn_ops`` and
-``tfteach.ops.embedding_ops``; this module is the public namespace, named as in TF 1.x.
+The ops themselves (kernels, shapes, gradients) live in ``tfteach.ops.nn_ops``,
+``embedding_ops``, ``conv_ops``, ``pooling_ops``, ``normalization_ops`` and
+``summary_stats``; this module is the public namespace, named as in TF 1.x.
 """
+from tfteach.ops.conv_ops import conv2d
 from tfteach.ops.embedding_ops import embedding_lookup
 from tfteach.ops.nn_ops import (bias_add, dropout, l2_loss, leaky_relu, log_softmax, relu,
                                 relu6, sigmoid, softmax, softmax_cross_entropy_with_logits,
                                 softmax_cross_entropy_with_logits_v2, softplus,
                                 sparse_softmax_cross_entropy_with_logits, tanh, xw_plus_b)
+from tfteach.ops.normalization_ops import fused_batch_norm, local_response_normalization, lrn
+from tfteach.ops.pooling_ops import avg_pool, max_pool
+from tfteach.ops.summary_stats import zero_fraction
 
-__all__ = ["bias_add", "dropout", "embedding_lookup", "l2_loss", "leaky_relu", "log_softmax",
-           "relu", "relu6", "sigmoid", "softmax", "softmax_cross_entropy_with_logits",
+__all__ = ["avg_pool", "bias_add", "conv2d", "dropout", "embedding_lookup",
+           "fused_batch_norm", "l2_loss", "leaky_relu", "local_response_normalization",
+           "log_softmax", "lrn", "max_pool", "relu", "relu6", "sigmoid", "softmax",
+           "softmax_cross_entropy_with_logits",
            "softmax_cross_entropy_with_logits_v2", "softplus",
-           "sparse_softmax_cross_entropy_with_logits", "tanh", "xw_plus_b"]
+           "sparse_softmax_cross_entropy_with_logits", "tanh", "xw_plus_b", "zero_fraction"]
