@@ -1,9 +1,18 @@
-"""``tf.layers``: the TF 1.x layer functions the lessons use (``dense``, ``flatten``).
+"""``tf.layers``: the TF 1.x layer functions and classes (``dense``, ``conv2d``,
+``max_pooling2d``, ``average_pooling2d``, ``dropout``, ``flatten``, ``batch_normalization``).
 
-``Dense`` owns a variable scope (``dense``, ``dense_1``, ... or its ``name``) holding
-``kernel`` [in, units] and ``bias`` [units]; calling the same layer object again reuses its
-variables. Ops are named as TF names them: ``dense/MatMul``, ``dense/BiasAdd``,
-``dense/Relu``. State: a layer's scope and variables, fixed after its first call.
+A layer owns a variable scope (``dense``, ``conv2d_1``, ... or its ``name``) holding its
+variables as TF names them (``kernel``, ``bias``; ``gamma``, ``beta``, ``moving_mean``,
+``moving_variance``), so checkpoints and ``trainable_variables()`` match TF; calling the same
+layer object again reuses its variables. Ops are named as TF names them: ``dense/MatMul``,
+``conv2d/Conv2D``, ``conv2d/BiasAdd``, ``conv2d/Relu``, ``max_pooling2d/MaxPool``,
+``batch_normalization/FusedBatchNormV3``. State: a layer's scope and variables, fixed after
+its first call.
+
+``training=`` (dropout, batch normalization) takes a Python bool or a constant; a tensor
+fed at run time would need ``tf.cond``, which tfteach does not have yet, and is refused
+with a hint (call the layer twice, ``training=True`` and ``training=False`` with
+``reuse=True``).
 """
 from __future__ import annotations
 
@@ -13,14 +22,42 @@ from typing import Any
 
 import numpy as np
 
-from tfteach.framework.graph import Tensor, get_default_graph
-from tfteach.ops import array_ops, init_ops, math_ops, nn_ops
-from tfteach.ops.common import convert_to_tensor
+from tfteach.errors import with_hint
+from tfteach.framework.graph import GraphKeys, Tensor, get_default_graph
+from tfteach.i18n import tr
+from tfteach.ops import (array_ops, conv_ops, init_ops, math_ops, nn_ops, normalization_ops,
+                         pooling_ops, state_ops)
+from tfteach.ops.common import const_value, convert_to_tensor
 from tfteach.ops.variable_scope import VariableScope, get_variable, variable_scope
 
 
-class Dense:
+class _Layer:
+    """What every layer shares: its variable scope, opened on the first call and reused."""
+
+    _default_name = "layer"
+    name: str | None = None
+    _reuse: Any = None
+    _scope: VariableScope | None = None
+
+    @contextlib.contextmanager
+    def _open_scope(self) -> Iterator[VariableScope]:
+        """First call: a new scope. Later calls: the same scope and name scope, reusing."""
+        if self._scope is None:
+            with variable_scope(self.name, default_name=self._default_name,
+                                reuse=self._reuse) as scope:
+                self._scope = scope
+                yield scope
+            return
+        g = get_default_graph()
+        with variable_scope(self._scope, reuse=True, auxiliary_name_scope=False) as scope, \
+                g.name_scope(self._scope.original_name_scope):
+            yield scope
+
+
+class Dense(_Layer):
     """A fully connected layer: ``activation(inputs @ kernel + bias)``."""
+
+    _default_name = "dense"
 
     def __init__(self, units: int, activation: Callable | None = None, use_bias: bool = True,
                  kernel_initializer: Any = None, bias_initializer: Any = None,
@@ -49,19 +86,6 @@ class Dense:
 
     weights = variables
     trainable_variables = property(lambda self: self.variables if self.trainable else [])
-
-    @contextlib.contextmanager
-    def _open_scope(self) -> Iterator[VariableScope]:
-        """First call: a new scope. Later calls: the same scope and name scope, reusing."""
-        if self._scope is None:
-            with variable_scope(self.name, default_name="dense", reuse=self._reuse) as scope:
-                self._scope = scope
-                yield scope
-            return
-        g = get_default_graph()
-        with variable_scope(self._scope, reuse=True, auxiliary_name_scope=False) as scope, \
-                g.name_scope(self._scope.original_name_scope):
-            yield scope
 
     def _build(self, in_dim: int) -> None:
         self.kernel = get_variable("kernel", [in_dim, self.units],
@@ -121,3 +145,299 @@ def flatten(inputs: Any, name: str | None = None) -> Tensor:
         raise ValueError(f"flatten needs every dimension but the first known, got {x.shape}.")
     with x.graph.name_scope(name or "flatten"):
         return array_ops.reshape(x, [-1, int(np.prod(dims[1:]))])
+
+
+# ---- convolution and pooling -----------------------------------------------------------------
+def _pair(value: Any) -> tuple[int, int]:
+    return (int(value), int(value)) if isinstance(value, int) else tuple(int(v) for v in value)
+
+
+def _format(data_format: str) -> str:
+    if data_format not in ("channels_last", "channels_first"):
+        raise ValueError('The `data_format` argument must be one of "channels_first", '
+                         f'"channels_last". Received: {data_format}')
+    return "NCHW" if data_format == "channels_first" else "NHWC"
+
+
+def _channels(x: Tensor, fmt: str) -> int:
+    dims = x.shape.dims
+    if dims is None or len(dims) != 4:
+        raise ValueError(f"Input 0 of layer is incompatible with the layer: expected ndim=4, "
+                         f"found ndim={x.shape.ndims}. Full shape received: {x.shape}")
+    depth = dims[1] if fmt == "NCHW" else dims[3]
+    if depth is None:
+        raise ValueError("The channel dimension of the inputs should be defined. Found `None`.")
+    return depth
+
+
+class Conv2D(_Layer):
+    """A 2-D convolution layer: ``activation(conv2d(inputs, kernel) + bias)``, with
+    ``kernel`` [kh, kw, in_channels, filters] and ``bias`` [filters]."""
+
+    _default_name = "conv2d"
+
+    def __init__(self, filters: int, kernel_size: Any, strides: Any = (1, 1),
+                 padding: str = "valid", data_format: str = "channels_last",
+                 dilation_rate: Any = (1, 1), activation: Callable | None = None,
+                 use_bias: bool = True, kernel_initializer: Any = None,
+                 bias_initializer: Any = None, kernel_regularizer: Callable | None = None,
+                 bias_regularizer: Callable | None = None, trainable: bool = True,
+                 name: str | None = None, reuse: Any = None, **unused: Any) -> None:
+        self.filters, self.kernel_size = int(filters), _pair(kernel_size)
+        self.strides, self.dilation_rate = _pair(strides), _pair(dilation_rate)
+        self.padding, self.data_format = padding.upper(), _format(data_format)
+        self.activation, self.use_bias = activation, use_bias
+        self.kernel_initializer = kernel_initializer
+        self.bias_initializer = bias_initializer or init_ops.Zeros()
+        self.kernel_regularizer, self.bias_regularizer = kernel_regularizer, bias_regularizer
+        self.trainable, self.name, self._reuse = trainable, name, reuse
+        self.kernel: Any = None
+        self.bias: Any = None
+
+    variables = Dense.variables
+    weights = Dense.variables
+    trainable_variables = Dense.trainable_variables
+
+    def __call__(self, inputs: Any) -> Tensor:
+        x = convert_to_tensor(inputs)
+        depth = _channels(x, self.data_format)
+        with self._open_scope():
+            self.kernel = get_variable("kernel", [*self.kernel_size, depth, self.filters],
+                                       initializer=self.kernel_initializer,
+                                       regularizer=self.kernel_regularizer,
+                                       trainable=self.trainable)
+            if self.use_bias:
+                self.bias = get_variable("bias", [self.filters],
+                                         initializer=self.bias_initializer,
+                                         regularizer=self.bias_regularizer,
+                                         trainable=self.trainable)
+            out = conv_ops.conv2d(x, self.kernel, strides=list(self.strides),
+                                  padding=self.padding, data_format=self.data_format,
+                                  dilations=list(self.dilation_rate), name="Conv2D")
+            if self.use_bias:
+                out = nn_ops.bias_add(out, self.bias, data_format=self.data_format)
+            return self.activation(out) if self.activation is not None else out
+
+    apply = __call__
+
+
+def conv2d(inputs: Any, filters: int, kernel_size: Any, strides: Any = (1, 1),
+           padding: str = "valid", data_format: str = "channels_last",
+           dilation_rate: Any = (1, 1), activation: Callable | None = None,
+           use_bias: bool = True, kernel_initializer: Any = None, bias_initializer: Any = None,
+           kernel_regularizer: Callable | None = None, bias_regularizer: Callable | None = None,
+           trainable: bool = True, name: str | None = None, reuse: Any = None,
+           **unused: Any) -> Tensor:
+    """Functional ``Conv2D`` in scope ``name`` (default ``conv2d``, ``conv2d_1``, ...)."""
+    return Conv2D(filters, kernel_size, strides, padding, data_format, dilation_rate,
+                  activation, use_bias, kernel_initializer, bias_initializer,
+                  kernel_regularizer, bias_regularizer, trainable, name, reuse)(inputs)
+
+
+class _Pooling2D(_Layer):
+    _pool: Callable = staticmethod(pooling_ops.max_pool)
+    _op_name = "MaxPool"
+
+    def __init__(self, pool_size: Any, strides: Any, padding: str = "valid",
+                 data_format: str = "channels_last", name: str | None = None,
+                 **unused: Any) -> None:
+        self.pool_size, self.strides = _pair(pool_size), _pair(strides)
+        self.padding, self.data_format = padding.upper(), _format(data_format)
+        self.name = name
+
+    def __call__(self, inputs: Any) -> Tensor:
+        with self._open_scope():
+            return self._pool(inputs, ksize=list(self.pool_size), strides=list(self.strides),
+                              padding=self.padding, data_format=self.data_format,
+                              name=self._op_name)
+
+    apply = __call__
+
+
+class MaxPooling2D(_Pooling2D):
+    """The maximum of each ``pool_size`` window (op ``max_pooling2d/MaxPool``)."""
+
+    _default_name = "max_pooling2d"
+
+
+class AveragePooling2D(_Pooling2D):
+    """The mean of each ``pool_size`` window (op ``average_pooling2d/AvgPool``)."""
+
+    _default_name = "average_pooling2d"
+    _pool = staticmethod(pooling_ops.avg_pool)
+    _op_name = "AvgPool"
+
+
+def max_pooling2d(inputs: Any, pool_size: Any, strides: Any, padding: str = "valid",
+                  data_format: str = "channels_last", name: str | None = None) -> Tensor:
+    return MaxPooling2D(pool_size, strides, padding, data_format, name)(inputs)
+
+
+def average_pooling2d(inputs: Any, pool_size: Any, strides: Any, padding: str = "valid",
+                      data_format: str = "channels_last", name: str | None = None) -> Tensor:
+    return AveragePooling2D(pool_size, strides, padding, data_format, name)(inputs)
+
+
+# ---- dropout and batch normalization (training=) ------------------------------------------------
+def _training_flag(training: Any, layer: str) -> bool:
+    """``training`` as a Python bool; a tensor whose value is known only at run time
+    would need ``tf.cond`` and is refused with a hint."""
+    if isinstance(training, (bool, np.bool_)) or training is None:
+        return bool(training)
+    value = const_value(training) if isinstance(training, Tensor) else training
+    if value is None:
+        raise NotImplementedError(with_hint(
+            f"{layer}: training={training!r} is a tensor; choosing the training or the "
+            "inference branch at run time needs tf.cond, which tfteach does not support yet.",
+            tr("pass training=True or training=False (a Python bool); for both, call the "
+               "layer twice with the same name and reuse=True.")))
+    return bool(value)
+
+
+class Dropout(_Layer):
+    """In training, ``tf.nn.dropout`` with ``rate``; otherwise the identity."""
+
+    _default_name = "dropout"
+
+    def __init__(self, rate: float = 0.5, noise_shape: Any = None, seed: int | None = None,
+                 name: str | None = None, **unused: Any) -> None:
+        self.rate, self.noise_shape, self.seed, self.name = rate, noise_shape, seed, name
+
+    def __call__(self, inputs: Any, training: Any = False) -> Tensor:
+        train = _training_flag(training, "dropout")
+        with self._open_scope():
+            if not train:
+                return array_ops.identity(inputs)
+            return nn_ops.dropout(inputs, rate=self.rate, noise_shape=self.noise_shape,
+                                  seed=self.seed)
+
+    apply = __call__
+
+
+def dropout(inputs: Any, rate: float = 0.5, noise_shape: Any = None, seed: int | None = None,
+            training: Any = False, name: str | None = None) -> Tensor:
+    return Dropout(rate, noise_shape, seed, name)(inputs, training=training)
+
+
+class BatchNormalization(_Layer):
+    """Batch normalisation over the last (or ``axis``) channel: ``gamma`` and ``beta`` are
+    trained; ``moving_mean`` and ``moving_variance`` are not, and are updated by the ops this
+    layer puts in ``tf.GraphKeys.UPDATE_OPS`` when called with ``training=True``. 4-D inputs
+    use ``FusedBatchNormV3`` as TF does; others the unfused ``moments`` form."""
+
+    _default_name = "batch_normalization"
+
+    def __init__(self, axis: int = -1, momentum: float = 0.99, epsilon: float = 1e-3,
+                 center: bool = True, scale: bool = True, beta_initializer: Any = None,
+                 gamma_initializer: Any = None, moving_mean_initializer: Any = None,
+                 moving_variance_initializer: Any = None,
+                 beta_regularizer: Callable | None = None,
+                 gamma_regularizer: Callable | None = None, trainable: bool = True,
+                 name: str | None = None, reuse: Any = None, fused: bool | None = None,
+                 **unused: Any) -> None:
+        self.axis, self.momentum, self.epsilon = axis, momentum, epsilon
+        self.center, self.scale, self.fused = center, scale, fused
+        self.initializers = {"gamma": gamma_initializer or init_ops.Ones(),
+                             "beta": beta_initializer or init_ops.Zeros(),
+                             "moving_mean": moving_mean_initializer or init_ops.Zeros(),
+                             "moving_variance": moving_variance_initializer or init_ops.Ones()}
+        self.regularizers = {"gamma": gamma_regularizer, "beta": beta_regularizer}
+        self.trainable, self.name, self._reuse = trainable, name, reuse
+        self.gamma = self.beta = self.moving_mean = self.moving_variance = None
+
+    @property
+    def variables(self) -> list:
+        return [v for v in (self.gamma, self.beta, self.moving_mean, self.moving_variance)
+                if v is not None]
+
+    weights = variables
+    trainable_variables = property(
+        lambda self: [v for v in (self.gamma, self.beta) if v is not None and self.trainable])
+
+    def _variable(self, name: str, depth: int, trainable: bool) -> Any:
+        return get_variable(name, [depth], initializer=self.initializers[name],
+                            regularizer=self.regularizers.get(name), trainable=trainable)
+
+    def _build(self, depth: int) -> None:
+        if self.scale:
+            self.gamma = self._variable("gamma", depth, self.trainable)
+        if self.center:
+            self.beta = self._variable("beta", depth, self.trainable)
+        self.moving_mean = self._variable("moving_mean", depth, False)
+        self.moving_variance = self._variable("moving_variance", depth, False)
+
+    def _axis(self, x: Tensor) -> tuple[int, int]:
+        rank = x.shape.ndims
+        if rank is None:
+            raise ValueError("Input has undefined rank.")
+        axis = self.axis % rank
+        if x.shape.dims[axis] is None:
+            raise ValueError(f"Input has undefined `axis` dimension. Received input with "
+                             f"shape {x.shape}. Axis value: {self.axis}")
+        if not (rank == 4 and axis in (1, 3)) and axis != rank - 1:
+            raise NotImplementedError(with_hint(
+                f"batch_normalization over axis {self.axis} of a rank-{rank} input.",
+                tr("tfteach normalises the last axis, or axis 1 or 3 of a 4-D input.")))
+        return axis, x.shape.dims[axis]
+
+    def __call__(self, inputs: Any, training: Any = False) -> Tensor:
+        train = _training_flag(training, "batch_normalization")
+        x = convert_to_tensor(inputs)
+        axis, depth = self._axis(x)
+        with self._open_scope():
+            self._build(depth)
+            gamma = self.gamma if self.scale else array_ops.ones([depth], x.dtype, name="Const")
+            beta = self.beta if self.center else array_ops.zeros([depth], x.dtype, name="Const")
+            fused = x.shape.ndims == 4 and self.fused is not False
+            if fused:
+                fmt = "NCHW" if axis == 1 else "NHWC"
+                y, mean, variance = normalization_ops.fused_batch_norm(
+                    x, gamma, beta, self.moving_mean, self.moving_variance, self.epsilon, fmt,
+                    is_training=train)
+            else:
+                y, mean, variance = self._unfused(x, gamma, beta, axis, train)
+            if train:
+                self._add_updates(mean, variance, fused)
+            return y
+
+    apply = __call__
+
+    def _unfused(self, x: Tensor, gamma: Any, beta: Any, axis: int, train: bool) -> tuple:
+        axes = [i for i in range(x.shape.ndims) if i != axis]
+        if train:
+            mean, variance = normalization_ops.moments(x, axes)
+        else:
+            mean, variance = self.moving_mean, self.moving_variance
+        y = normalization_ops.batch_normalization(x, mean, variance, beta, gamma, self.epsilon)
+        return y, mean, variance
+
+    def _add_updates(self, mean: Tensor, variance: Tensor, fused: bool) -> None:
+        """TF's ``_assign_moving_average``: ``moving -= (moving - batch) * (1 - momentum)``
+        (the fused form takes the momentum as a tensor, the unfused one a constant decay)."""
+        g = get_default_graph()
+        momentum = convert_to_tensor(self.momentum, dtype=mean.dtype) if fused else None
+        for var, value in ((self.moving_mean, mean), (self.moving_variance, variance)):
+            with g.name_scope("AssignMovingAvg") as scope, g.colocate_with(var.op):
+                decay = 1.0 - momentum if fused else \
+                    convert_to_tensor(1.0 - self.momentum, dtype=mean.dtype, name="decay")
+                delta = (convert_to_tensor(var) - value) * decay
+                update = state_ops.assign_sub(var, delta, name=scope)
+            g.add_to_collection(GraphKeys.UPDATE_OPS, update.op)
+
+
+def batch_normalization(inputs: Any, axis: int = -1, momentum: float = 0.99,
+                        epsilon: float = 1e-3, center: bool = True, scale: bool = True,
+                        beta_initializer: Any = None, gamma_initializer: Any = None,
+                        moving_mean_initializer: Any = None,
+                        moving_variance_initializer: Any = None,
+                        beta_regularizer: Callable | None = None,
+                        gamma_regularizer: Callable | None = None, training: Any = False,
+                        trainable: bool = True, name: str | None = None, reuse: Any = None,
+                        fused: bool | None = None, **unused: Any) -> Tensor:
+    """Functional ``BatchNormalization``; run ``tf.GraphKeys.UPDATE_OPS`` with the train op
+    (``tf.control_dependencies``) to update the moving mean and variance."""
+    layer = BatchNormalization(axis, momentum, epsilon, center, scale, beta_initializer,
+                               gamma_initializer, moving_mean_initializer,
+                               moving_variance_initializer, beta_regularizer, gamma_regularizer,
+                               trainable, name, reuse, fused)
+    return layer(inputs, training=training)

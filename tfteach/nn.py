@@ -1,6 +1,6 @@
 """``tf.nn``: activations, softmax, cross-entropies, bias_add, l2_loss, dropout,
-embedding_lookup, convolution, pooling, normalisation (lrn, fused_batch_norm) and
-zero_fraction.
+embedding_lookup, convolution, pooling, normalisation (lrn, fused_batch_norm, moments,
+batch_normalization) and zero_fraction.
 
 The ops themselves (kernels, shapes, gradients) live in ``tfteach.ops.nn_ops``,
 ``embedding_ops``, ``conv_ops``, ``pooling_ops``, ``normalization_ops`` and
@@ -12,13 +12,14 @@ from tfteach.ops.nn_ops import (bias_add, dropout, l2_loss, leaky_relu, log_soft
                                 relu6, sigmoid, softmax, softmax_cross_entropy_with_logits,
                                 softmax_cross_entropy_with_logits_v2, softplus,
                                 sparse_softmax_cross_entropy_with_logits, tanh, xw_plus_b)
-from tfteach.ops.normalization_ops import fused_batch_norm, local_response_normalization, lrn
+from tfteach.ops.normalization_ops import (batch_normalization, fused_batch_norm,
+                                           local_response_normalization, lrn, moments)
 from tfteach.ops.pooling_ops import avg_pool, max_pool
 from tfteach.ops.summary_stats import zero_fraction
 
-__all__ = ["avg_pool", "bias_add", "conv2d", "dropout", "embedding_lookup",
+__all__ = ["avg_pool", "batch_normalization", "bias_add", "conv2d", "dropout", "embedding_lookup",
            "fused_batch_norm", "l2_loss", "leaky_relu", "local_response_normalization",
-           "log_softmax", "lrn", "max_pool", "relu", "relu6", "sigmoid", "softmax",
+           "log_softmax", "lrn", "max_pool", "moments", "relu", "relu6", "sigmoid", "softmax",
            "softmax_cross_entropy_with_logits",
            "softmax_cross_entropy_with_logits_v2", "softplus",
            "sparse_softmax_cross_entropy_with_logits", "tanh", "xw_plus_b", "zero_fraction"]

@@ -18,6 +18,7 @@ from typing import Any
 from tfteach.framework.graph import Tensor
 from tfteach.framework.registry import register_op, set_gradient
 from tfteach.framework.tensor_shape import TensorShape
+from tfteach.ops import array_ops, math_ops
 from tfteach.ops.common import convert_to_tensor, shape_error
 from tfteach.ops.conv_ops import float_input
 from tfteach.ops.windows import check_format
@@ -192,3 +193,32 @@ def fused_batch_norm(x: Any, scale: Any, offset: Any, mean: Any = None, variance
                                                 mn, vr], attrs, name=name or "FusedBatchNormV3")
     return op.outputs[0], op.outputs[1], op.outputs[2]
 
+
+
+# ---- composites: moments and batch_normalization (TF's nn_impl, no op types of their own) -------
+def moments(x: Any, axes: Any, shift: Any = None, name: str | None = None,
+            keep_dims: bool | None = None, keepdims: bool | None = None) -> tuple:
+    """``tf.nn.moments``: the mean and (biased) variance of ``x`` over ``axes``."""
+    t = convert_to_tensor(x)
+    keep = bool(keepdims if keepdims is not None else keep_dims)
+    with t.graph.name_scope(name or "moments"):
+        mean = math_ops.reduce_mean(t, axes, keepdims=True, name="mean")
+        spread = math_ops.squared_difference(t, array_ops.stop_gradient(mean))
+        variance = math_ops.reduce_mean(spread, axes, keepdims=True, name="variance")
+        if not keep:
+            mean, variance = array_ops.squeeze(mean, axes), array_ops.squeeze(variance, axes)
+        return mean, variance
+
+
+def batch_normalization(x: Any, mean: Any, variance: Any, offset: Any, scale: Any,
+                        variance_epsilon: float, name: str | None = None) -> Tensor:
+    """``tf.nn.batch_normalization``: ``(x - mean) * scale / sqrt(variance + eps) + offset``
+    (``batchnorm/Rsqrt``, ``mul``, ``mul_1``, ``mul_2``, ``sub``, ``add_1``, as TF)."""
+    t = convert_to_tensor(x)
+    with t.graph.name_scope(name or "batchnorm"):
+        inv = math_ops.rsqrt(convert_to_tensor(variance) + variance_epsilon)
+        if scale is not None:
+            inv *= convert_to_tensor(scale)
+        moved = convert_to_tensor(mean) * inv
+        shift = -moved if offset is None else convert_to_tensor(offset) - moved
+        return t * inv + shift
