@@ -4,8 +4,9 @@
 Lessons ship inside the wheel (``tfteach/lessons_data``) and sit in the repository's
 ``lessons/`` for an editable install; ``lessons copy`` writes them with outputs and
 execution counts cleared, so a teacher hands out fresh notebooks (``--no-solutions`` leaves
-out the exercises' solution cells) and a learner gets a working copy that JupyterLab may
-save into (``--keep-existing`` keeps the notebooks already there, with the learner's work).
+out the exercises' solution cells and turns ``tfteach.lessons.solution()`` off there) and a
+learner gets a working copy that JupyterLab may save into (``--keep-existing`` keeps the
+notebooks already there, with the learner's work).
 ``--lang`` picks the lessons' language (``en``, ``ko``, ``zh`` or ``ru``; a translated set
 comes with the course's glossary); ``--lang all`` writes the English set into DIR and each
 translation into DIR/<lang>/, as the repository's ``lessons/`` holds them.
@@ -59,6 +60,10 @@ def copy_lessons(dest: Path, overwrite: bool = False, solutions: bool = True,
     sources = _sources(lang)
     dest.mkdir(parents=True, exist_ok=True)
     written = []
+    if not solutions:       # turns tfteach.lessons.solution() off for notebooks run here
+        marker = dest / exercises.NO_SOLUTIONS_FILE
+        marker.write_text("Lessons copied without solutions: tfteach.lessons.solution() is off.\n")
+        written.append(marker)
     for path in sources:
         target = dest / path.name
         if target.exists() and keep_existing:

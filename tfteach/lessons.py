@@ -12,11 +12,16 @@ Each returns a ``Feedback``: truthy when the answer is right, shown in a noteboo
 any way TF accepts (``GPU:1``, ``/gpu:1``, ``/device:GPU:1`` or a full name); only the parts
 given are compared.
 
-A check that names its ``exercise`` takes what it checks, its hints and, when the call gives
-none, its expected value from the package (``tfteach.notebook.exercises``), and counts the
-learner's wrong tries: the first gets a direction (which part is wrong, too high or too low),
-the second a stronger hint, the third the answer. Without ``exercise`` a check has no state
-and says at once what was expected.
+A check that names its ``exercise`` takes what it checks, its hints and its expected value
+from the package (``tfteach.notebook.exercises``; a predict exercise's answer comes from a
+graph the package builds, ``exercise_checks.PREDICTED``), and counts the learner's wrong
+tries: the first names the wrong part and the kind of mistake (too high or too low only for
+quantities), the second the idea and the lesson's section that teaches it, the third and
+later a worked hint; the answer only on request (``solution``). A build exercise's check
+(``"kind": "build"``) takes what the learner built (a function, graph, config, server or
+``%%placement`` result), runs it on hidden inputs (``exercise_checks.BUILD_CHECKS``) and
+refuses typed numbers. Without ``exercise`` a check has no state and says at once what was
+expected.
 """
 from __future__ import annotations
 
@@ -28,7 +33,7 @@ import numpy as np
 from tfteach.errors import with_hint
 from tfteach.framework.device_spec import DeviceSpec
 from tfteach.i18n import tr
-from tfteach.notebook import exercises
+from tfteach.notebook import exercise_checks, exercises
 
 _FROM_EXERCISE: Any = object()      # "the exercise's answer, from the package"
 
@@ -72,13 +77,15 @@ class Feedback:
 
 
 def check(actual: Any, expected: Any = _FROM_EXERCISE, what: str | None = None, hint: str = "",
-          atol: float = 1e-6, exercise: str | None = None) -> Feedback:
+          atol: float = 1e-6, exercise: str | None = None, cluster: Any = None) -> Feedback:
     """Compare ``actual`` with ``expected`` (numbers and arrays within ``atol``).
 
     With ``exercise`` (e.g. ``"5.2"``) the feedback is progressive, and ``expected`` may be
-    left out: the exercise's answer is kept in the package."""
+    left out: the exercise's answer is kept in the package. A build exercise's ``actual`` is
+    what the learner built; ``cluster`` is the lesson's LocalCluster where its check runs
+    there."""
     if exercise is not None:
-        return _check_exercise(exercise, actual, expected, atol)
+        return _check_exercise(exercise, actual, expected, atol, {"cluster": cluster})
     if expected is _FROM_EXERCISE:
         raise TypeError("check() needs the expected value, or exercise='lesson.number'")
     feedback = Feedback(what or "the answer")
@@ -117,60 +124,113 @@ def solution(exercise: str) -> exercises.Solution:
     return exercises.solution(exercise)
 
 
-def _check_exercise(name: str, actual: Any, expected: Any, atol: float) -> Feedback:
+def _check_exercise(name: str, actual: Any, expected: Any, atol: float,
+                    context: dict | None = None) -> Feedback:
     info = exercises.exercise(name)
-    if expected is _FROM_EXERCISE:
-        expected = info["answer"]
     feedback = Feedback(info["what"])
-    passed = _same(actual, expected, atol)
-    tries = exercises.count_try(name, passed)
-    if passed:
-        return feedback
-    if tries >= exercises.TRIES_BEFORE_ANSWER:
-        feedback.problems.append(_expected_got(expected, actual))
+    if info.get("kind") == "build":
+        if _is_typed(actual):
+            feedback.problems.append(tr("this check wants {wants}, not typed values: pass it "
+                                        "what you built", wants=tr(info["wants"])))  # i18n: dynamic
+            return feedback
+        passed = _run_build_check(feedback, name, actual, context or {})
     else:
-        feedback.problems.extend(_directions(actual, expected, atol))
-    _add_hints(feedback, name, info, tries)
+        if name in exercise_checks.PREDICTED:
+            expected = exercise_checks.PREDICTED[name]()
+        elif expected is _FROM_EXERCISE:
+            expected = info["answer"]
+        passed = _same_answer(actual, expected, atol, info)
+        if not passed:
+            feedback.problems.extend(_directions(actual, expected, atol, info))
+    tries = exercises.count_try(name, passed, exercises.fingerprint(actual))
+    if not passed:
+        _add_hints(feedback, name, info, tries)
     return feedback
 
 
+def _run_build_check(feedback: Feedback, name: str, built: Any, context: dict) -> bool:
+    info = exercises.exercise(name)
+    try:
+        problems = exercise_checks.BUILD_CHECKS[name](built, context)
+    except exercise_checks.WrongKind:
+        problems = [tr("this check wants {wants}, not {kind}", wants=tr(info["wants"]),  # i18n: dynamic
+                       kind=type(built).__name__)]
+    feedback.problems.extend(problems)
+    return not problems
+
+
+def _is_typed(value: Any) -> bool:
+    """Whether ``value`` is a typed answer: a number, text, or plain lists/dicts of them."""
+    if value is None or isinstance(value, (bool, int, float, str, np.number, np.ndarray)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_is_typed(v) for v in value)
+    if isinstance(value, dict):
+        return all(_is_typed(v) for v in value.values())
+    return False
+
+
+def _same_answer(actual: Any, expected: Any, atol: float, info: dict) -> bool:
+    if info.get("devices"):
+        return _same_devices(actual, expected)
+    return _same(actual, expected, atol)
+
+
+def _same_devices(actual: Any, expected: Any) -> bool:
+    """Device answers, compared as DeviceSpecs (``/gpu:1`` is ``/device:GPU:1``)."""
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and set(actual) == set(expected) and all(
+            _same_devices(actual[k], v) for k, v in expected.items())
+    try:
+        return DeviceSpec.from_string(actual).to_string() == \
+            DeviceSpec.from_string(expected).to_string()
+    except (TypeError, ValueError):
+        return False
+
+
 def _add_hints(feedback: Feedback, name: str, info: dict, tries: int) -> None:
-    """The hints for the ``tries``-th wrong try: direction, then stronger, then the answer."""
-    feedback.hints.append(tr(info["direction"]))  # i18n: dynamic
-    if tries >= 2:
-        feedback.hints.append(tr(info["hint"]))  # i18n: dynamic
+    """The hints for the ``tries``-th wrong try: a direction, then the idea and the section
+    that teaches it, then a worked hint; the answer never (only ``solution``)."""
     ask = f"`tfteach.lessons.solution('{name}')`"
-    if tries >= exercises.TRIES_BEFORE_ANSWER:
-        feedback.hints.append(tr("the whole solution: {ask}", ask=ask))
-    elif tries == 1:
+    if tries <= 1:
+        feedback.hints.append(tr(info["direction"]))  # i18n: dynamic
         feedback.hints.append(tr("a stronger hint comes with the next wrong try, the answer "
                                  "with the third, or now with {ask}", ask=ask))
+    elif tries < exercises.TRIES_BEFORE_WORKED_HINT:
+        feedback.hints.append(tr("the idea: {concept}; the section \"{section}\" of this "
+                                 "lesson teaches it", concept=tr(info["concept"]),  # i18n: dynamic
+                                 section=tr(info["section"])))  # i18n: dynamic
+        feedback.hints.append(tr("a worked hint comes with the next wrong try"))
     else:
-        feedback.hints.append(tr("the answer comes with the next wrong try, or now with {ask}",
-                                 ask=ask))
+        feedback.hints.append(tr(info["hint"]))  # i18n: dynamic
+        if exercises.solutions_allowed():
+            feedback.hints.append(tr("the whole solution, only if you want it: {ask}", ask=ask))
 
 
-def _directions(actual: Any, expected: Any, atol: float) -> list[str]:
-    """What is wrong, without the expected value: which parts, and too high or too low."""
+def _directions(actual: Any, expected: Any, atol: float, info: dict) -> list[str]:
+    """What is wrong, without the expected value: which parts, and (quantities only) too high
+    or too low."""
+    quantity = not info.get("categorical") and not info.get("devices")
+    same = (lambda a, e: _same_answer(a, e, atol, info))
     if isinstance(expected, dict) and isinstance(actual, dict):
         missing = [tr("there is no answer for {key}", key=repr(k))
                    for k in expected if k not in actual]
         extra = [tr("{key} is not asked for", key=repr(k)) for k in actual if k not in expected]
-        wrong = [_one_direction(repr(k), actual[k], v)
-                 for k, v in expected.items() if k in actual and not _same(actual[k], v, atol)]
+        wrong = [_one_direction(repr(k), actual[k], v, quantity)
+                 for k, v in expected.items() if k in actual and not same(actual[k], v)]
         return missing + wrong + extra
     if isinstance(expected, (list, tuple)) and isinstance(actual, (list, tuple)):
         if len(actual) != len(expected):
             return [tr("give {expected} values, not {actual}", expected=len(expected),
                        actual=len(actual))]
         pairs = enumerate(zip(actual, expected, strict=True))
-        return [_one_direction(tr("value {n}", n=i + 1), a, e) for i, (a, e) in pairs
-                if not _same(a, e, atol)]
-    return [_one_direction(tr("the answer"), actual, expected)]
+        return [_one_direction(tr("value {n}", n=i + 1), a, e, quantity) for i, (a, e) in pairs
+                if not same(a, e)]
+    return [_one_direction(tr("the answer"), actual, expected, quantity)]
 
 
-def _one_direction(label: str, actual: Any, expected: Any) -> str:
-    if _is_number(actual) and _is_number(expected):
+def _one_direction(label: str, actual: Any, expected: Any, quantity: bool = True) -> str:
+    if quantity and _is_number(actual) and _is_number(expected):
         if actual > expected:
             return tr("{label}, {value}, is too high", label=label, value=_show(actual))
         return tr("{label}, {value}, is too low", label=label, value=_show(actual))
@@ -211,19 +271,23 @@ def check_placement(result: Any, expected: dict[str, str] = _FROM_EXERCISE, valu
     ``result`` is what ``%%placement`` leaves in ``_placement`` (or any object with a
     ``view.devices``/``devices`` mapping of op names to device names, and ``values``).
     With ``exercise``, the placement and value asked for come from the package when not
-    given, and the feedback is progressive: the wanted devices and value show from the
-    second wrong try on.
+    given, ``result`` must be a cell's result (a typed mapping is refused), and the
+    feedback is progressive; it never shows the wanted devices or value.
     """
     info = exercises.exercise(exercise) if exercise is not None else {}
     if expected is _FROM_EXERCISE:
         expected = info["answer"] if info else {}
     value = info.get("value") if value is None else value
     atol = info.get("atol", atol)
-    reveal = not info or exercises.wrong_tries(exercise) + 1 >= 2
     feedback = Feedback(what or info.get("what", "the placement"))
-    _check_placed(feedback, result, expected, value, atol, reveal)
+    if info and _is_typed(result):
+        feedback.problems.append(tr("this check wants {wants}, not typed values: pass it "
+                                    "what you built", wants=tr(info["wants"])))  # i18n: dynamic
+        return feedback
+    _check_placed(feedback, result, expected, value, atol, reveal=not info)
     if info:
-        tries = exercises.count_try(exercise, feedback.passed)
+        seen = exercises.fingerprint([_full_devices(result), getattr(result, "values", None)])
+        tries = exercises.count_try(exercise, feedback.passed, seen)
         if not feedback.passed:
             _add_hints(feedback, exercise, info, tries)
     return feedback

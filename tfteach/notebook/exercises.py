@@ -2,13 +2,15 @@
 
 A lesson never holds an exercise's expected value: its check either computes it from the
 learner's own graph or run, or names the exercise (``check(x, exercise="5.2")``) and the
-value comes from ``exercises.json`` here, beside what is checked and two hints:
-``direction`` (after the first wrong try) and ``hint`` (stronger, after the second). The
-answer itself is shown after ``TRIES_BEFORE_ANSWER`` wrong tries, or on request with
-``tfteach.lessons.solution("5.2")``, which shows the lesson's solution cells: the cells
-whose metadata says ``{"tfteach": {"solution": "5.2"}}`` (collapsed in JupyterLab, and left
-out by ``tfteach lessons copy --no-solutions``). Wrong tries are counted per exercise for
-as long as the kernel runs.
+value comes from ``exercises.json`` here, beside what is checked and the feedback ladder:
+``direction`` (the first wrong try), ``concept`` and ``section`` (the second: the idea and
+where the lesson teaches it, never code) and ``hint`` (the third and later: a worked hint).
+The answer is shown only on request, with ``tfteach.lessons.solution("5.2")``, which shows
+the lesson's solution cells: the cells whose metadata says
+``{"tfteach": {"solution": "5.2"}}`` (collapsed in JupyterLab, and left out by ``tfteach
+lessons copy --no-solutions``, whose copy turns the request off: ``solutions_allowed``).
+Wrong tries are counted per exercise for as long as the kernel runs; a submission equal to
+the previous one, or to the exercise's untouched ``starter``, is not a try.
 """
 from __future__ import annotations
 
@@ -22,10 +24,13 @@ from tfteach import errors
 from tfteach.i18n import language, tr
 
 ANSWERS = Path(__file__).with_name("exercises.json")
-TRIES_BEFORE_ANSWER = 3
+TRIES_BEFORE_WORKED_HINT = 3
 SOLUTION_KEY = "solution"
+NO_SOLUTIONS_FILE = ".tfteach-no-solutions"    # written by ``lessons copy --no-solutions``
+NO_SOLUTIONS_ENV = "TFTEACH_NO_SOLUTIONS"
 
 _wrong_tries: dict[str, int] = {}
+_last_seen: dict[str, str] = {}
 
 
 @lru_cache(maxsize=1)
@@ -54,19 +59,54 @@ def wrong_tries(name: str) -> int:
     return _wrong_tries.get(name, 0)
 
 
-def count_try(name: str, passed: bool) -> int:
-    """Record one check of ``name``; the number of wrong tries so far."""
-    if not passed:
+def count_try(name: str, passed: bool, seen: str | None = None) -> int:
+    """Record one check of ``name``; which wrong try this is (0 when it passed). ``seen`` is
+    the submission's ``fingerprint``: one equal to the previous submission, or to the
+    exercise's untouched ``starter``, is not counted (it still gets the first try's
+    feedback at least)."""
+    repeat = seen is not None and seen == _last_seen.get(name)
+    starter = seen is not None and seen == fingerprint(exercise(name).get("starter"))
+    if seen is not None:
+        _last_seen[name] = seen
+    if not passed and not repeat and not starter:
         _wrong_tries[name] = _wrong_tries.get(name, 0) + 1
-    return _wrong_tries.get(name, 0)
+    return 0 if passed else max(_wrong_tries.get(name, 0), 1)
+
+
+def fingerprint(value: Any) -> str | None:
+    """A submission's fingerprint: its ``repr`` with tuples as lists; ``None`` for none."""
+    if value is None:
+        return None
+    if isinstance(value, tuple):
+        value = list(value)
+    return repr(value) if not callable(value) else _code_print(value)
+
+
+def _code_print(func: Any) -> str:
+    code = getattr(func, "__code__", None)
+    return repr((code.co_code, code.co_consts, code.co_names)) if code else repr(func)
 
 
 def forget_tries(name: str | None = None) -> None:
     """Start counting again, for one exercise or (``None``) for all."""
     if name is None:
         _wrong_tries.clear()
+        _last_seen.clear()
     else:
         _wrong_tries.pop(name, None)
+        _last_seen.pop(name, None)
+
+
+def solutions_allowed() -> bool:
+    """Whether ``solution()`` may show an answer: not in a copy made with ``tfteach lessons
+    copy --no-solutions`` (its folder, where the kernel runs, holds ``NO_SOLUTIONS_FILE``),
+    nor where ``TFTEACH_NO_SOLUTIONS`` is set."""
+    import os
+
+    if os.environ.get(NO_SOLUTIONS_ENV, "") not in ("", "0"):
+        return False
+    here = Path.cwd()
+    return not any((folder / NO_SOLUTIONS_FILE).exists() for folder in (here, *here.parents))
 
 
 def lessons_folder(lang: str = "en") -> Path:
@@ -111,8 +151,14 @@ class Solution:
 
 
 def solution(name: str) -> Solution:
-    """The solution of exercise ``name`` (e.g. ``"10.2"``), from its lesson's solution cells."""
+    """The solution of exercise ``name`` (e.g. ``"10.2"``), from its lesson's solution cells;
+    refused (PermissionDeniedError) in a copy of the lessons made without solutions."""
     info = exercise(name)
+    if not solutions_allowed():
+        raise errors.PermissionDeniedError(
+            f"The solution of exercise {name} is not available in this copy of the lessons",
+            hint=tr("your teacher made this copy without solutions: ask them, or use the "
+                    "feedback of the check and the lesson's sections"))
     lesson = int(str(name).split(".")[0])
     found = Solution(str(name), answer=info.get("answer"))
     for path in sorted(_lessons_in_language().glob(f"{lesson:02d}_*.ipynb")):
