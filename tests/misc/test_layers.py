@@ -15,11 +15,14 @@ rank  layer         modules
 2     devices       tfteach.devices.*, tfteach.config (virtual GPUs: a front to devices)
 3     runtime       tfteach.runtime.*, tfteach.timeline (re-export of runtime.timeline)
 4     train         tfteach.train.*, tfteach.summary (event files for TensorBoard)
-5     distributed   tfteach.distributed.*, tfteach.cluster, tfteach.server (re-exports)
-6     notebook      tfteach.notebook.*, tfteach.lessons (a lesson's checks: notebook-facing),
+5     hardware      tfteach.hardware.* (modelled hardware: profiles, calibration, predict;
+                    it places and partitions with the runtime, and its validation graphs
+                    train models, so it sits above train)
+6     distributed   tfteach.distributed.*, tfteach.cluster, tfteach.server (re-exports)
+7     notebook      tfteach.notebook.*, tfteach.lessons (a lesson's checks: notebook-facing),
                     tfteach (the package itself: the public ``import tfteach as tf`` API,
                     which loads train, distributed and the notebook magics on first use)
-7     apps          tfteach.cli, tfteach.experiments, tfteach.examples.* (programs that use
+8     apps          tfteach.cli, tfteach.experiments, tfteach.examples.* (programs that use
                     the public API)
 ====  ============  ==========================================================================
 
@@ -35,7 +38,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "tfteach"
 
-LAYERS = ["framework", "ops", "devices", "runtime", "train", "distributed", "notebook", "apps"]
+LAYERS = ["framework", "ops", "devices", "runtime", "train", "hardware", "distributed", "notebook",
+          "apps"]
 
 # Top-level modules and the layer each belongs to (subpackages take their own name's layer).
 PLACES = {

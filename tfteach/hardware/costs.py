@@ -1,0 +1,89 @@
+"""What one op asks of a device: floating-point operations and bytes of memory traffic.
+
+``op_work(op_type, attrs, inputs, outputs)`` takes the op's input and output
+``(shape, itemsize)`` pairs (shapes with known sizes) and returns ``Work(flops, nbytes,
+kind)``. The device's cost is then the roofline: ``launch + max(flops / peak, nbytes /
+bandwidth)`` (``schedule``). Kinds are data, in sets below:
+
+- ``IDLE``: ops that compute nothing (Const, Identity, NoOp, Placeholder, VariableV2...);
+  they cost the device's ``idle_op_s`` only.
+- ``VIEWS``: ops that return a view or a tiny host value (Reshape, Shape, ...): a kernel's
+  fixed cost, no traffic.
+- MatMul ``2mnk``; Conv2D ``2 * output elements * kh * kw * c_in``; reductions one FLOP per
+  input element; softmax and cross-entropy a few per element (``PER_ELEMENT``);
+  everything else one FLOP per output element. Traffic: every input read once and every
+  output written once (``MOVES`` only move bytes).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+IDLE = frozenset({"Const", "Identity", "NoOp", "Placeholder", "VariableV2", "StopGradient",
+                  "PlaceholderWithDefault", "IsVariableInitialized"})
+VIEWS = frozenset({"Reshape", "ExpandDims", "Squeeze", "Shape", "Size", "Rank",
+                   "BroadcastGradientArgs", "ConcatOffset", "InvertPermutation"})
+REDUCTIONS = frozenset({"Sum", "Mean", "Max", "Min", "Prod", "ArgMax", "ArgMin", "L2Loss",
+                        "BiasAddGrad"})
+MOVES = frozenset({"Transpose", "ConcatV2", "Pack", "Unpack", "Split", "Slice", "StridedSlice",
+                   "StridedSliceGrad", "Tile", "Pad", "GatherV2", "Fill", "ZerosLike",
+                   "OnesLike", "BroadcastTo", "Assign", "Cast", "OneHot"})
+# FLOPs per element where one is too few (softmax and cross-entropy: exp, sum, divide, log;
+# transcendental functions a few, as grappler's cost estimator weights them). The figures
+# are NumPy's kernels' times relative to Add's, measured on an x86 CPU; a GPU's element-wise
+# kernels are memory-bound, so there they rarely decide the cost.
+PER_ELEMENT = {"Softmax": 8, "LogSoftmax": 8, "SoftmaxCrossEntropyWithLogits": 10,
+               "SparseSoftmaxCrossEntropyWithLogits": 10, "Exp": 4, "Log": 4, "Log1p": 4,
+               "Tanh": 2, "Sigmoid": 4, "Softplus": 6, "Pow": 8, "Sqrt": 2, "Rsqrt": 2,
+               "Maximum": 2.5, "Minimum": 2.5}
+REDUCTION_FLOPS = 1.5   # per input element (NumPy's pairwise sum: 1.5 times an Add's time)
+
+
+@dataclass(frozen=True)
+class Work:
+    flops: float
+    nbytes: int
+    kind: str       # "idle", "view", "matrix" (MatMul, Conv2D), "compute" or "move"
+
+
+Arg = tuple  # (shape tuple of ints, itemsize)
+
+
+def _n(arg: Arg) -> int:
+    return prod(arg[0])
+
+
+def _bytes(args: list[Arg]) -> int:
+    return sum(_n(a) * a[1] for a in args)
+
+
+def matmul_flops(a: tuple, b: tuple, transpose_a: bool, transpose_b: bool) -> float:
+    """``2 m n k`` for ``a @ b`` (shapes as given, before the transposes)."""
+    m, k = (a[1], a[0]) if transpose_a else (a[0], a[1])
+    n = b[0] if transpose_b else b[1]
+    return 2.0 * m * n * k
+
+
+def op_work(op_type: str, attrs: dict, inputs: list[Arg], outputs: list[Arg]) -> Work:
+    """The FLOPs and bytes of one op (see the module docstring)."""
+    if op_type in IDLE:
+        return Work(0.0, 0, "idle")
+    if op_type in VIEWS:
+        return Work(0.0, 0, "view")
+    traffic = _bytes(inputs) + _bytes(outputs)
+    if op_type in MOVES:
+        return Work(0.0, traffic, "move")
+    out_n = sum(_n(o) for o in outputs)
+    if op_type == "MatMul" and len(inputs) == 2 and all(len(a[0]) == 2 for a in inputs):
+        return Work(matmul_flops(inputs[0][0], inputs[1][0], bool(attrs.get("transpose_a")),
+                                 bool(attrs.get("transpose_b"))), traffic, "matrix")
+    if op_type == "Conv2D" and len(inputs) == 2 and len(inputs[1][0]) == 4:
+        kh, kw, c_in, _ = inputs[1][0]
+        return Work(2.0 * out_n * kh * kw * c_in, traffic, "matrix")
+    if op_type in REDUCTIONS:
+        flops = float(_n(inputs[0])) * REDUCTION_FLOPS if inputs else float(out_n)
+    elif op_type == "AddN":
+        flops = float(out_n * max(1, len(inputs) - 1))
+    else:
+        flops = float(out_n * PER_ELEMENT.get(op_type, 1))
+    return Work(flops, traffic, "compute")
