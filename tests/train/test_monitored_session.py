@@ -54,7 +54,9 @@ def test_the_chief_restores_the_latest_checkpoint(tmp_path):
     with tf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path),
                                            hooks=[tf.train.StopAtStepHook(num_steps=5)]) as sess:
         ran = _train(sess, train, gs)
-    assert ran[0] == 10 and len(ran) == 5        # continued from step 10, five more steps
+    # continued from step 10, five more steps; a global step fetched with the train op shows
+    # the step's increment (TF's read aliases the variable, which the step updates in place)
+    assert ran[0] == 11 and len(ran) == 5
     assert abs(tf.train.load_variable(str(tmp_path), "w") - 5.0 * 0.8 ** 15) < 1e-4
 
 
@@ -116,7 +118,7 @@ def test_hooks_are_called_in_order_and_get_their_fetches():
         _train(sess, train, gs)
     assert hook.calls == ["begin", "after_create_session", "before_run", "after_run",
                           "before_run", "after_run", "end"]
-    assert [int(v) for v in hook.values] == [0, 1]
+    assert [int(v) for v in hook.values] == [1, 2]    # after each step's increment, as in TF
 
 
 def test_end_is_not_called_when_the_loop_raises():
@@ -157,7 +159,7 @@ def test_logging_tensor_hook_prints(capsys):
              tf.train.StopAtStepHook(last_step=3)]
     with tf.train.MonitoredTrainingSession(hooks=hooks) as sess:
         _train(sess, train, gs)
-    assert capsys.readouterr().out.splitlines() == ["step = 0", "step = 2"]
+    assert capsys.readouterr().out.splitlines() == ["step = 1", "step = 3"]   # as TF's
 
 
 def test_nan_loss_fails_the_training():

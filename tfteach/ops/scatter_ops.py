@@ -8,10 +8,10 @@ and then run ``SparseApplyMomentum`` ... on those rows; Adam uses ``ScatterAdd``
 slots. A ``SparseApply*`` kernel given repeated indices applies them one after the other,
 as TF's loop does (here in rounds: the first occurrence of every index, then the second...).
 
-Like the dense training ops in ``tfteach.ops.state_ops``: refs first, updates out of place
-(the new value is a fresh array), ``use_locking`` holds the variable's lock for the whole
-update; the Scatter ops always hold it, as AssignAdd does. Indices are checked first, so a
-bad index changes nothing.
+Like the dense training ops in ``tfteach.ops.training_ops``: refs first, the named rows
+written into the variable's buffer (concurrent updates may race on single rows, never lose
+a whole update), ``use_locking`` holds the variable's lock for the whole update. Indices
+are checked first, so a bad index changes nothing.
 """
 from __future__ import annotations
 
@@ -39,21 +39,20 @@ def _row_hint(rows: int) -> str:
 
 # ---- Scatter* --------------------------------------------------------------------------------
 def _scatter(fn: Callable) -> Callable:
-    """A Scatter kernel: ``fn(xp, new_value, device_indices, rows)`` changes a copy in place."""
+    """A Scatter kernel: ``fn(xp, buffer, device_indices, rows)`` changes the variable's
+    buffer in place."""
     def kernel(ctx, ref, indices, updates):
         op, xp = ctx.op, ctx.xp
         idx = _host_indices(ctx, indices)
-        with ref.lock:
-            old = ref.read(op)
-            bad = bad_index(idx, old.shape[0])
+        with _locked(ctx, ref):
+            buf = ref.buffer(op)
+            bad = bad_index(idx, buf.shape[0])
             if bad is not None:
                 raise errors.InvalidArgumentError(
-                    f"indices[{bad[0]}] = {bad[1]} is not in [0, {old.shape[0]})", op=op,
-                    hint=_row_hint(old.shape[0]))
-            new = old.copy()
-            rows = xp.broadcast_to(updates, (idx.size,) + old.shape[1:])
-            fn(xp, new, xp.asarray(idx), rows)
-            ref.assign(new, op)
+                    f"indices[{bad[0]}] = {bad[1]} is not in [0, {buf.shape[0]})", op=op,
+                    hint=_row_hint(buf.shape[0]))
+            rows = xp.broadcast_to(updates, (idx.size,) + buf.shape[1:])
+            fn(xp, buf, xp.asarray(idx), rows)
         return ref
     return kernel
 
@@ -135,7 +134,7 @@ def _sparse_apply(n_refs: int, rule: Callable) -> Callable:
         grad, indices = hyper.pop(at), hyper.pop(at)
         idx = _host_indices(ctx, indices)
         with _locked(ctx, refs[0]):
-            arrays = [r.read(op).copy() for r in refs]
+            arrays = [r.buffer(op) for r in refs]
             bad = bad_index(idx, arrays[0].shape[0])
             if bad is not None:
                 raise errors.InvalidArgumentError(
@@ -146,8 +145,6 @@ def _sparse_apply(n_refs: int, rule: Callable) -> Callable:
                 new = rule(ctx, *[a[rows] for a in arrays], *hyper, grad[xp.asarray(pos)])
                 for a, r in zip(arrays, new, strict=True):
                     a[rows] = r
-            for r, a in zip(refs, arrays, strict=True):
-                r.assign(a, op)
         return refs[0]
     return kernel
 

@@ -7,8 +7,10 @@ update it; every other consumer reads its value, which fails with TF's
 ``FailedPreconditionError`` when the variable was never initialized.
 
 Invariants: a ref edge always connects two ops on the same device (the placer colocates
-them), updates are out-of-place (a fetched value never changes afterwards), and VariableV2
-and Assign have no int32 GPU kernel, as in TF.
+them); updates write into the variable's buffer, as TF's kernels do, so two concurrent
+non-locking updates never lose a whole one (a fetched value is a copy and never changes
+afterwards); ``use_locking=True`` holds the variable's lock; VariableV2 and Assign have no
+int32 GPU kernel, as in TF. The optimizers' training ops are in ``training_ops``.
 """
 from __future__ import annotations
 
@@ -41,31 +43,39 @@ def _assign_kernel(ctx, ref, value):
             f"Assign requires shapes of both tensors to match. lhs shape= "
             f"{list(ref.value.shape)} rhs shape= {list(value.shape)}", op=ctx.op,
             hint=tr("assign a value of the variable's shape, or pass validate_shape=False."))
-    ref.assign(ctx.xp.array(value, copy=True), ctx.op)
+    with _locked(ctx, ref):
+        ref.write(value, ctx.xp, ctx.op)
     return ref
 
 
-# AssignAdd and AssignSub are whole read-modify-writes under the variable's lock, whatever
-# use_locking says: TF's unlocked in-place add takes nanoseconds, so two workers bumping the
-# global step at once practically never lose an increment there; between Python's read and
-# write another thread can run, and they did (a between-graph lesson counted 119 of 120 steps).
+# AssignAdd and AssignSub add into the variable's buffer, as TF's in-place kernels: two
+# workers bumping the global step at once never lose an increment (a one-element add runs
+# whole while NumPy holds the GIL), and larger arrays race at most on single elements.
 def _assign_add_kernel(ctx, ref, value):
-    with ref.lock:
-        ref.assign(ref.read(ctx.op) + value, ctx.op)
+    with _locked(ctx, ref):
+        buf = ref.buffer(ctx.op)
+        ctx.xp.add(buf, value, out=buf)
     return ref
 
 
 def _assign_sub_kernel(ctx, ref, value):
-    with ref.lock:
-        ref.assign(ref.read(ctx.op) - value, ctx.op)
+    with _locked(ctx, ref):
+        buf = ref.buffer(ctx.op)
+        ctx.xp.subtract(buf, value, out=buf)
     return ref
+
+
+def _locked(ctx: Any, ref: Any) -> Any:
+    """TF's ``use_locking``: hold the variable's lock for the whole read-modify-write."""
+    return ref.lock if ctx.attrs.get("use_locking") else contextlib.nullcontext()
 
 
 def _count_up_to_kernel(ctx, ref):
     """TF's CountUpTo: the variable's value before adding one; at ``limit`` OutOfRange."""
     limit = ctx.attrs["limit"]
     with ref.lock:
-        before = ref.read(ctx.op)
+        buf = ref.buffer(ctx.op)
+        before = buf.copy()
         if before >= limit:
             from tfteach.errors import OutOfRangeError
             raise OutOfRangeError(f"Reached limit of {limit}", op=ctx.op,
@@ -73,7 +83,7 @@ def _count_up_to_kernel(ctx, ref):
                                           "producer) is used up; initialize its local "
                                           "variable again (tf.local_variables_initializer()) "
                                           "to start over."))
-        ref.assign(before + 1, ctx.op)
+        ctx.xp.add(buf, 1, out=buf)
     return before
 
 
@@ -123,15 +133,16 @@ def _update(op_type: str, ref: Any, value: Any, name: str | None, **attrs: Any) 
 
 def assign(ref: Any, value: Any, validate_shape: bool = True, use_locking: bool = True,
            name: str | None = None) -> Tensor:
-    return _update("Assign", ref, value, name, validate_shape=validate_shape)
+    return _update("Assign", ref, value, name, validate_shape=validate_shape,
+                   use_locking=use_locking)
 
 
 def assign_add(ref: Any, value: Any, use_locking: bool = False, name: str | None = None) -> Tensor:
-    return _update("AssignAdd", ref, value, name)
+    return _update("AssignAdd", ref, value, name, use_locking=use_locking)
 
 
 def assign_sub(ref: Any, value: Any, use_locking: bool = False, name: str | None = None) -> Tensor:
-    return _update("AssignSub", ref, value, name)
+    return _update("AssignSub", ref, value, name, use_locking=use_locking)
 
 
 def count_up_to(ref: Any, limit: int, name: str | None = None) -> Tensor:
@@ -212,13 +223,13 @@ class Variable:
         return assign(self._variable, value, use_locking=use_locking, name=name)
 
     def assign_add(self, delta, use_locking=False, name=None):
-        return assign_add(self._variable, delta, name=name)
+        return assign_add(self._variable, delta, use_locking=use_locking, name=name)
 
     def count_up_to(self, limit, name=None):
         return count_up_to(self._variable, limit, name=name)
 
     def assign_sub(self, delta, use_locking=False, name=None):
-        return assign_sub(self._variable, delta, name=name)
+        return assign_sub(self._variable, delta, use_locking=use_locking, name=name)
 
     def eval(self, session: Any = None) -> Any:
         return self._snapshot.eval(session=session)
@@ -256,126 +267,6 @@ for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__
     setattr(Variable, _name, _delegate(_name))
 
 register_tensor_conversion(Variable, lambda v, dtype: v._snapshot)
-
-
-# ---- optimizer updates: TF's training ops (stateful, ref inputs first, out of place) ---------
-def _locked(ctx: Any, ref: Any) -> Any:
-    """TF's ``use_locking``: hold the variable's lock for the whole read-modify-write."""
-    return ref.lock if ctx.attrs.get("use_locking") else contextlib.nullcontext()
-
-
-def _apply_gradient_descent(ctx, var, alpha, delta):
-    if ctx.attrs.get("use_locking"):
-        with var.lock:
-            return _gradient_descent_step(ctx, var, alpha, delta)
-    return _gradient_descent_step(ctx, var, alpha, delta)
-
-
-def _gradient_descent_step(ctx, var, alpha, delta):
-    xp = ctx.xp
-    new = xp.asarray(delta * alpha)     # a fresh array (0-d too): the update is out of place
-    var.assign(xp.subtract(var.read(ctx.op), new, out=new), ctx.op)
-    return var
-
-
-def _apply_momentum(ctx, var, accum, lr, grad, momentum):
-    op = ctx.op
-    with _locked(ctx, var):
-        a = accum.read(op) * momentum + grad
-        accum.assign(a, op)
-        step = grad * lr + a * momentum * lr if ctx.attrs["use_nesterov"] else lr * a
-        var.assign(var.read(op) - step, op)
-    return var
-
-
-def _apply_adagrad(ctx, var, accum, lr, grad):
-    op = ctx.op
-    with _locked(ctx, var):
-        a = accum.read(op) + grad * grad
-        accum.assign(a, op)
-        var.assign(var.read(op) - lr * grad / ctx.xp.sqrt(a), op)
-    return var
-
-
-def _apply_adam(ctx, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad):
-    op, xp = ctx.op, ctx.xp
-    with _locked(ctx, var):
-        lr_t = lr * xp.sqrt(1 - beta2_power) / (1 - beta1_power)
-        m_t = m.read(op) + (grad - m.read(op)) * (1 - beta1)
-        v_t = v.read(op) + (grad * grad - v.read(op)) * (1 - beta2)
-        m.assign(m_t, op)
-        v.assign(v_t, op)
-        direction = grad * (1 - beta1) + beta1 * m_t if ctx.attrs["use_nesterov"] else m_t
-        var.assign(var.read(op) - lr_t * direction / (xp.sqrt(v_t) + epsilon), op)
-    return var
-
-
-def _apply_rms_prop(ctx, var, ms, mom, lr, rho, momentum, epsilon, grad):
-    op = ctx.op
-    with _locked(ctx, var):
-        ms_t = ms.read(op) + (grad * grad - ms.read(op)) * (1 - rho)
-        mom_t = mom.read(op) * momentum + lr * grad / ctx.xp.sqrt(ms_t + epsilon)
-        ms.assign(ms_t, op)
-        mom.assign(mom_t, op)
-        var.assign(var.read(op) - mom_t, op)
-    return var
-
-
-def _apply_centered_rms_prop(ctx, var, mg, ms, mom, lr, rho, momentum, epsilon, grad):
-    op = ctx.op
-    with _locked(ctx, var):
-        mg_t = mg.read(op) + (grad - mg.read(op)) * (1 - rho)
-        ms_t = ms.read(op) + (grad * grad - ms.read(op)) * (1 - rho)
-        denom = ms_t - mg_t * mg_t + epsilon
-        mom_t = mom.read(op) * momentum + lr * grad / ctx.xp.sqrt(denom)
-        mg.assign(mg_t, op)
-        ms.assign(ms_t, op)
-        mom.assign(mom_t, op)
-        var.assign(var.read(op) - mom_t, op)
-    return var
-
-
-def _apply_shape(op):
-    var, grad = op.inputs[0], op.inputs[op.op_def.extra["grad_index"]]
-    if not var.shape.is_compatible_with(grad.shape):
-        raise ValueError(f"Shapes must be equal rank, but are {var.shape.ndims} and "
-                         f"{grad.shape.ndims}" if var.shape.ndims != grad.shape.ndims else
-                         f"var and grad do not have the same shape{var.shape.bracket()} "
-                         f"{grad.shape.bracket()} for '{op.name}' (op: '{op.type}').")
-    return [(var.dtype, var.shape)]
-
-
-# type -> (kernel, number of ref inputs, index of the gradient input); inputs in TF's order:
-# the refs first, then hyperparameters and the gradient.
-_TRAINING_OPS = {
-    "ApplyGradientDescent": (_apply_gradient_descent, 1, 2),
-    "ApplyMomentum": (_apply_momentum, 2, 3),
-    "ApplyAdagrad": (_apply_adagrad, 2, 3),
-    "ApplyAdam": (_apply_adam, 3, 9),
-    "ApplyRMSProp": (_apply_rms_prop, 3, 7),
-    "ApplyCenteredRMSProp": (_apply_centered_rms_prop, 4, 8),
-}
-for _type, (_kernel, _n_refs, _grad_index) in _TRAINING_OPS.items():
-    register_op(_type, _apply_shape, _kernel, gpu_types=frozenset(dtypes.FLOATS),
-                stateful=True, ref_inputs=tuple(range(_n_refs)), ref_output=True, cheap=False,
-                extra={"grad_index": _grad_index})
-
-
-def apply_update(op_type: str, refs: list, values: list, name: str | None = None,
-                 **attrs: Any) -> Tensor:
-    """Create training op ``op_type`` (e.g. ``ApplyAdam``) on variables ``refs``.
-
-    ``values`` are the op's other inputs in TF's order (hyperparameters and the gradient,
-    e.g. ``[lr, grad, momentum]`` for ApplyMomentum); Python numbers become constants of
-    the variable's dtype.
-    """
-    rs = [_ref_of(r) for r in refs]
-    g = rs[0].graph
-    with g.as_default():
-        vals = [convert_to_tensor(v, dtype=rs[0].dtype) for v in values]
-    attrs.setdefault("use_locking", False)
-    return g.create_op(op_type, rs + vals, {"T": rs[0].dtype, **attrs},
-                       name=name or op_type).outputs[0]
 
 
 # ---- collections and initializers -----------------------------------------------------------

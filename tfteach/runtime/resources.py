@@ -7,6 +7,13 @@ named containers, as TF's: a stateful op's ``container`` attr (set by ``tf.conta
 them (``tf.Session.reset``). Variables are ``VarRef`` objects: the ``VariableV2`` kernel
 returns one, ref-taking kernels update it, and reading an uninitialized one raises TF's
 ``FailedPreconditionError``. A variable's bytes count against its device's memory budget.
+
+A variable keeps one buffer that updates write into, as TF's kernels do (``buffer()``; a
+new one only when it is first set or changes shape, ``assign()``). Readers get a read-only
+view of it (``read()``, ``value``): within a step it shows later updates, as TF's reads
+alias the variable, and anything that keeps it past the step copies it (a fetch does:
+``executor.to_fetch_value``), so a fetched array never changes and changing it changes no
+variable.
 """
 from __future__ import annotations
 
@@ -20,9 +27,10 @@ from tfteach.i18n import tr
 
 
 class VarRef:
-    """The storage of one variable on one device."""
+    """The storage of one variable on one device: ``value`` is what readers see (a
+    read-only view of the buffer on the host; the CuPy array itself on a GPU) or None."""
 
-    __slots__ = ("name", "device", "dtype", "shape", "value", "lock")
+    __slots__ = ("name", "device", "dtype", "shape", "value", "lock", "_buffer")
 
     def __init__(self, name: str, device: Any, dtype: Any, shape: Any) -> None:
         self.name = name
@@ -30,42 +38,66 @@ class VarRef:
         self.dtype = dtype
         self.shape = shape
         self.value: Any = None
+        self._buffer: Any = None
         self.lock = threading.Lock()
 
     def read(self, op: Any = None) -> Any:
         value = self.value
         if value is None:
-            node = f"\n\t [[Node: {op.summary()}]]" if op is not None else ""
-            raise FailedPreconditionError(
-                f"Attempting to use uninitialized value {self.name}{node}", op=op,
-                hint=tr("run sess.run(tf.global_variables_initializer()) once after creating "
-                        "the session (variables belong to a session and start "
-                        "uninitialized)."))
+            self._uninitialized(op)
         return value
 
+    def buffer(self, op: Any = None) -> Any:
+        """The array that in-place updates write into (``xp.add(b, d, out=b)``)."""
+        buf = self._buffer
+        if buf is None:
+            self._uninitialized(op)
+        return buf
+
+    def _uninitialized(self, op: Any) -> None:
+        node = f"\n\t [[Node: {op.summary()}]]" if op is not None else ""
+        raise FailedPreconditionError(
+            f"Attempting to use uninitialized value {self.name}{node}", op=op,
+            hint=tr("run sess.run(tf.global_variables_initializer()) once after creating "
+                    "the session (variables belong to a session and start "
+                    "uninitialized)."))
+
+    def write(self, value: Any, xp: Any, op: Any = None) -> None:
+        """TF's Assign: copy ``value`` into the buffer when the shapes match, else take a
+        new buffer (a copy of ``value``)."""
+        buf = self._buffer
+        if buf is not None and buf.shape == getattr(value, "shape", ()):
+            xp.copyto(buf, value, casting="unsafe")
+        else:
+            self.assign(xp.array(value, copy=True), op)
+
     def assign(self, value: Any, op: Any = None) -> None:
+        """Make ``value`` (an array nobody else writes to) the variable's new buffer."""
+        if isinstance(value, np.generic):
+            value = np.array(value)
         if isinstance(value, np.ndarray):
-            # Updates replace a variable's array, never write into it; read-only, it is copied
-            # when fetched (executor.to_fetch_value), so a learner changing a fetched array
-            # changes no variable, as in TF.
-            value.flags.writeable = False
-        new = int(getattr(value, "nbytes", 0))
-        old = int(getattr(self.value, "nbytes", 0)) if self.value is not None else 0
-        if new == old:
-            self.value = value
-            return
+            if not value.flags.writeable:
+                value = value.copy()
+            view = value.view()
+            view.flags.writeable = False
+        else:
+            view = value
+        self._account(int(getattr(value, "nbytes", 0)), value, op)
+        self._buffer, self.value = value, view
+
+    def _account(self, new: int, value: Any, op: Any) -> None:
+        old = int(getattr(self._buffer, "nbytes", 0)) if self._buffer is not None else 0
         mem = self.device.memory
         if new > old:
             mem.alloc(new - old, getattr(value, "shape", ()), self.dtype,
                       op.name if op is not None else self.name, self.device.name)
         elif old > new:
             mem.free(old - new)
-        self.value = value
 
     def release(self) -> None:
         if self.value is not None:
-            self.device.memory.free(int(getattr(self.value, "nbytes", 0)))
-            self.value = None
+            self.device.memory.free(int(getattr(self._buffer, "nbytes", 0)))
+            self.value = self._buffer = None
 
     def __repr__(self) -> str:
         state = "uninitialized" if self.value is None else f"shape={self.value.shape}"

@@ -30,7 +30,8 @@ from tfteach.ops import math_ops, state_ops
 from tfteach.ops.control_ops import group
 from tfteach.ops.init_ops import Constant, Ones
 from tfteach.ops.scatter_ops import apply_sparse_update, scatter_add, scatter_sub
-from tfteach.ops.state_ops import Variable, apply_update
+from tfteach.ops.state_ops import Variable
+from tfteach.ops.training_ops import apply_update
 from tfteach.train.optimizer import Optimizer
 
 
