@@ -8,8 +8,9 @@ and multiplied by the filter ``[KH*KW*C, O]``, so the work runs at BLAS speed. T
 gradient is ``patches^T @ dy``; the input gradient is ``dy @ filter^T`` scattered back
 (col2im) with one strided add per window offset, never a loop over pixels.
 
-Layouts: CPU kernels compute NHWC only and refuse NCHW with TF's error; on a GPU (real or
-virtual) an NCHW op is transposed to NHWC and back.
+Layouts: kernels compute NHWC; an NCHW op is transposed to NHWC and back on every device.
+TF 1.x's CPU kernels refused NCHW, but TF 2.x's graph mode (compat.v1, whose layout
+optimizer rewrites NCHW on the CPU) runs it, and tfteach follows that.
 """
 from __future__ import annotations
 
@@ -31,7 +32,6 @@ from tfteach.ops.windows import (
     from_nhwc,
     in_format,
     nhwc_dims,
-    nhwc_only_on_cpu,
     pad_image,
     patches,
     to_nhwc,
@@ -41,8 +41,6 @@ from tfteach.ops.windows import (
 
 _ATTRS = ("strides", "padding", "data_format", "dilations", "use_cudnn_on_gpu",
           "explicit_paddings")
-_CPU_NCHW = ("The Conv2D op currently only supports the NHWC tensor format on the CPU. "
-             "The op was given the format: NCHW")
 
 
 def _window(attrs: Any, filter_shape: Any) -> Window:
@@ -81,14 +79,12 @@ def conv_filter_grad_nhwc(xp: Any, x: Any, f_shape: tuple, dy: Any, win: Window)
 
 
 def _conv_kernel(ctx, x, f):
-    nhwc_only_on_cpu(ctx, _CPU_NCHW)
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     out = conv_nhwc(xp, to_nhwc(xp, x, fmt), f, _window(ctx.attrs, f.shape))
     return from_nhwc(xp, out.astype(x.dtype, copy=False), fmt)
 
 
 def _input_grad_kernel(ctx, sizes, f, dy):
-    nhwc_only_on_cpu(ctx, _CPU_NCHW.replace("Conv2D", "Conv2DBackpropInput"))
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     shape = tuple(nhwc_dims([int(v) for v in ctx.device.to_host(sizes).tolist()], fmt))
     dx = conv_input_grad_nhwc(xp, shape, f, to_nhwc(xp, dy, fmt), _window(ctx.attrs, f.shape))
@@ -96,7 +92,6 @@ def _input_grad_kernel(ctx, sizes, f, dy):
 
 
 def _filter_grad_kernel(ctx, x, sizes, dy):
-    nhwc_only_on_cpu(ctx, _CPU_NCHW.replace("Conv2D", "Conv2DBackpropFilter"))
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     f_shape = tuple(int(v) for v in ctx.device.to_host(sizes).tolist())
     df = conv_filter_grad_nhwc(xp, to_nhwc(xp, x, fmt), f_shape, to_nhwc(xp, dy, fmt),

@@ -5,7 +5,8 @@ Kernels loop over the window's offsets (``KH * KW`` vectorised steps over every 
 position), never over pixels. As in TF: SAME padding never wins a max (pads are -inf) and
 is left out of an average (each output divides by the number of real inputs it saw); the
 max gradient goes to the first maximum of each window in row-major order (TF's CPU
-kernel). CPU kernels compute NHWC only; a GPU (real or virtual) takes NCHW too.
+kernel). NCHW is transposed to NHWC and back, on every device (as TF 2.x's compat.v1 graph
+mode runs it on the CPU; TF 1.x refused it there).
 """
 from __future__ import annotations
 
@@ -28,16 +29,11 @@ from tfteach.ops.windows import (
     from_nhwc,
     in_format,
     nhwc_dims,
-    nhwc_only_on_cpu,
     pad_image,
     to_nhwc,
     window_from_attrs,
     window_slices,
 )
-
-
-def _cpu_nchw(kind: str) -> str:
-    return f"Default {kind} only supports NHWC on device type CPU"
 
 
 def _geometry(x: Any, attrs: Any) -> tuple:
@@ -70,13 +66,11 @@ def max_pool_grad_nhwc(xp: Any, x: Any, y: Any, dy: Any, attrs: Any) -> Any:
 
 
 def _max_kernel(ctx, x):
-    nhwc_only_on_cpu(ctx, _cpu_nchw("MaxPoolingOp"))
     fmt = ctx.attrs["data_format"]
     return from_nhwc(ctx.xp, max_pool_nhwc(ctx.xp, to_nhwc(ctx.xp, x, fmt), ctx.attrs), fmt)
 
 
 def _max_grad_kernel(ctx, x, y, dy):
-    nhwc_only_on_cpu(ctx, _cpu_nchw("MaxPoolingGradOp"))
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     dx = max_pool_grad_nhwc(xp, to_nhwc(xp, x, fmt), to_nhwc(xp, y, fmt), to_nhwc(xp, dy, fmt),
                             ctx.attrs)
@@ -116,13 +110,11 @@ def avg_pool_grad_nhwc(xp: Any, in_shape: tuple, dy: Any, attrs: Any) -> Any:
 
 
 def _avg_kernel(ctx, x):
-    nhwc_only_on_cpu(ctx, _cpu_nchw("AvgPoolingOp"))
     fmt = ctx.attrs["data_format"]
     return from_nhwc(ctx.xp, avg_pool_nhwc(ctx.xp, to_nhwc(ctx.xp, x, fmt), ctx.attrs), fmt)
 
 
 def _avg_grad_kernel(ctx, sizes, dy):
-    nhwc_only_on_cpu(ctx, _cpu_nchw("AvgPoolingGradOp"))
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     shape = tuple(nhwc_dims([int(v) for v in ctx.device.to_host(sizes).tolist()], fmt))
     return from_nhwc(xp, avg_pool_grad_nhwc(xp, shape, to_nhwc(xp, dy, fmt), ctx.attrs), fmt)

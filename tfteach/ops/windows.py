@@ -18,9 +18,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from tfteach.errors import InvalidArgumentError
-from tfteach.i18n import tr
-
 PADDINGS = ("SAME", "VALID")
 
 
@@ -55,13 +52,6 @@ def check_format(data_format: Any) -> str:
         raise ValueError(f"Value for attr 'data_format' of \"{fmt}\" is not in the list of "
                          "allowed values: \"NHWC\", \"NCHW\"")
     return fmt
-
-
-def nhwc_only_on_cpu(ctx: Any, message: str) -> None:
-    """TF's CPU kernels compute NHWC only; a GPU (real or virtual) takes NCHW too."""
-    if ctx.attrs.get("data_format", "NHWC") == "NCHW" and ctx.device.device_type == "CPU":
-        raise InvalidArgumentError(message, op=ctx.op, hint=tr(
-            "on the CPU use data_format='NHWC' (channels last), or place the op on a GPU."))
 
 
 @dataclass(frozen=True)
