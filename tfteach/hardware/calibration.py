@@ -8,9 +8,11 @@ What it times, each as the median of a few repetitions (the machine may be busy)
 - copies of arrays twice and a quarter the last-level cache's size: memory and cache
   bandwidth (bytes read + written per second); NumPy's float32 Add on cached arrays: the
   element-wise FLOP/s;
-- tfteach's own per-op cost: chains of cheap ops run through a tfteach ``Session`` on GPU:0
-  (Add of a constant, Relu, Sum, MatMul, Identity), minus a one-op step: the per-step overhead and
-  each op kind's fixed cost;
+- tfteach's own per-op cost: steps of a hundred tiny ops of one kind (Identity, Add of a
+  constant, Relu, Sum, MatMul, Reshape, sparse softmax cross-entropy, the gradient-descent
+  and Adagrad updates, RandomUniform) run through a tfteach ``Session`` on GPU:0, against a
+  one-op step: the per-step overhead and each kind's fixed cost (other op types take the
+  figure of the kind they resemble, ``_KINDS``);
 - TCP on loopback: half a round trip of one byte (latency) and one large send (bandwidth),
   the ``loopback`` and ``network`` links (this machine's tasks talk over loopback).
 
@@ -25,7 +27,7 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -33,18 +35,31 @@ from tfteach.devices import discovery
 from tfteach.devices.gpu import gpu_count
 from tfteach.framework.graph import Graph
 from tfteach.hardware.profiles import DeviceProfile, LinkProfile, MachineProfile
-from tfteach.ops import array_ops, math_ops, nn_ops
+from tfteach.ops import array_ops, control_ops, math_ops, nn_ops, random_ops, state_ops
+from tfteach.ops.constant_op import constant
 from tfteach.runtime import blas
 from tfteach.runtime.session import Session
+from tfteach.train.optimizers import AdagradOptimizer, GradientDescentOptimizer
 
-# Op types whose fixed cost is measured, and the op kinds that take each one's figure.
+# Op types whose fixed cost is measured, and the op types that take each one's figure.
 _KINDS = {"Add": ("Add", "AddV2", "Sub", "Mul", "RealDiv", "Maximum", "Minimum", "Equal",
-                  "Greater", "Less", "SquaredDifference", "BiasAdd", "Select", "AddN"),
+                  "Greater", "Less", "SquaredDifference", "BiasAdd", "Select", "AddN",
+                  "FloorDiv", "FloorMod", "Pow", "NotEqual", "GreaterEqual", "LessEqual"),
           "Relu": ("Relu", "ReluGrad", "Neg", "Square", "Exp", "Log", "Sqrt", "Tanh",
-                   "Sigmoid", "Cast", "Abs", "Sign", "Reciprocal", "ZerosLike", "OnesLike"),
-          "Sum": ("Sum", "Mean", "Max", "Min", "Prod", "ArgMax", "ArgMin", "BiasAddGrad"),
-          "MatMul": ("MatMul",)}
-CHAIN = 100
+                   "Sigmoid", "Cast", "Abs", "Sign", "Reciprocal", "ZerosLike", "OnesLike",
+                   "BroadcastTo", "Tile", "Transpose", "TanhGrad", "SigmoidGrad", "Fill"),
+          "Sum": ("Sum", "Mean", "Max", "Min", "Prod", "ArgMax", "ArgMin", "BiasAddGrad",
+                  "L2Loss"),
+          "MatMul": ("MatMul",),
+          "Reshape": ("Reshape", "ExpandDims", "Squeeze", "Shape", "Size", "Rank"),
+          "SparseSoftmaxCrossEntropyWithLogits": (
+              "SparseSoftmaxCrossEntropyWithLogits", "SoftmaxCrossEntropyWithLogits",
+              "Softmax", "LogSoftmax"),
+          "ApplyGradientDescent": ("ApplyGradientDescent", "AssignSub", "AssignAdd", "Assign",
+                                   "ApplyMomentum"),
+          "ApplyAdagrad": ("ApplyAdagrad", "ApplyRMSProp", "ApplyAdam"),
+          "RandomUniform": ("RandomUniform", "RandomStandardNormal", "TruncatedNormal")}
+COPIES = 100
 
 
 def _median_time(fn: Callable[[], object], repeat: int, inner: int = 1) -> float:
@@ -93,24 +108,39 @@ def vector_flops(n: int = 1 << 18) -> float:
     return n / _median_time(lambda: np.add(a, a), 7, inner=3)
 
 
-def _chain(kind: str, length: int) -> tuple[Graph, object]:
+def _one(kind: str, x: Any, labels: Any, var: Any) -> Any:
+    """One op of ``kind`` on tiny inputs (a 2 x 2 float32 ``x``)."""
+    if kind == "ApplyGradientDescent":
+        return GradientDescentOptimizer(0.1).apply_gradients([(x, var)])
+    if kind == "ApplyAdagrad":
+        return AdagradOptimizer(0.1).apply_gradients([(x, var)])
+    return {"Identity": lambda: array_ops.identity(x), "Add": lambda: math_ops.add(x, 0.5),
+            "Relu": lambda: nn_ops.relu(x), "Sum": lambda: math_ops.reduce_sum(x, 1),
+            "MatMul": lambda: math_ops.matmul(x, x),
+            "Reshape": lambda: array_ops.reshape(x, [4]),
+            "SparseSoftmaxCrossEntropyWithLogits":
+                lambda: nn_ops.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=x),
+            "RandomUniform": lambda: random_ops.random_uniform([2, 2])}[kind]()
+
+
+def _copies(kind: str, n: int) -> tuple[Graph, Any, dict, list]:
+    """A graph of ``n`` independent ops of ``kind``, its fetch, feed and initializer."""
     g = Graph()
     with g.as_default(), g.device("/gpu:0" if _gpus() else "/cpu:0"):
-        y = array_ops.placeholder("float32", [1, 1], name="x")
-        for _ in range(length):
-            y = {"Add": lambda t: math_ops.add(t, 0.5), "Relu": nn_ops.relu,
-                 "Sum": lambda t: math_ops.reduce_sum(t, 1, keepdims=True),
-                 "MatMul": lambda t: math_ops.matmul(t, t),
-                 "Identity": array_ops.identity}[kind](y)
-    return g, y
+        x = array_ops.placeholder("float32", [2, 2], name="x")
+        labels = constant(np.zeros(2, np.int64))
+        var = state_ops.Variable(np.zeros((2, 2), np.float32))
+        fetch = control_ops.group(*[_one(kind, x, labels, var) for _ in range(n)])
+        init = [state_ops.global_variables_initializer()]
+    return g, fetch, {x: np.ones((2, 2), np.float32)}, init
 
 
 def _gpus() -> int:
     return gpu_count() or discovery.virtual_gpu_count()
 
 
-def step_time(graph: Graph, fetch: object, feed: dict, repeat: int = 9,
-              init: list | None = None) -> float:
+def step_time(graph: Graph, fetch: object, feed: dict, init: list | None = None,
+              repeat: int = 9) -> float:
     """Median seconds of ``Session.run(fetch, feed)`` in a new session (which first runs
     ``init``), after a warm-up."""
     with Session(graph=graph) as sess:
@@ -119,17 +149,29 @@ def step_time(graph: Graph, fetch: object, feed: dict, repeat: int = 9,
         return _median_time(lambda: sess.run(fetch, feed), repeat, inner=5)
 
 
+def _identity_chain(n: int) -> tuple[Graph, Any, dict]:
+    """``n`` Identity ops, each reading the one before: every output is kept and freed."""
+    g = Graph()
+    with g.as_default(), g.device("/gpu:0" if _gpus() else "/cpu:0"):
+        x = y = array_ops.placeholder("float32", [2, 2], name="x")
+        for _ in range(n):
+            y = array_ops.identity(y)
+    return g, y, {x: np.ones((2, 2), np.float32)}
+
+
 def op_overheads() -> tuple[float, dict]:
-    """(seconds of a one-op step, {measured op kind: seconds per op}) through a Session."""
-    feed_value = np.ones((1, 1), np.float32)
-    base_graph, base = _chain("Identity", 1)
-    base_s = step_time(base_graph, base, {base_graph.get_tensor_by_name("x:0"): feed_value})
-    per_op = {}
-    for kind in ("Identity", *_KINDS):
-        g, y = _chain(kind, CHAIN)
-        total = step_time(g, y, {g.get_tensor_by_name("x:0"): feed_value})
-        per_op[kind] = max(0.0, (total - base_s) / (CHAIN - 1))
-    return base_s, per_op
+    """(seconds of a one-op step, {measured op kind: seconds per op}) through a Session.
+
+    Each kind is timed as independent copies whose outputs nobody reads; an output that is
+    read costs the executor its bookkeeping (kept, counted against the device, freed), the
+    difference between a chain of Identity ops and independent ones, added to every kind.
+    """
+    base_s = step_time(*_copies("Identity", 1))
+    per_op = {kind: max(0.0, (step_time(*_copies(kind, COPIES)) - base_s) / (COPIES - 1))
+              for kind in ("Identity", *_KINDS)}
+    chained = max(0.0, (step_time(*_identity_chain(COPIES)) - base_s) / (COPIES - 1))
+    read = max(0.0, chained - per_op["Identity"])
+    return base_s, {kind: cost + read for kind, cost in per_op.items()}
 
 
 def loopback_link(nbytes: int = 16 << 20, pings: int = 200) -> LinkProfile:

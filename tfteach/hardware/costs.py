@@ -32,10 +32,10 @@ MOVES = frozenset({"Transpose", "ConcatV2", "Pack", "Unpack", "Split", "Slice", 
 # transcendental functions a few, as grappler's cost estimator weights them). The figures
 # are NumPy's kernels' times relative to Add's, measured on an x86 CPU; a GPU's element-wise
 # kernels are memory-bound, so there they rarely decide the cost.
-PER_ELEMENT = {"Softmax": 8, "LogSoftmax": 8, "SoftmaxCrossEntropyWithLogits": 10,
-               "SparseSoftmaxCrossEntropyWithLogits": 10, "Exp": 4, "Log": 4, "Log1p": 4,
+PER_ELEMENT = {"Softmax": 12, "LogSoftmax": 12, "SoftmaxCrossEntropyWithLogits": 25,
+               "SparseSoftmaxCrossEntropyWithLogits": 25, "Exp": 4, "Log": 4, "Log1p": 4,
                "Tanh": 2, "Sigmoid": 4, "Softplus": 6, "Pow": 8, "Sqrt": 2, "Rsqrt": 2,
-               "Maximum": 2.5, "Minimum": 2.5}
+               "Maximum": 3.5, "Minimum": 3.5, "Relu": 3.5, "Relu6": 7}
 REDUCTION_FLOPS = 1.5   # per input element (NumPy's pairwise sum: 1.5 times an Add's time)
 
 

@@ -174,7 +174,7 @@ def measure(name: str, profile: MachineProfile, repeat: int = 9) -> Row:
     """Predict, then measure, one case on this machine."""
     g, fetch, feed, init = _build(CASES[name])
     est = predict(fetch, feed, profile=profile, graph=g)
-    measured = step_time(g, fetch, feed, repeat, init)
+    measured = step_time(g, fetch, feed, init, repeat)
     return Row(name, len(est.run_metadata.placement), est.step_time_s, measured)
 
 
