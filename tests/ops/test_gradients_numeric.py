@@ -29,6 +29,9 @@ WITH_ZERO = np.array([[1.5, 0.0, -2.0], [0.5, 1.2, 0.7]])
 LOGITS = R.randn(4, 5)
 PROBS = np.exp(R.randn(4, 5))
 PROBS /= PROBS.sum(axis=1, keepdims=True)
+IMG = R.randn(2, 4, 5, 2)            # NHWC images for convolution, pooling, normalisation
+FILT = R.randn(3, 2, 2, 3)
+DEPTH = R.randn(3)
 
 
 @dataclass
@@ -160,6 +163,19 @@ CASES = [
     Case("SparseSoftmaxCrossEntropyWithLogits",
          lambda lg, lb: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=lb, logits=lg),
          [LOGITS, np.array([0, 4, 2, 2], np.int64)], wrt=[0]),
+    # convolution, pooling, normalisation
+    Case("Conv2D", lambda x, f: tf.nn.conv2d(x, f, [1, 1, 1, 1], "SAME"), [IMG, FILT],
+         label="same"),
+    Case("Conv2D", lambda x, f: tf.nn.conv2d(x, f, [1, 2, 1, 1], "VALID", dilations=[1, 1, 2, 1]),
+         [IMG, FILT], shapes=[[None, 4, 5, 2], [3, 2, 2, 3]], label="strided-dilated"),
+    Case("MaxPool", lambda x: tf.nn.max_pool(x, [1, 2, 2, 1], [1, 2, 2, 1], "SAME"), [IMG]),
+    Case("AvgPool", lambda x: tf.nn.avg_pool(x, [1, 3, 2, 1], [1, 1, 2, 1], "SAME"), [IMG]),
+    Case("LRN", lambda x: tf.nn.lrn(x, 1, bias=1.0, alpha=0.5, beta=0.75), [IMG]),
+    Case("FusedBatchNormV3", lambda x, s, o: tf.nn.fused_batch_norm(x, s, o)[0],
+         [IMG, DEPTH[:2], DEPTH[1:]], label="training"),
+    Case("FusedBatchNormV3", lambda x, s, o: tf.nn.fused_batch_norm(
+        x, s, o, [0.1, -0.2], [0.5, 2.0], is_training=False)[0], [IMG, DEPTH[:2], DEPTH[1:]],
+        label="inference"),
 ]
 
 
