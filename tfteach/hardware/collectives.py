@@ -5,8 +5,9 @@
   of S / n bytes to its neighbour at once: ``2 (n - 1) / n * S / bandwidth`` plus
   ``2 (n - 1)`` latencies.
 - ``parameter_server_time(S, n, link)``: n workers push S bytes each into one parameter
-  server's link and pull S bytes back: ``2 n S / bandwidth`` plus two latencies (the
-  server's port serialises the copies).
+  server's link and pull S bytes back; the server's port carries the 2 n copies one after
+  another, each ``latency + S / bandwidth`` (as ``predict`` models a port): ``2 n S /
+  bandwidth`` plus ``2 n`` latencies.
 - ``ring_allreduce(tensors, devices)`` builds that ring from ordinary ops (Split, Add,
   Identity, ConcatV2) with ``tf.device`` scopes, so ``predict`` (or a real session) runs it
   and its timeline shows each step's transfers.
@@ -29,7 +30,7 @@ def ring_allreduce_time(nbytes: float, n: int, link: LinkProfile) -> float:
 
 def parameter_server_time(nbytes: float, n_workers: int, link: LinkProfile) -> float:
     """Seconds for ``n_workers`` to push ``nbytes`` each to one server and pull them back."""
-    return 2 * n_workers * nbytes / link.bandwidth + 2 * link.latency_s
+    return 2 * n_workers * link.time(nbytes)
 
 
 def ring_allreduce(tensors: list[Tensor], devices: list[str]) -> list[Tensor]:

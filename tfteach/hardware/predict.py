@@ -166,21 +166,26 @@ class _Model:
                    info: dict) -> schedule.Item:
         link, ends = self._link(src, dst)
         label = f"{short_device(src.name)} -> {short_device(dst.name)} ({link.name})"
-        return schedule.Item(len(self.items), name, link.time(nbytes),
-                             ((ends[0], link.name, "out"), (ends[1], link.name, "in")),
+        return schedule.Item(len(self.items), name, link.time(nbytes), ends,
                              info={**info, "src": src.name, "dst": dst.name, "bytes": nbytes,
                                    "link": label})
 
     def _link(self, src: Device, dst: Device) -> tuple[LinkProfile, tuple]:
-        """The link between two devices and the endpoints whose ports it uses."""
+        """The link between two devices and the queues a copy over it holds: each end's
+        port (a host's network card, a GPU's own PCIe or NVLink lanes)."""
         a, b = (src.spec.job, src.spec.task), (dst.spec.job, dst.spec.task)
         if a != b:
             if self.hosts[a] != self.hosts[b]:
-                return self.prof.network, (f"host {self.hosts[a]}", f"host {self.hosts[b]}")
-            return self.prof.loopback, (src.name, dst.name)
-        if src.device_type == "GPU" and dst.device_type == "GPU":
-            return self.prof.gpu_link, (src.name, dst.name)
-        return self.prof.host_link, (src.name, dst.name)
+                return self.prof.network, ((f"host {self.hosts[a]}", "net", "out"),
+                                           (f"host {self.hosts[b]}", "net", "in"))
+            return self.prof.loopback, ((a, "loop", "out"), (b, "loop", "in"))
+        gpus = [d.name for d in (src, dst) if d.device_type == "GPU"]
+        if len(gpus) == 2:
+            kind = "pcie" if self.prof.gpu_link_via_host else "gpu link"
+            return self.prof.gpu_link, ((src.name, kind, "out"), (dst.name, kind, "in"))
+        if gpus:       # a GPU's own PCIe lanes, to or from its host
+            return self.prof.host_link, ((gpus[0], "pcie", "out" if src.name in gpus else "in"),)
+        return self.prof.host_link, ((src.name, "memory", "out"), (dst.name, "memory", "in"))
 
     @staticmethod
     def _host_of(dev: Device) -> Device:

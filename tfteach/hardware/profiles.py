@@ -3,8 +3,9 @@
 A ``MachineProfile`` is one or more identical hosts, each with one CPU device and
 ``gpus_per_host`` GPUs, joined by links:
 
-- ``host_link``: CPU <-> GPU on one host (PCIe);
-- ``gpu_link``: GPU <-> GPU on one host (NVLink, or PCIe through the host);
+- ``host_link``: CPU <-> GPU on one host (PCIe; each GPU has its own lanes);
+- ``gpu_link``: GPU <-> GPU on one host (NVLink, or PCIe through the host: then
+  ``gpu_link_via_host`` and a copy holds both GPUs' PCIe lanes);
 - ``loopback``: task <-> task on the same host (shared memory or loopback TCP);
 - ``network``: task <-> task on different hosts (Ethernet, InfiniBand).
 
@@ -98,6 +99,7 @@ class MachineProfile:
     hosts: int = 1
     step_overhead_s: float = 30e-6      # a Session.run's own cost before the first op
     shares_host_memory: bool = False    # GPUs in host memory: feeds and fetches not copied
+    gpu_link_via_host: bool = False     # GPU copies cross both GPUs' PCIe lanes (no NVLink)
     sources: tuple = ()
 
     def device(self, device_type: str) -> DeviceProfile:
@@ -139,7 +141,7 @@ class MachineProfile:
                           if dev.vector_flops else "")
                 lines.append(f"  {dev.name}: peak TFLOP/s {peaks}{vector}; memory "
                              f"{dev.mem_bandwidth / GB:.4g} GB/s{cache}, "
-                             f"{dev.memory_bytes / 2**30:.0f} GiB; launch "
+                             f"{dev.memory_bytes / GB:.0f} GB; launch "
                              f"{dev.launch_s * 1e6:.2f} us, idle op {dev.idle_op_s * 1e6:.2f} us")
         for role in ("host_link", "gpu_link", "loopback", "network"):
             link = getattr(self, role)
@@ -222,7 +224,8 @@ _V100_SOURCES = ("NVIDIA Tesla V100 GPU Accelerator datasheet (2018)",
 def _v100_host(name: str, description: str, gpu: DeviceProfile, n: int, gpu_link: LinkProfile,
                network: LinkProfile = ETH_10G, hosts: int = 1) -> MachineProfile:
     return MachineProfile(name, description, XEON_E5_2698V4, gpu, n, PCIE3, gpu_link, SHM,
-                          network, hosts=hosts, sources=_V100_SOURCES)
+                          network, hosts=hosts, sources=_V100_SOURCES,
+                          gpu_link_via_host=gpu_link is PCIE3_PEER)
 
 
 SHIPPED: dict[str, MachineProfile] = {p.name: p for p in [
