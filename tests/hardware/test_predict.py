@@ -152,3 +152,4 @@ def test_a_slower_link_gives_a_longer_step():
     fast = predict(b, profile=V100_NVLINK)
     slow = predict(b, profile=replace(V100_NVLINK, gpu_link=V100_PCIE.gpu_link))
     assert slow.step_time_s > fast.step_time_s
+

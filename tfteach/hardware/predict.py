@@ -30,6 +30,7 @@ from tfteach.framework.graph import Graph, Tensor
 from tfteach.hardware import profiles, schedule
 from tfteach.hardware.costs import op_work
 from tfteach.hardware.profiles import LinkProfile, MachineProfile
+from tfteach.i18n import tr
 from tfteach.hardware.shapes import Shapes, itemsize, refine
 from tfteach.runtime import placer
 from tfteach.runtime.config import (NodeExecStats, RunMetadata, StepStats, TransferStats)
@@ -52,7 +53,8 @@ class Estimate:
     modelled: bool = True
 
     def text(self) -> str:
-        lines = [f"modelled on {self.profile}: step {self.step_time_s * 1e6:.1f} us"]
+        lines = [tr("modelled on {profile}: step {step_us} us", profile=self.profile,
+                    step_us=f"{self.step_time_s * 1e6:.1f}")]
         lines += [f"  {short_device(d):>12s} busy {t * 1e6:10.1f} us"
                   for d, t in sorted(self.device_busy_s.items())]
         lines += [f"  {k}: {self.link_bytes[k]} bytes, {self.link_time_s[k] * 1e6:.1f} us"

@@ -1,11 +1,13 @@
 """IPython magics: ``%%placement`` and ``%tfteach``; loaded by ``%load_ext tfteach``.
 
 ``%%placement [--soft] [--log] [--run] [--trace] [--warmup] [--virtual-gpus N] [--target
-grpc://...] [--config EXPR] [--backend tfteach|tensorflow|compare] [--gpus-as-cpus]`` builds the cell's
+grpc://...] [--config EXPR] [--backend tfteach|tensorflow|compare] [--gpus-as-cpus]
+[--model PROFILE]`` builds the cell's
 graph in a fresh default graph (in the notebook's namespace), places it as such a session
 would and shows the placement view; ``--run`` also shows the fetched values and the step's
 device timeline, ``--trace`` the timeline only (``--warmup``: of a second, warm step),
-``--log`` TF's log lines. The result stays in
+``--log`` TF's log lines, ``--model PROFILE`` the step's timeline modelled on a hardware
+profile (``tfteach.hardware``; captioned and marked as modelled). The result stays in
 ``_placement`` (graph, session, views, values, error). tfteach errors are shown as a short box
 with the message and its ``Hint:``. ``--backend tensorflow`` runs the cell on real TensorFlow
 instead (``tf_backend``; notes say which devices TF lacks here, ``--gpus-as-cpus`` maps
@@ -159,6 +161,9 @@ class TfteachMagics(Magics):
               "what differs"))
     @argument("--gpus-as-cpus", action="store_true", help=tr("TensorFlow: run tfteach's virtual "
               "GPU:i on a TF CPU device CPU:i+1 standing in for it"))
+    @argument("--model", default=None, metavar="PROFILE", help=tr(
+              "also draw the step's timeline in modelled time on a hardware profile (a "
+              "shipped name such as \"8x V100 NVLink\", or a profile file)"))
     @cell_magic
     def placement(self, line: str, cell: str) -> None:
         """Place (and optionally run) the graph this cell builds, and show where ops went."""
@@ -169,7 +174,7 @@ class TfteachMagics(Magics):
         options = PlacementOptions(args.soft, args.log, args.run, args.trace,
                                    args.virtual_gpus, args.target, args.config, args.backend,
                                    _stand_ins(args.virtual_gpus) if args.gpus_as_cpus else 0,
-                                   args.warmup)
+                                   args.warmup, args.model)
         for result in (self.last, self.last_tf):
             if result is not None:
                 result.close()

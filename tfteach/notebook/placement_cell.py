@@ -10,7 +10,10 @@
 3. with ``--run`` or ``--trace``, initialises the graph's variables, then runs the final
    expression's tensors/ops (or, without one, the graph's sink ops) with FULL_TRACE;
    ``--warmup`` runs them once untraced first, so the timeline shows a warm step (the first
-   step of a session also pays for starting its devices' workers).
+   step of a session also pays for starting its devices' workers);
+4. with ``--model PROFILE``, models the same step on a hardware profile
+   (``tfteach.hardware.predict``: no kernel runs) and adds its timeline, captioned and
+   marked as modelled.
 
 It returns a ``PlacementResult`` (graph, session, views, values, error) and never raises a
 tfteach ``OpError``: placement and run errors end up in ``result.error``. Errors in the
@@ -27,9 +30,9 @@ from typing import Any, Iterator
 
 from tfteach.errors import OpError, with_hint
 from tfteach.i18n import N_, tr
-from tfteach.notebook.displays import RunValues
+from tfteach.notebook.displays import Note, RunValues
 from tfteach.notebook.placement_view import PlacementView, placement_data
-from tfteach.notebook.timeline_view import TimelineView
+from tfteach.notebook.timeline_view import TimelineView, modelled_caption
 from tfteach.timeline import short_device
 
 
@@ -47,6 +50,7 @@ class PlacementOptions:
     backend: str = "tfteach"
     gpus_as_cpus: int = 0
     warmup: bool = False
+    model: str | None = None
 
 
 @dataclass
@@ -72,6 +76,8 @@ class PlacementResult:
     namespace: dict | None = None
     log: str = ""
     step_stats: Any = None
+    estimate: Any = None            # --model: the hardware.Estimate of the step
+    modelled: TimelineView | None = None
 
     @property
     def devices(self) -> dict[str, str]:
@@ -202,6 +208,9 @@ def run_placement_cell(source: str, options: PlacementOptions, namespace: dict,
             _run(result, options)
             if result.view is None:
                 _show_placement(result, result.run_metadata.placement, graphviz_backend)
+        if options.model:
+            result.stage = N_("modelling the step")
+            _model(result, options.model, config.allow_soft_placement)
     except OpError as err:
         result.error = err
     return result
@@ -238,8 +247,25 @@ def _run(result: PlacementResult, options: PlacementOptions) -> None:
         metadata.step_stats, [d.name for d in sess.list_devices()])
 
 
+def _model(result: PlacementResult, profile: str, soft: bool) -> None:
+    """``--model PROFILE``: the step (the last expression, or the graph's sinks) modelled on a
+    hardware profile, drawn as a timeline labelled as modelled. Placeholders are not fed,
+    so their unknown dimensions count as 1."""
+    from tfteach.hardware import predict
+
+    fetches = result.fetched or (flatten_fetchable(result.last_value)
+                                 if is_fetchable(result.last_value)
+                                 else sink_fetches(result.graph))
+    est = predict(fetches, profile=profile, graph=result.graph, allow_soft_placement=soft)
+    result.estimate = est
+    devices = sorted(set(est.run_metadata.placement.values()))
+    result.modelled = TimelineView.from_step_stats(est.run_metadata.step_stats, devices,
+                                                   modelled_on=est.profile)
+
+
 def result_displays(result: PlacementResult) -> list[Any]:
-    """What a cell shows, in order: placement view, values, timeline (views are shown live)."""
+    """What a cell shows, in order: placement view, values, timeline, modelled timeline with
+    its caption (views are shown live)."""
     out: list[Any] = []
     if result.view is not None:
         out.append(result.view)
@@ -247,4 +273,6 @@ def result_displays(result: PlacementResult) -> list[Any]:
         out.append(RunValues(result.values))
     if result.timeline is not None:
         out.append(result.timeline)
+    if result.modelled is not None:
+        out += [Note(modelled_caption(result.estimate.profile)), result.modelled]
     return out

@@ -13,7 +13,9 @@ arrows from the slice's end into each consumer's bar (``transfer_arrows``: the g
 extension draws too); every bar and slice has a tooltip. The text form lists each lane's ops sorted by name
 and the transfers sorted by tensor, so it does not depend on thread timing; only the step
 time line changes between runs. ``save_chrome_trace(path)`` writes the trace for Perfetto or
-chrome://tracing; the live controls have a button for it.
+chrome://tracing; the live controls have a button for it. A modelled step
+(``tfteach.hardware.predict``, ``%%placement --model``) carries ``modelled_on`` (the profile):
+its text starts with a caption saying so, and its picture is marked "modelled".
 """
 from __future__ import annotations
 
@@ -41,6 +43,8 @@ def timeline_text(data: dict) -> str:
                         trn("{n} transfer", "{n} transfers", transfers)])
     lines = [tr("Timeline: {counts}; step took {time}", counts=counts,
                 time=format_us(data["step_us"]))]
+    if data.get("modelled_on"):
+        lines.insert(0, modelled_caption(data["modelled_on"]))
     short = {d["name"]: d["short"] for d in data["devices"]}
     for dev in data["devices"]:
         ops = sorted((o for o in data["ops"] if o["device"] == dev["name"]),
@@ -127,13 +131,29 @@ def _op_keys(data: dict, color_by: str) -> dict[str, tuple[str, str]]:
     return {op: op_style(i) for i, op in enumerate(sorted({o["op"] for o in data["ops"]}))}
 
 
+def modelled_caption(profile: str) -> str:
+    """What a modelled timeline says about itself."""
+    return tr("Modelled time on {profile}: a model of that machine, not measured here.",
+              profile=profile)
+
+
+def _modelled_mark(data: dict) -> list[str]:
+    """A modelled timeline's mark, top left: the word, and the whole caption as tooltip."""
+    if not data.get("modelled_on"):
+        return []
+    return [f'<text x="4" y="{AXIS_H - 13}" font-weight="bold" fill="#a33333">'
+            f'<title>{html_escape(modelled_caption(data["modelled_on"]))}</title>'
+            f'{html_escape(tr("modelled"))}</text>']
+
+
 def timeline_svg(data: dict, color_by: str = "type", show_transfers: bool = True) -> str:
     """The timeline as a standalone SVG document (text)."""
     g = _Geometry(data)
     short = {d["name"]: d["short"] for d in data["devices"]}
     keys = _op_keys(data, color_by)
     key = (lambda o: o["op"]) if color_by == "type" else (lambda o: short[o["device"]])
-    body = _axis(g) + _lanes(data, g) + [_bar(o, g, *keys[key(o)]) for o in data["ops"]]
+    body = _modelled_mark(data) + _axis(g) + _lanes(data, g) + \
+        [_bar(o, g, *keys[key(o)]) for o in data["ops"]]
     if show_transfers:
         body += _transfers(data, g)
     body += _legend(keys, g, show_transfers and bool(data["transfers"]))
@@ -272,14 +292,18 @@ class TimelineView(View):
         self.chrome_trace = chrome_trace
 
     @classmethod
-    def from_step_stats(cls, step_stats: Any, session_devices: list[str] | None = None
-                        ) -> "TimelineView":
+    def from_step_stats(cls, step_stats: Any, session_devices: list[str] | None = None,
+                        modelled_on: str | None = None) -> "TimelineView":
         """The view of one step; with the session's device names, each lane keeps the colour
-        its device has in the placement view (``color_index``: its place among them)."""
+        its device has in the placement view (``color_index``: its place among them). A step
+        modelled by ``tfteach.hardware`` names its profile in ``modelled_on``: the text, the
+        picture and the payload then say it is modelled."""
         from tfteach.timeline import Timeline
 
         timeline = Timeline(step_stats)
         data = timeline.to_data()
+        if modelled_on:
+            data["modelled_on"] = modelled_on
         order = sorted(session_devices or [])
         for device in data["devices"]:
             if device["name"] in order:
