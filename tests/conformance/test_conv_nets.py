@@ -162,7 +162,7 @@ def test_tiny_cnn_trains_as_on_tensorflow():
         names = [v.op.name for v in tfteach.trainable_variables()]
         with tfteach.Session() as sess:
             sess.run(tfteach.global_variables_initializer())
-            weights = dict(zip(names, sess.run(tfteach.trainable_variables())))
+            weights = dict(zip(names, sess.run(tfteach.trainable_variables()), strict=True))
             ours = [sess.run([loss, train], {x: data, y: labels})[0] for _ in range(4)]
     assert names == ["conv2d/kernel", "conv2d/bias", "dense/kernel", "dense/bias"]
     with tf1.Graph().as_default():

@@ -63,14 +63,28 @@ def conv_nhwc(xp: Any, x: Any, f: Any, win: Window) -> Any:
 
 
 def conv_input_grad_nhwc(xp: Any, in_shape: tuple, f: Any, dy: Any, win: Window) -> Any:
+    """``dy @ filter^T`` scattered back (col2im); with stride 1 and no more output than
+    twice the input channels, a VALID convolution of the padded ``dy`` with the flipped
+    filter instead (its im2col copies ``O`` channels where col2im adds ``C``, and adding
+    costs about twice what copying does)."""
     n, h, w, c = in_shape
     ah, aw = win.axes(h, w)
-    dcols = dy.reshape(-1, f.shape[-1]) @ f.reshape(-1, f.shape[-1]).T
-    dcols = dcols.reshape(n, ah.out, aw.out, win.kh, win.kw, c)
-    dxpad = xp.zeros((n, h + ah.before + ah.after, w + aw.before + aw.after, c), dy.dtype)
+    if win.sh == win.sw == 1 and f.shape[-1] <= 2 * c:
+        top = (win.kh - 1) * win.dh - ah.before
+        left = (win.kw - 1) * win.dw - aw.before
+        full = xp.zeros((n, h + (win.kh - 1) * win.dh, w + (win.kw - 1) * win.dw, f.shape[-1]),
+                        dy.dtype)
+        full[:, top:top + ah.out, left:left + aw.out, :] = dy
+        flipped = xp.ascontiguousarray(f[::-1, ::-1].transpose(0, 1, 3, 2))
+        return conv_nhwc(xp, full, flipped, Window(win.kh, win.kw, 1, 1, win.dh, win.dw))
+    # Channels first while scattering, so each add runs along image rows, not along C.
+    dcols = f.reshape(-1, f.shape[-1]) @ dy.reshape(-1, f.shape[-1]).T
+    dcols = dcols.reshape(win.kh, win.kw, c, n, ah.out, aw.out)
+    dxpad = xp.zeros((c, n, h + ah.before + ah.after, w + aw.before + aw.after), dy.dtype)
     for i, j, index in window_slices(win, ah.out, aw.out):
-        dxpad[index] += dcols[:, :, :, i, j, :]
-    return xp.ascontiguousarray(crop(dxpad, ah, aw))
+        dxpad[:, :, index[1], index[2]] += dcols[i, j]
+    dx = dxpad[:, :, ah.before:ah.before + h, aw.before:aw.before + w]
+    return xp.ascontiguousarray(dx.transpose(1, 2, 3, 0))
 
 
 def conv_filter_grad_nhwc(xp: Any, x: Any, f_shape: tuple, dy: Any, win: Window) -> Any:
