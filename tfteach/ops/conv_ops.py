@@ -27,7 +27,6 @@ from tfteach.ops.windows import (
     Window,
     check_format,
     check_padding,
-    crop,
     four,
     from_nhwc,
     in_format,
