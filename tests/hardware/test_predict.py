@@ -153,3 +153,15 @@ def test_a_slower_link_gives_a_longer_step():
     slow = predict(b, profile=replace(V100_NVLINK, gpu_link=V100_PCIE.gpu_link))
     assert slow.step_time_s > fast.step_time_s
 
+
+
+def test_ops_with_no_job_run_on_the_sessions_own_task():
+    with tf.device(tf.train.replica_device_setter(ps_tasks=1)):
+        w = tf.Variable(tf.ones([64, 64]), name="w")
+        out = tf.reduce_sum(tf.matmul(w, w), name="out")
+    est = predict(out, profile="2 hosts x 2 V100, 10 Gbit", task="/job:worker/task:0")
+    placed = est.run_metadata.placement
+    assert placed["w"].startswith("/job:ps/replica:0/task:0")
+    assert placed["out"] == _gpu(0, "/job:worker/replica:0/task:0")
+    # as in TF, the ps task's own GPU:0 takes the variable (a ps host of this profile has GPUs)
+    assert est.link_bytes["ps:0/GPU:0 -> worker:0/GPU:0 (10 Gbit Ethernet)"] == 64 * 64 * 4

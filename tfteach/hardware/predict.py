@@ -2,8 +2,9 @@
 
 1. Devices: one CPU and the profile's GPUs per task, built from the profile (not this
    machine's), named as TF names them (``/job:localhost/replica:0/task:0/device:GPU:1``).
-   Tasks are the ``job``/``task`` pairs the graph's device requests name (none: one local
-   task); they take the profile's hosts in turn, sorted by name, unless ``task_hosts`` says.
+   Tasks are the ``job``/``task`` pairs the graph's device requests name and the session's
+   own ``task`` (none: one local task; ops with no job go to ``task``, else to the first
+   worker); they take the profile's hosts in turn, sorted by name, unless ``task_hosts`` says.
 2. Place and prune with tfteach's own placer and plan builder (``runtime.placer``,
    ``runtime.plan``), exactly as a session would: every cross-device edge is a transfer.
 3. Shapes from the graph, the feeds' shapes and folded shape arithmetic (``shapes``); no
@@ -64,18 +65,22 @@ class Estimate:
 
 def predict(fetches: Any, feed_dict: dict | None = None, profile: Any = "H200",
             graph: Graph | None = None, allow_soft_placement: bool = False,
-            task_hosts: dict | None = None) -> Estimate:
+            task_hosts: dict | None = None, task: str | None = None) -> Estimate:
     """Model one ``Session.run(fetches, feed_dict)`` of ``graph`` on ``profile`` (a shipped
-    profile's name, a profile file, or a ``MachineProfile``)."""
+    profile's name, a profile file, or a ``MachineProfile``). ``task`` is the session's own
+    task (``"/job:worker/task:0"``), where ops with no job go; ``task_hosts`` maps
+    ``"job:task"`` to a host index of the profile."""
     prof = profiles.get(profile)
     graph = graph or graph_mod.get_default_graph()
     flat, _ = _flatten_fetches(fetches, graph)
     feeds = _resolve_feeds(feed_dict or {}, graph)
-    tasks = _tasks(graph)
+    own = DeviceSpec.from_string(task) if task else None
+    tasks = _tasks(graph, None if own is None else (own.job, own.task or 0))
     hosts = {t: (task_hosts or {}).get(f"{t[0]}:{t[1]}", i % prof.hosts)
              for i, t in enumerate(tasks)}
     devices = [d for t in tasks for d in _devices(prof, *t)]
     placement = placer.place(graph.get_operations(), devices, allow_soft_placement, {},
+                             DeviceSpec(own.job, 0, own.task or 0) if own else
                              _default_task(tasks))
     plan = build_plan(graph._ops, placement.devices,
                       [f if isinstance(f, Tensor) else None for f in flat],
@@ -84,9 +89,10 @@ def predict(fetches: Any, feed_dict: dict | None = None, profile: Any = "H200",
     return _Model(prof, plan, shapes, hosts).estimate()
 
 
-def _tasks(graph: Graph) -> list[tuple[str, int]]:
-    """The (job, task) pairs the graph's device requests name; one local task if none."""
-    found = set()
+def _tasks(graph: Graph, own: tuple | None) -> list[tuple[str, int]]:
+    """The (job, task) pairs the graph's device requests name, and the session's own task;
+    one local task if none."""
+    found = {own} if own else set()
     for op in graph.get_operations():
         spec = DeviceSpec.from_string(op.device)
         if spec.job is not None:
