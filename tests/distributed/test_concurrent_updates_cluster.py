@@ -13,7 +13,7 @@ from tfteach.cluster import LocalCluster
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120)]
 
 SIZE = 50_000
-STEPS = 100
+STEPS = 300
 
 
 @pytest.fixture(scope="module")

@@ -94,16 +94,17 @@ def test_config_json_servers_started_from_the_command_line(backend, start, tmp_p
         ended_by_sigterm(*servers)
 
 
-def run_trainers(start, backend, workers: int, *flags: str) -> list:
-    """One ps and ``workers`` workers of trainer.py; the workers' last lines."""
+def run_trainers(start, backend, workers: int, *flags: str,
+                 script: str = "trainer.py") -> list:
+    """One ps and ``workers`` workers of ``script``; the workers' last lines."""
     ps_host, *worker_hosts = hosts(1 + workers)
     common = [f"--ps_hosts={ps_host}", f"--worker_hosts={','.join(worker_hosts)}",
               *flags]
-    ps = start("trainer.py", *common, "--job_name=ps", backend=backend)
+    ps = start(script, *common, "--job_name=ps", backend=backend)
     procs = []
     try:
-        procs = [start("trainer.py", *common, "--job_name=worker", f"--task_index={i}",
-                         backend=backend) for i in range(workers)]
+        procs = [start(script, *common, "--job_name=worker", f"--task_index={i}",
+                       backend=backend) for i in range(workers)]
         return [finished(proc, timeout=180).stdout.splitlines()[-1] for proc in procs]
     finally:
         for proc in procs:
@@ -141,6 +142,17 @@ def test_between_graph_training_with_a_supervisor(backend, start, tmp_path):
 def test_sync_replicas_with_a_backup_worker(backend, start):
     lines = run_trainers(start, backend, 3, "--steps=60", "--replicas_to_aggregate=2")
     assert sum(assert_trained(lines, 3)) >= 2 * 60      # two gradients per global step
+
+
+def test_a_sync_replicas_chief_exits_on_its_own(start):
+    """TF's mnist_replica.py shape: the chief's sync token queue runner is still in a step
+    waiting on the ps when the program ends, and nothing closes the session; the chief
+    exits all the same (its master's pool thread waited on the ps forever before)."""
+    lines = run_trainers(start, "tfteach", 2, "--sync_replicas", "--train_steps=30",
+                         script="replica_trainer.py")
+    losses = [float(re.fullmatch(r"After 30 training step\(s\), validation loss = "
+                                 r"([\d.]+)", line).group(1)) for line in lines]
+    assert losses[0] == losses[1] < 0.01, lines
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -10,7 +10,7 @@ import pytest
 import tfteach as tf
 
 SIZE = 50_000     # large enough that NumPy lets the other thread run during an update
-STEPS = 150
+STEPS = 400
 
 
 def _in_two_threads(sess, fetches, steps=STEPS):

@@ -15,8 +15,11 @@
   the call as a unary call, and unary calls for ``STREAM_RETRY_S``. To a task of this host
   that named its lane (GetStatus, CreateSession: ``learn_lane``), those streams are
   ``lane.LaneStream``s on its Unix socket instead; one that cannot connect falls back.
-State: the channel, stub and idle-stream caches (guarded by one lock). Invariant: the token
-never appears in a repr, a log line or an error.
+State: the channel, stub and idle-stream caches, and the streams in a call now (``_busy``,
+weakly; guarded by one lock). At interpreter exit (``lifetime``) the client closes every
+stream, busy ones too (a lane's socket, which wakes its waiting reader, or a gRPC call),
+and refuses new calls: a pool thread waiting on a task's answer cannot keep the program
+from exiting. Invariant: the token never appears in a repr, a log line or an error.
 """
 from __future__ import annotations
 
@@ -24,11 +27,13 @@ import queue
 import socket
 import threading
 import time
+import weakref
 from typing import Any, Callable
 
 import grpc
 
 from tfteach import errors
+from tfteach.i18n import tr
 from tfteach.runtime import host_memory
 
 from . import lane, lifetime, limits, security
@@ -69,10 +74,12 @@ class ClusterClient:
         self._streams: dict[tuple, list[_CallStream]] = {}   # (address, method) -> idle
         self._refused: dict[tuple, float] = {}  # (address, method) -> unary calls until
         self._lanes: dict[str, str] = {}        # address -> the task's lane (same host)
+        self._busy: weakref.WeakSet = weakref.WeakSet()    # streams handed out for a call
+        self._exiting = False
         self._lock = threading.Lock()
         if not status_only:
             host_memory.keep_freed_memory()     # tensors in messages: no page faults per step
-        lifetime.closing(self, ClusterClient.close, "client")
+        lifetime.closing(self, ClusterClient._close_at_exit, "client")
 
     @classmethod
     def from_env(cls) -> "ClusterClient":
@@ -91,22 +98,36 @@ class ClusterClient:
         """The cached channel to ``host:port`` (``grpc://`` prefixes are accepted)."""
         address = strip_scheme(address)
         with self._lock:
+            self._check_not_exiting()
             channel = self._channels.get(address)
             if channel is None:
                 channel = self._channels[address] = self._open(address)
             return channel
 
     def close(self) -> None:
-        """Close every channel."""
+        """Close every channel and stream (a call waiting on one ends with an error)."""
         lifetime.forget(self)
         with self._lock:
             channels, self._channels, self._stubs = list(self._channels.values()), {}, {}
-            streams = [s for idle in self._streams.values() for s in idle]
-            self._streams = {}
+            streams = [s for idle in self._streams.values() for s in idle] + list(self._busy)
+            self._streams, self._busy = {}, weakref.WeakSet()
         for stream in streams:
             stream.close()
         for channel in channels:
             channel.close()
+
+    def _close_at_exit(self) -> None:
+        """The interpreter is exiting: close everything and refuse new calls."""
+        self._exiting = True
+        self.close()
+
+    def _check_not_exiting(self) -> None:
+        if self._exiting:
+            raise errors.CancelledError(
+                "Cluster call cancelled: the program is exiting",
+                hint=tr("the program ended while a thread (a queue runner, say) still "
+                        "called the cluster; tfteach closed its connections so that it "
+                        "can exit, as TensorFlow's does."))
 
     def worker(self, address: str, task_name: str | None = None) -> WorkerClient:
         """Typed WorkerService calls to the task at ``address``."""
@@ -137,17 +158,32 @@ class ClusterClient:
             while idle:
                 stream = idle.pop()
                 if stream.open() and stream.idle_s() < limits.CLIENT_STREAM_IDLE_S:
+                    self._busy.add(stream)
                     return stream   # (one whose task died or restarted since has ended)
                 stream.close()
             name = self._lanes.get(address)
+        stream = None
         if name:
             try:
-                return lane.LaneStream(name, method, self._token, _RESPONSES[method])
+                stream = lane.LaneStream(name, method, self._token, _RESPONSES[method])
             except OSError:     # the task restarted or ended since it named its lane
                 with self._lock:
                     if self._lanes.get(address) == name:
                         self._lanes[address] = ""
-        return _CallStream(getattr(self.stub(stub_class, address), method), self._metadata)
+        if stream is None:
+            stream = _CallStream(getattr(self.stub(stub_class, address), method),
+                                 self._metadata)
+        return self._hand_out(stream)
+
+    def _hand_out(self, stream: Any) -> Any:
+        """``stream``, noted as busy (closed at exit even while a call waits on it)."""
+        with self._lock:
+            if not self._exiting:
+                self._busy.add(stream)
+                return stream
+        stream.close()
+        self._check_not_exiting()
+        return stream
 
     def learn_lane(self, address: str, name: str, host_key: str) -> None:
         """The task at ``address`` answered that its lane is ``name`` on host ``host_key``:
@@ -171,6 +207,7 @@ class ClusterClient:
         method: each open stream holds one of the task's RPC threads)."""
         stream.idle_since = time.monotonic()
         with self._lock:
+            self._busy.discard(stream)
             idle = self._streams.setdefault((address, method), [])
             if len(idle) < KEEP_STREAMS and address in self._channels:
                 idle.append(stream)

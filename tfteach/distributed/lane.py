@@ -183,5 +183,11 @@ class LaneStream:
             self._sock.settimeout(WAIT_SLICE_S)
 
     def close(self) -> None:
+        """End the stream, from any thread: a call waiting on it wakes at once with a
+        LaneError, and the task cancels the call it was running."""
         self._broken = True
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:     # never connected, or closed already
+            pass
         self._sock.close()
