@@ -109,6 +109,17 @@ def softmax_and_losses():
     return [(outs + _grads(dense + sparse, [logits]), {})]
 
 
+def conv_nets():
+    x = tf.placeholder(tf.float32, [2, 5, 4, 3])
+    f = tf.constant(_mat(3, 2, 3, 4) - 2.0)
+    conv = tf.nn.conv2d(x, f, [1, 2, 1, 1], "SAME")
+    pooled = tf.nn.avg_pool(tf.nn.max_pool(conv, [1, 2, 2, 1], [1, 1, 1, 1], "VALID"),
+                            [1, 2, 2, 1], [1, 1, 1, 1], "SAME")
+    normed, _, _ = tf.nn.fused_batch_norm(tf.nn.lrn(pooled, 1, alpha=0.1), tf.ones([4]),
+                                          tf.zeros([4]))
+    return [([normed] + _grads(normed * normed, [x, f]), {x: _mat(2, 5, 4, 3)})]
+
+
 def random_ops():
     outs = [tf.random_uniform([3], seed=1), tf.random_normal([3], seed=2),
             tf.truncated_normal([3], seed=3), tf.random_shuffle(tf.range(6), seed=4)]
@@ -173,7 +184,7 @@ def accumulators():
 
 
 EXAMPLES = [unary_math, binary_math, reductions_and_matmul, shapes_and_slices,
-            gather_and_segments, softmax_and_losses, random_ops, variables_and_scatter,
+            gather_and_segments, softmax_and_losses, conv_nets, random_ops, variables_and_scatter,
             optimizers, queues, accumulators]
 
 
