@@ -133,6 +133,8 @@ def _check_exercise(name: str, actual: Any, expected: Any, atol: float,
             feedback.problems.append(tr("this check wants {wants}, not typed values: pass it "
                                         "what you built", wants=tr(info["wants"])))  # i18n: dynamic
             return feedback
+        if name not in exercise_checks.BUILD_CHECKS:       # a %%placement exercise
+            return check_placement(actual, exercise=name)
         passed = _run_build_check(feedback, name, actual, context or {})
     else:
         if name in exercise_checks.PREDICTED:
@@ -195,7 +197,9 @@ def _add_hints(feedback: Feedback, name: str, info: dict, tries: int) -> None:
     if tries <= 1:
         feedback.hints.append(tr(info["direction"]))  # i18n: dynamic
         feedback.hints.append(tr("a stronger hint comes with the next wrong try, the answer "
-                                 "with the third, or now with {ask}", ask=ask))
+                                 "with the third, or now with {ask}", ask=ask)
+                              if exercises.solutions_allowed()
+                              else tr("a stronger hint comes with the next wrong try"))
     elif tries < exercises.TRIES_BEFORE_WORKED_HINT:
         feedback.hints.append(tr("the idea: {concept}; the section \"{section}\" of this "
                                  "lesson teaches it", concept=tr(info["concept"]),  # i18n: dynamic

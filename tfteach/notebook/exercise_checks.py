@@ -20,6 +20,7 @@ import numpy as np
 
 from tfteach.framework.device_spec import DeviceSpec
 from tfteach.i18n import tr
+from tfteach.train.hooks import SessionRunHook
 
 
 class WrongKind(Exception):
@@ -174,8 +175,217 @@ def _run_step(step: Callable[[], float], wanted: float) -> list[str]:
     return []
 
 
+# ---- 2.1: a device function ---------------------------------------------------------------------
+
+TABLE_2_1 = {"VariableV2": "/cpu:0", "MatMul": "/gpu:1"}     # everything else: /gpu:0
+
+
+def _name(rng: random.Random) -> str:
+    return "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(6))
+
+
+def check_device_function(device_fn: Any, context: dict) -> list[str]:
+    """``device_fn`` on every op of a small model with names it cannot know."""
+    import tfteach as tf
+
+    if not callable(device_fn) or isinstance(device_fn, (DeviceSpec, type)):
+        raise WrongKind
+    rng = _rng()
+    with tf.Graph().as_default() as graph:
+        x = tf.constant([[rng.random(), rng.random()]], name=_name(rng))
+        w = tf.Variable([[1.0], [rng.random()]], name=_name(rng))
+        b = tf.Variable([rng.random()], name=_name(rng))
+        tf.add(tf.matmul(x, w, name=_name(rng)), b, name=_name(rng))
+    problems: dict[str, str] = {}
+    for op in graph.get_operations():
+        if op.type in problems:
+            continue
+        try:
+            got = device_fn(op)
+        except Exception as error:         # the learner's code: any error is feedback
+            return [tr("your function raised {error} on an op of type {type}",
+                       error=type(error).__name__, type=op.type)]
+        if not _same_device(got, TABLE_2_1.get(op.type, "/gpu:0")):
+            problems[op.type] = tr("ops of type {type} get {device} from your function, not "
+                                   "the device the table gives them", type=op.type,
+                                   device=repr(got))
+    return list(problems.values())
+
+
+# ---- 8.2 and 8.3: variables balanced over ps tasks ----------------------------------------------
+
+def check_greedy_setter(make_setter: Any, context: dict) -> list[str]:
+    """Variables of random sizes, created under ``make_setter()``'s device function: each
+    must go to the ps task that holds the fewest bytes when it is created."""
+    import tfteach as tf
+
+    if not callable(make_setter) or isinstance(make_setter, tf.Graph):
+        raise WrongKind
+    rng = _rng()
+    for _ in range(2):
+        sizes = sorted(rng.sample([8, 24, 40, 96, 200, 512, 1000, 2048], rng.randint(4, 7)))
+        sizes = [sizes[-1]] + rng.sample(sizes[:-1], len(sizes) - 1)   # the largest first
+        with tf.Graph().as_default():
+            with tf.device(make_setter()):
+                made = [tf.Variable(np.zeros([n], np.float32), name=_name(rng)) for n in sizes]
+            problems = _greedy_problems(made)
+        if problems:
+            return problems
+    return []
+
+
+def _greedy_problems(variables: list) -> list[str]:
+    loads = [0, 0, 0]
+    for v in variables:
+        spec = DeviceSpec.from_string(v.device)
+        if spec.job != "ps" or spec.task is None or spec.task >= len(loads):
+            return [tr("a variable was placed on {device}, not on one of the three ps tasks",
+                       device=v.device or "''")]
+        if loads[spec.task] > min(loads):
+            return [tr("a variable went to a ps task that already held more bytes than "
+                       "another one: the strategy does not balance bytes")]
+        loads[spec.task] += v.shape.num_elements() * v.dtype.base_dtype.size
+    return []
+
+
+MODEL_8 = {"w1": [64, 32], "b1": [32], "w2": [32, 10], "b2": [10]}
+
+
+def check_hand_balance(graph: Any, context: dict) -> list[str]:
+    """The lesson's four variables in ``graph``: ``w1`` alone on ps:0, the rest on ps:1."""
+    import tfteach as tf
+
+    if not isinstance(graph, tf.Graph):
+        raise WrongKind
+    found = {v.op.name: v for v in graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES)}
+    missing = [name for name, shape in MODEL_8.items()
+               if name not in found or found[name].shape.as_list() != shape]
+    if missing:
+        return [tr("the graph has no variable {names} of the lesson's model",
+                   names=", ".join(missing))]
+    problems = []
+    for name in MODEL_8:
+        spec = DeviceSpec.from_string(found[name].device)
+        wanted = 0 if name == "w1" else 1
+        if spec.job != "ps" or spec.task != wanted:
+            problems.append(tr("{name} is on {device}, which does not balance the bytes",
+                               name=name, device=found[name].device or "''"))
+    return problems
+
+
+# ---- 10.3: sync training that really trains -----------------------------------------------------
+
+def check_sync_worker(build: Any, context: dict) -> list[str]:
+    """Both workers' graphs from ``build(i)``: a SyncReplicasOptimizer waiting for both and
+    its hook; then they train on the cluster until the global step reaches a number of steps
+    the check picks, and every sync step must have had one gradient from each worker."""
+    if not callable(build):
+        raise WrongKind
+    cluster = _cluster(context)
+    try:
+        built = [build(i) for i in range(2)]
+    except Exception as error:             # the learner's code: any error is feedback
+        return [tr("building a worker's graph raised {error}: {message}",
+                   error=type(error).__name__, message=str(error)[:200])]
+    return _sync_parts(built, 2, 2) or _trained_in_sync(built, cluster, _rng().randint(8, 14))
+
+
+def _sync_parts(built: list, replicas: int, total: int) -> list[str]:
+    opt, hooks = built[0][2], [b[3] for b in built]
+    if type(opt).__name__ != "SyncReplicasOptimizer":
+        return [tr("the optimizer is a {kind}: it does not wait for the workers' gradients",
+                   kind=type(opt).__name__)]
+    problems = []
+    if getattr(opt, "_replicas_to_aggregate", None) != replicas or \
+            getattr(opt, "_total_num_replicas", None) != total:
+        problems.append(tr("the optimizer's replicas to aggregate or total replicas do not "
+                           "match the workers: no backup worker here"))
+    if any(type(h).__name__ != "_SyncReplicasOptimizerHook" for h in hooks):
+        problems.append(tr("the hook is not the one the optimizer's make_session_run_hook "
+                           "makes"))
+    elif [getattr(h, "_is_chief", None) for h in hooks] != [i == 0 for i in range(len(hooks))]:
+        problems.append(tr("the hooks' chief flags are wrong: only worker 0 is the chief"))
+    return problems
+
+
+def _trained_in_sync(built: list, cluster: Any, steps: int) -> list[str]:
+    import threading
+
+    import tfteach as tf
+
+    tf.Session.reset(cluster.target("worker", 0))     # fresh variables and queues on the ps
+    done, failed = [0] * len(built), [None] * len(built)
+    threads = [threading.Thread(target=_train_worker, daemon=True,
+                                args=(built, i, cluster, steps, done, failed))
+               for i in range(len(built))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    problems = [tr("worker {i}'s training failed with {error}: {message}", i=i,
+                   error=type(error).__name__, message=str(error).split("\n")[0][:200])
+                for i, error in enumerate(failed) if error is not None]
+    if any(thread.is_alive() for thread in threads):
+        problems.append(tr("training did not finish within two minutes"))
+    if problems:
+        return problems
+    reached = _global_step(built[0][0], cluster)
+    if reached < steps:
+        return [tr("training stopped at global step {got}, before the {steps} steps asked",
+                   got=reached, steps=steps)]
+    if sum(done) < steps * len(built):
+        return [tr("the workers computed {n} gradients: {steps} sync steps need one from each "
+                   "worker at every step", n=sum(done), steps=steps)]
+    return []
+
+
+def _train_worker(built: list, i: int, cluster: Any, steps: int, done: list,
+                  failed: list) -> None:
+    import tfteach as tf
+
+    graph, train_op, opt, hook = built[i]
+    rng = np.random.default_rng()
+    feed = {"x:0": rng.random((32, 64), dtype=np.float32), "y:0": rng.integers(0, 10, 32)}
+    try:
+        with graph.as_default():
+            hooks = [hook, tf.train.StopAtStepHook(last_step=steps)]
+            if i == 0:       # a worker waiting for a token at the end gets one and sees the end
+                hooks.append(_RunAtEnd(opt.get_init_tokens_op(len(built))))
+            config = tf.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{i}"])
+            with tf.train.MonitoredTrainingSession(
+                    master=cluster.target("worker", i), is_chief=i == 0, hooks=hooks,
+                    config=config) as sess:
+                while not sess.should_stop():
+                    sess.run(train_op, feed)
+                    done[i] += 1
+    except Exception as error:             # the learner's graph: any error is feedback
+        failed[i] = error
+
+
+def _global_step(graph: Any, cluster: Any) -> int:
+    import tfteach as tf
+
+    with tf.Session(cluster.target("worker", 0), graph=graph,
+                    config=tf.ConfigProto(device_filters=["/job:ps", "/job:worker/task:0"])) as s:
+        return int(s.run(tf.train.get_global_step(graph)))
+
+
+class _RunAtEnd(SessionRunHook):
+    """A session hook that runs one op when its session ends (the chief's last tokens)."""
+
+    def __init__(self, op: Any) -> None:
+        self._op = op
+
+    def end(self, session: Any) -> None:
+        session.run(self._op)
+
+
 BUILD_CHECKS: dict[str, Callable[[Any, dict], list[str]]] = {
+    "2.1": check_device_function,
     "5.4": check_feed_in_proportion,
+    "8.2": check_greedy_setter,
+    "8.3": check_hand_balance,
+    "10.3": check_sync_worker,
     "11.1": check_filtered_step,
     "11.2": check_shared_token,
 }
