@@ -3,12 +3,14 @@
 Calibrates this machine (``tfteach.hardware.calibrate``), then for each validation graph
 (the lessons' models, the training benchmark's MLP, matmul chains, many small ops, large
 element-wise ops and reductions) predicts the single-device step time with that profile and
-measures the same step in a tfteach Session (median of several timed rounds), printing each
-error and the median and worst. It also checks that predicting twice gives the same
+measures the same step in a tfteach Session (median of several timed rounds of the step
+thread's CPU time, which other jobs on a shared machine do not inflate; ``--wall`` for
+wall-clock time), in several passes each calibrating first, printing each error and the
+median and worst. It also checks that predicting twice gives the same
 estimate. Goal: median |error| <= 15 %, worst <= 35 %. The same code runs as
 ``python -m tfteach.hardware validate``.
 
-Run: ``python benchmarks/bench_hardware.py`` (``--quick`` for fewer rounds).
+Run: ``python benchmarks/bench_hardware.py`` (``--quick`` for fewer rounds, ``--wall``).
 """
 from __future__ import annotations
 
@@ -34,10 +36,11 @@ def deterministic(profile: object) -> bool:
 
 
 def main(argv: list[str]) -> int:
-    repeat = 5 if "--quick" in argv else 15
-    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; "
-          f"median of {repeat} rounds of 5 steps per graph")
-    profile, rows = validation.validate(repeat=repeat)
+    repeat, passes = (5, 1) if "--quick" in argv else (9, 5)
+    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; per graph the "
+          f"median of {passes} passes, each the median of {repeat} rounds of 5 steps")
+    clock = "wall" if "--wall" in argv else "thread"
+    profile, rows = validation.validate(repeat=repeat, passes=passes, clock=clock)
     print(profile.text())
     print()
     print(validation.table(rows))

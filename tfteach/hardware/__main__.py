@@ -2,7 +2,8 @@
 
 - ``calibrate [--save FILE]``: measure this machine and print its profile (and save it).
 - ``show [NAME ...]``: print the shipped profiles (or the named ones, or profile files).
-- ``validate [--profile FILE] [--repeat N]``: predicted against measured step times of the
+- ``validate [--profile FILE] [--repeat N] [--passes N] [--wall]``: predicted against
+  measured step times (the step thread's CPU time, or wall-clock time) of the
   validation graphs on this machine (``tfteach.hardware.validation``), with the median and
   worst error; the profile is measured first unless a file is given.
 """
@@ -25,6 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     val = sub.add_parser("validate", help="predicted against measured step times")
     val.add_argument("--profile", metavar="FILE", help="a calibrated profile (default: measure)")
     val.add_argument("--repeat", type=int, default=9, help="timed rounds per graph")
+    val.add_argument("--passes", type=int, default=3, help="passes over the graphs")
+    val.add_argument("--wall", action="store_true",
+                     help="time with the wall clock, not the step thread's CPU time")
     args = parser.parse_args(argv)
     if args.command == "calibrate":
         from tfteach.hardware.calibration import calibrate
@@ -37,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         from tfteach.hardware.validation import table, validate
         prof, rows = validate(profiles.load(args.profile) if args.profile else None,
-                              repeat=args.repeat)
+                              repeat=args.repeat, passes=args.passes,
+                              clock="wall" if args.wall else "thread")
         print(prof.text())
         print()
         print(table(rows))

@@ -2,8 +2,11 @@
 
 ``validate(profile)`` builds each case's graph on one device (the default, GPU:0: a virtual
 GPU here), predicts its step with the profile (by default ``calibrate()``'s), then measures
-the same step in a tfteach ``Session`` (the median of several timed rounds after a warm-up)
-and reports each error ``(predicted - measured) / measured`` and their median. The cases:
+the same step in a tfteach ``Session`` (the median of several timed rounds after a warm-up;
+by default the CPU time of the thread that runs the whole step, which other jobs on a shared
+machine do not inflate, ``clock="wall"`` for wall-clock time)
+(in a few passes over all cases, each calibrating first) and reports each error
+``(predicted - measured) / measured`` and their median. The cases:
 the lessons' models (lesson 4's tiny graph and two products, lesson 5's and lesson 6's
 training steps, lesson 6's forward model, lesson 12's Adagrad trainer), the benchmarks' MLP
 step (``benchmarks/bench_training.py``), a chain of matrix products, many small ops, large
@@ -20,7 +23,7 @@ from typing import Callable
 import numpy as np
 
 from tfteach.framework.graph import Graph
-from tfteach.hardware.calibration import calibrate, step_time
+from tfteach.hardware.calibration import calibrate, step_time, use_clock
 from tfteach.hardware.predict import predict
 from tfteach.hardware.profiles import MachineProfile
 from tfteach.ops import array_ops, init_ops, math_ops, nn_ops, random_ops, state_ops
@@ -33,14 +36,18 @@ F32 = "float32"
 
 @dataclass
 class Row:
+    """One case: predicted and measured seconds, and the error ``(p - m) / m`` (over several
+    passes: the medians, and the median of the passes' errors)."""
+
     name: str
     ops: int
     predicted_s: float
     measured_s: float
+    error: float = 0.0
 
-    @property
-    def error(self) -> float:
-        return (self.predicted_s - self.measured_s) / self.measured_s
+    def __post_init__(self) -> None:
+        if not self.error:
+            self.error = (self.predicted_s - self.measured_s) / self.measured_s
 
 
 def _rng() -> np.random.Generator:
@@ -179,10 +186,27 @@ def measure(name: str, profile: MachineProfile, repeat: int = 9) -> Row:
 
 
 def validate(profile: MachineProfile | None = None, names: list[str] | None = None,
-             repeat: int = 9) -> tuple[MachineProfile, list[Row]]:
-    """Every case's predicted and measured step time (the profile: ``calibrate()``'s)."""
-    profile = profile or calibrate()
-    return profile, [measure(n, profile, repeat) for n in (names or CASES)]
+             repeat: int = 9, passes: int = 3, clock: str = "thread"
+             ) -> tuple[MachineProfile, list[Row]]:
+    """Every case's predicted and measured step time, in ``passes`` passes over the cases.
+
+    Without a ``profile``, each pass first calibrates this machine, so a pass's predictions
+    and measurements see the same load (the machine may be shared); each case reports the
+    medians of its passes and the median of their errors, so a burst of load spoils one
+    pass, not the case. Returns the last pass's profile and the rows."""
+    use_clock(clock)
+    names = list(names or CASES)
+    runs, used = [], profile
+    for _ in range(passes):
+        used = profile or calibrate()
+        runs.append([measure(n, used, repeat) for n in names])
+    rows = []
+    for i, name in enumerate(names):
+        mine = [run[i] for run in runs]
+        rows.append(Row(name, mine[0].ops, statistics.median(r.predicted_s for r in mine),
+                        statistics.median(r.measured_s for r in mine),
+                        statistics.median(r.error for r in mine)))
+    return used, rows
 
 
 def table(rows: list[Row]) -> str:
