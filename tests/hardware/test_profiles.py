@@ -48,3 +48,15 @@ def test_the_command_shows_the_profiles():
     out = subprocess.run([sys.executable, "-m", "tfteach.hardware", "show", "H200"],
                          capture_output=True, text=True, timeout=60, check=True).stdout
     assert "H200 SXM" in out and "4800 GB/s" in out and "datasheet" in out
+
+
+def test_calibrate_describes_this_machine_as_a_profile(tmp_path):
+    from tfteach.hardware import calibrate
+
+    profile = calibrate()
+    assert profile.gpus_per_host == 2 and profile.shares_host_memory     # two virtual GPUs
+    assert profile.gpu.peak("float32") > 0 and profile.gpu.mem_bandwidth > 0
+    assert profile.gpu.cache_bytes > 0 and profile.loopback.bandwidth > 0
+    assert {"MatMul", "Sum", "ApplyGradientDescent", "Const"} <= set(profile.gpu.op_launch_s)
+    profile.save(tmp_path / "here.json")
+    assert load(tmp_path / "here.json") == profile
