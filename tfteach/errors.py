@@ -40,19 +40,37 @@ def with_hint(message: str, *hints: str) -> str:
 
 
 class OpError(Exception):
-    """A failed graph operation: TF's message, the op (if known), and a hint for learners."""
+    """A failed graph operation: TF's message, the op (if known), and a hint for learners.
+
+    Built as tfteach does, ``XError(message, op=None, hint=None)``, or as TF does,
+    ``XError(node_def, op, message)`` (``OpError(node_def, op, message, error_code)``): a
+    first argument that is not a string is TF's ``node_def``.
+    """
 
     error_code = UNKNOWN
 
-    def __init__(self, message: str, op: Any = None, hint: str | None = None,
-                 node_def: Any = None, error_code: int | None = None) -> None:
-        self.message = message
+    def __init__(self, *args: Any, message: str | None = None, op: Any = None,
+                 hint: str | None = None, node_def: Any = None,
+                 error_code: int | None = None) -> None:
+        if len(args) >= 3 and not isinstance(args[0], str):     # TF's (node_def, op, message)
+            node_def, op, message, *rest = args
+            if rest:
+                error_code = rest[0]
+        elif args:
+            message, op, hint, node_def, error_code = (
+                list(args) + [op, hint, node_def, error_code][len(args) - 1:])[:5]
+        self.message = "" if message is None else message
         self.op = op
         self.hint = hint
         self.node_def = node_def
         if error_code is not None:
             self.error_code = error_code
         super().__init__(str(self))
+
+    @property
+    def experimental_payloads(self) -> dict:
+        """TF's status payloads (none in tfteach)."""
+        return {}
 
     def __str__(self) -> str:
         if self.hint:

@@ -199,6 +199,7 @@ class Session(BaseSession):
 
     def __new__(cls, target: str = "", graph: Graph | None = None, config: Any = None):
         target = _as_target(target)
+        _check_config(config)
         for prefix, factory in _remote_factories.items():
             if target and target.startswith(prefix):
                 return factory(target, graph, config)
@@ -231,8 +232,7 @@ class Session(BaseSession):
         for prefix, reset in _remote_resets.items():
             if target.startswith(prefix):
                 return reset(target, containers, config)
-        raise ValueError(f"Session.reset needs a cluster target such as 'grpc://host:port', "
-                         f"got {target!r} (a local session's variables end with the session).")
+        raise _no_factory(_as_target(target), reset=True)
 
     def close(self) -> None:
         if not getattr(self, "_closed", True):
@@ -326,12 +326,24 @@ def _as_target(target: Any) -> str:
                                           "'grpc://localhost:2222'.")))
 
 
-def _no_factory(target: str) -> NotFoundError:
-    """TF's error for a target that no registered session factory accepts."""
+def _check_config(config: Any) -> None:
+    """TF's TypeError for a ``config`` that is not a ConfigProto."""
+    if config is not None and not isinstance(config, ConfigProto):
+        raise TypeError(f'Argument `config` must be a tf.ConfigProto, but got '
+                        f'"{type(config).__name__}"')
+
+
+def _no_factory(target: str, reset: bool = False) -> NotFoundError:
+    """TF's error for a target that no registered session factory accepts (``reset``: for
+    ``Session.reset``, which only a cluster target can do)."""
     names = [p.split(":", 1)[0].upper() + "_SESSION" for p in _remote_factories]
     hint = tr("use '' (or no target) for a session in this process, or 'grpc://host:port' "
               "for a cluster task.")
-    if target.startswith("grpc://"):
+    if reset:
+        hint = tr("Session.reset clears the containers of a cluster's tasks: give it a "
+                  "server's target such as 'grpc://localhost:2222' (a local session's "
+                  "variables end with the session).")
+    elif target.startswith("grpc://"):
         hint = tr("grpc:// targets need the cluster runtime: `import tfteach` registers it.")
     return NotFoundError(f'No session factory registered for the given session options: '
                          f'{{target: "{target}"}} Registered factories are '
