@@ -37,6 +37,11 @@ def test_the_same_graph_and_feeds_give_the_same_estimate():
     assert a.step_time_s == b.step_time_s > 0
     assert a.run_metadata.step_stats == b.run_metadata.step_stats
     assert a.device_busy_s == b.device_busy_s and a.link_bytes == b.link_bytes
+    tf.reset_default_graph()                     # the same program built again
+    train, x, y = mlp_step()
+    again = predict(train, batch(x, y, 128), profile="H200")
+    assert again.step_time_s == a.step_time_s
+    assert again.run_metadata.step_stats == a.run_metadata.step_stats
 
 
 def test_batch_dimension_comes_from_the_feeds_through_the_gradient_graph():

@@ -33,9 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "calibrate":
         from tfteach.hardware.calibration import calibrate
         prof = calibrate()
-        print(prof.text())
         if args.save:
             prof.save(args.save)
+        print(prof.text())
     elif args.command == "show":
         print("\n\n".join(profiles.get(n).text() for n in (args.names or profiles.SHIPPED)))
     else:
