@@ -147,8 +147,9 @@ class SyncReplicasOptimizer(Optimizer):
             token = self._sync_token_queue.dequeue()
         train_op = state_ops.assign(self._local_step, token)
         with g.control_dependencies([update_op]):
-            # tfteach updates are out of place (TF's ref reads alias the variable), so the
-            # new step is read explicitly, after the update, beside the variable.
+            # TF fills from the variable's read, which may run before the update and
+            # shows the new step only because it aliases the buffer; the step is read
+            # here explicitly, after the update, beside the variable.
             with g.colocate_with(global_step.op):
                 new_step = global_step.read_value()
             tokens = array_ops.fill([self._tokens_per_step], new_step)
