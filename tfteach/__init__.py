@@ -13,7 +13,7 @@ from tfteach.framework.dtypes import (DType, as_dtype, bool_ as bool, double, fl
                                       float64, half, int32, int64, string)
 from tfteach.framework.graph import (Graph, GraphKeys, Operation, Tensor, get_default_graph,
                                      reset_default_graph)
-from tfteach.framework.graph_def import GraphDef, import_graph_def
+from tfteach.framework.graph_def import GraphDef, NodeDef, import_graph_def
 from tfteach.framework.tensor_shape import TensorShape
 from tfteach.ops.init_ops import (constant_initializer, glorot_normal_initializer,
                                   glorot_uniform_initializer, ones_initializer,
@@ -87,7 +87,7 @@ __all__ = [
     "int32", "int64", "InteractiveSession", "invert_permutation", "is_variable_initialized",
     "layers", "less", "less_equal", "local_variables", "local_variables_initializer", "log",
     "log1p", "logical_and", "logical_not", "logical_or", "matmul", "maximum", "minimum", "mod",
-    "mul", "multiply", "name_scope", "neg", "negative", "newaxis", "nn", "no_op", "not_equal", "one_hot",
+    "mul", "multiply", "name_scope", "neg", "negative", "newaxis", "nn", "no_op", "NodeDef", "not_equal", "one_hot",
     "ones", "ones_initializer", "ones_like", "Operation", "pad", "parallel_dynamic_stitch",
     "placeholder", "placeholder_with_default", "pow", "QueueBase", "random_normal",
     "random_normal_initializer", "random_shuffle", "random_uniform", "random_uniform_initializer",

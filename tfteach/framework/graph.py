@@ -159,11 +159,12 @@ class Operation:
                                  else device)
 
     @property
-    def node_def(self) -> dict:
-        return {"name": self.name, "op": self.type, "device": self._device,
-                "input": [t.name for t in self.inputs] +
-                         [f"^{c.name}" for c in self.control_inputs],
-                "attr": dict(self.attrs)}
+    def node_def(self) -> Any:
+        """TF's ``NodeDef`` protobuf of this op (name, op, input, device, attr), as
+        ``op.node_def`` is in TF; device functions read ``op.node_def.op``."""
+        if not _GRAPH_DEF_WRITER:
+            raise RuntimeError("GraphDef support is not loaded: import tfteach first")
+        return _GRAPH_DEF_WRITER[0]([self]).node[-1]    # OneHot's depth Const comes first
 
     def colocation_groups(self) -> list[bytes]:
         names = self._colocation or [self.name]
@@ -250,6 +251,9 @@ class GraphKeys:
     QUEUE_RUNNERS = "queue_runners"
     UPDATE_OPS = "update_ops"
     LOSSES = "losses"
+    REGULARIZATION_LOSSES = "regularization_losses"
+    METRIC_VARIABLES = "metric_variables"
+    MOVING_AVERAGE_VARIABLES = "moving_average_variables"
     INIT_OP = "init_op"
     READY_OP = "ready_op"
     SAVERS = "savers"
