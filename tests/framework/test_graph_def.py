@@ -127,8 +127,8 @@ def test_mapping_an_input_the_graph_def_lacks_is_a_value_error():
 
 def test_an_op_type_tfteach_lacks_is_not_found_with_the_list_of_types():
     graph_def = pb.GraphDef()
-    graph_def.node.add(name="c", op="Conv2D")
-    with pytest.raises(NotFoundError, match="Op type not registered 'Conv2D'") as info:
+    graph_def.node.add(name="c", op="Conv3D")
+    with pytest.raises(NotFoundError, match="Op type not registered 'Conv3D'") as info:
         tf.import_graph_def(graph_def)
     assert "MatMul" in info.value.hint
 
