@@ -170,3 +170,18 @@ def test_ops_with_no_job_run_on_the_sessions_own_task():
     assert placed["out"] == _gpu(0, "/job:worker/replica:0/task:0")
     # as in TF, the ps task's own GPU:0 takes the variable (a ps host of this profile has GPUs)
     assert est.link_bytes["ps:0/GPU:0 -> worker:0/GPU:0 (10 Gbit Ethernet)"] == 64 * 64 * 4
+
+
+def test_a_convolution_and_its_gradients_cost_their_multiply_adds():
+    x = tf.placeholder(tf.float32, [None, 32, 32, 16])
+    w = tf.Variable(tf.zeros([3, 3, 16, 64]))
+    y = tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME")
+    train = tf.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(y))
+    gpu = SHIPPED["H200"].gpu
+    est = predict(train, {x: np.zeros((256, 32, 32, 16), np.float32)}, profile="H200")
+    macs = 256 * 32 * 32 * 64 * 3 * 3 * 16
+    times = {n.op: n.all_end_rel_micros for d in est.run_metadata.step_stats.dev_stats
+             for n in d.node_stats}
+    assert times["Conv2D"] == pytest.approx((gpu.launch_s + 2 * macs / gpu.peak("float32"))
+                                            * 1e6, abs=1)
+    assert times["Conv2DBackpropFilter"] == pytest.approx(times["Conv2D"], abs=1)

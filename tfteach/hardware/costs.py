@@ -3,16 +3,18 @@
 ``op_work(op_type, attrs, inputs, outputs)`` takes the op's input and output
 ``(shape, itemsize)`` pairs (shapes with known sizes) and returns ``Work(flops, nbytes,
 kind)``. The device's cost is then the roofline: ``launch + max(flops / peak, nbytes /
-bandwidth)`` (``schedule``). Kinds are data, in sets below:
+bandwidth)`` (``predict``). Kinds are data, in sets below:
 
 - ``IDLE``: ops that compute nothing (Const, Identity, NoOp, Placeholder, VariableV2...);
   they cost the device's ``idle_op_s`` only.
 - ``VIEWS``: ops that return a view or a tiny host value (Reshape, Shape, ...): a kernel's
   fixed cost, no traffic.
-- MatMul ``2mnk``; Conv2D ``2 * output elements * kh * kw * c_in``; reductions one FLOP per
-  input element; softmax and cross-entropy a few per element (``PER_ELEMENT``);
-  everything else one FLOP per output element. Traffic: every input read once and every
-  output written once (``MOVES`` only move bytes).
+- MatMul ``2mnk``; Conv2D (and its two gradients) ``2 * output elements * kh * kw * c_in``
+  (kind "matrix": the device's peak); reductions one and a half FLOPs per input element;
+  softmax, cross-entropy and transcendental functions a few per element (``PER_ELEMENT``);
+  everything else one FLOP per output element (kind "compute": at most the device's
+  element-wise FLOP/s). Traffic: every input read once and every output written once
+  (``MOVES`` only move bytes).
 """
 from __future__ import annotations
 
@@ -64,6 +66,21 @@ def matmul_flops(a: tuple, b: tuple, transpose_a: bool, transpose_b: bool) -> fl
     return 2.0 * m * n * k
 
 
+def _conv_flops(op_type: str, inputs: list[Arg], outputs: list[Arg]) -> float | None:
+    """Conv2D and its gradients: ``2 * (output-gradient or output elements) * kh * kw *
+    c_in``, the filter ``[kh, kw, c_in, c_out]`` being an input or the output."""
+    if op_type == "Conv2D" and len(inputs) == 2 and len(inputs[1][0]) == 4:
+        kh, kw, c_in, _ = inputs[1][0]
+        return 2.0 * _n(outputs[0]) * kh * kw * c_in
+    if op_type == "Conv2DBackpropInput" and len(inputs) == 3 and len(inputs[1][0]) == 4:
+        kh, kw, c_in, _ = inputs[1][0]
+        return 2.0 * _n(inputs[2]) * kh * kw * c_in
+    if op_type == "Conv2DBackpropFilter" and len(inputs) == 3 and len(outputs[0][0]) == 4:
+        kh, kw, c_in, _ = outputs[0][0]
+        return 2.0 * _n(inputs[2]) * kh * kw * c_in
+    return None
+
+
 def op_work(op_type: str, attrs: dict, inputs: list[Arg], outputs: list[Arg]) -> Work:
     """The FLOPs and bytes of one op (see the module docstring)."""
     if op_type in IDLE:
@@ -77,9 +94,9 @@ def op_work(op_type: str, attrs: dict, inputs: list[Arg], outputs: list[Arg]) ->
     if op_type == "MatMul" and len(inputs) == 2 and all(len(a[0]) == 2 for a in inputs):
         return Work(matmul_flops(inputs[0][0], inputs[1][0], bool(attrs.get("transpose_a")),
                                  bool(attrs.get("transpose_b"))), traffic, "matrix")
-    if op_type == "Conv2D" and len(inputs) == 2 and len(inputs[1][0]) == 4:
-        kh, kw, c_in, _ = inputs[1][0]
-        return Work(2.0 * out_n * kh * kw * c_in, traffic, "matrix")
+    conv = _conv_flops(op_type, inputs, outputs)
+    if conv is not None:
+        return Work(conv, traffic, "matrix")
     if op_type in REDUCTIONS:
         flops = float(_n(inputs[0])) * REDUCTION_FLOPS if inputs else float(out_n)
     elif op_type == "AddN":
