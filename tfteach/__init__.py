@@ -216,7 +216,7 @@ def __getattr__(name):
         module = importlib.import_module(_LAZY[name])
         globals()[name] = module
         return module
-    raise AttributeError(f"module 'tfteach' has no attribute '{name}'")
+    raise errors.missing_attribute("tfteach", f"tf.{name}", name)
 
 
 def load_ipython_extension(ipython):

@@ -131,3 +131,17 @@ def exception_type_from_name(name: str) -> type:
 def error_code_from_exception_type(cls: type) -> int:
     """TF's error code for an OpError subclass."""
     return getattr(cls, "error_code", UNKNOWN)
+
+
+def missing_attribute(module: str, symbol: str, name: str) -> AttributeError:
+    """The AttributeError for ``tf.<symbol>`` that tfteach lacks (``module``: the tfteach
+    module asked, ``name``: the attribute). Private and dunder names (``__wrapped__``,
+    ``_ipython_display_``: what IPython and ``hasattr`` probe) get Python's plain message."""
+    message = f"module '{module}' has no attribute '{name}'"
+    if name.startswith("_"):
+        return AttributeError(message)
+    return AttributeError(with_hint(message, tr(
+        "tfteach has no {symbol}: it implements only part of the TensorFlow 1.x API (or the "
+        "name is misspelled). To run this cell on real TensorFlow, install it (pip install "
+        "tensorflow) and start the cell with %%placement --backend tensorflow.",
+        symbol=symbol)))

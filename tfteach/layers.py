@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from tfteach.errors import with_hint
+from tfteach.errors import missing_attribute, with_hint
 from tfteach.framework.graph import GraphKeys, Tensor, get_default_graph
 from tfteach.i18n import tr
 from tfteach.ops import (array_ops, conv_ops, init_ops, math_ops, nn_ops, normalization_ops,
@@ -441,3 +441,8 @@ def batch_normalization(inputs: Any, axis: int = -1, momentum: float = 0.99,
                                moving_variance_initializer, beta_regularizer, gamma_regularizer,
                                trainable, name, reuse, fused)
     return layer(inputs, training=training)
+
+
+def __getattr__(name: str):
+    """A name tf.layers has and tfteach lacks: an AttributeError that says so."""
+    raise missing_attribute("tfteach.layers", f"tf.layers.{name}", name)

@@ -6,6 +6,7 @@ The ops themselves (kernels, shapes, gradients) live in ``tfteach.ops.nn_ops``,
 ``embedding_ops``, ``conv_ops``, ``pooling_ops``, ``normalization_ops`` and
 ``summary_stats``; this module is the public namespace, named as in TF 1.x.
 """
+from tfteach.errors import missing_attribute
 from tfteach.ops.conv_ops import conv2d
 from tfteach.ops.embedding_ops import embedding_lookup
 from tfteach.ops.nn_ops import (bias_add, dropout, l2_loss, leaky_relu, log_softmax, relu,
@@ -23,3 +24,8 @@ __all__ = ["avg_pool", "batch_normalization", "bias_add", "conv2d", "dropout", "
            "softmax_cross_entropy_with_logits",
            "softmax_cross_entropy_with_logits_v2", "softplus",
            "sparse_softmax_cross_entropy_with_logits", "tanh", "xw_plus_b", "zero_fraction"]
+
+
+def __getattr__(name: str):
+    """A name tf.nn has and tfteach lacks: an AttributeError that says so."""
+    raise missing_attribute("tfteach.nn", f"tf.nn.{name}", name)

@@ -59,4 +59,5 @@ def __getattr__(name):
         value = _late.TRAIN[name]()
         globals()[name] = value
         return value
-    raise AttributeError(f"module 'tfteach.train' has no attribute '{name}'")
+    from tfteach.errors import missing_attribute
+    raise missing_attribute("tfteach.train", f"tf.train.{name}", name)
