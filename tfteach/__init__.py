@@ -39,6 +39,9 @@ from tfteach.ops.math_ops import (abs, add, add_n, argmax, argmin, div, divide, 
                                   rsqrt, sign, sqrt, square, squared_difference, subtract,
                                   truediv, floor, where, clip_by_value)
 from tfteach.ops.gradients_impl import gradients
+from tfteach.ops.clip_ops import (clip_by_average_norm, clip_by_global_norm, clip_by_norm,
+                                  global_norm)
+from tfteach.ops.div_no_nan import div_no_nan
 from tfteach.framework.indexed_slices import IndexedSlices
 from tfteach.ops.accumulator_ops import ConditionalAccumulator, SparseConditionalAccumulator
 from tfteach.ops.gather_ops import (dynamic_stitch, gather, parallel_dynamic_stitch, unique,
@@ -73,20 +76,21 @@ newaxis = None      # ``tensor[:, tf.newaxis]``, as TF
 __all__ = [
     "__version__", "abs", "add", "add_n", "add_to_collection", "all_variables", "argmax", "argmin",
     "as_dtype", "assign", "assign_add", "assign_sub", "AUTO_REUSE", "bool", "broadcast_to", "cast",
+    "clip_by_average_norm", "clip_by_global_norm", "clip_by_norm",
     "clip_by_value", "colocate_with", "concat", "ConditionalAccumulator", "ConfigProto",
     "constant", "constant_initializer", "container", "control_dependencies", "convert_to_tensor",
-    "count_up_to", "device", "DeviceSpec", "div", "divide", "double", "DType", "dtypes",
+    "count_up_to", "device", "div_no_nan", "DeviceSpec", "div", "divide", "double", "DType", "dtypes",
     "dynamic_partition", "dynamic_stitch", "equal", "errors", "exp", "expand_dims", "FIFOQueue",
     "fill", "float16", "float32", "float64", "floor", "floordiv", "floormod", "gather",
     "get_collection", "get_collection_ref", "get_default_graph", "get_default_session",
-    "get_local_variable", "get_seed", "get_variable", "get_variable_scope", "global_variables",
+    "get_local_variable", "get_seed", "get_variable", "get_variable_scope", "global_norm", "global_variables",
     "global_variables_initializer", "glorot_normal_initializer", "glorot_uniform_initializer",
     "GPUOptions", "gradients", "Graph", "GraphDef", "GraphKeys", "GraphOptions", "greater",
     "greater_equal", "group", "half", "identity", "import_graph_def", "IndexedSlices",
     "initialize_all_variables", "initializers",
     "int32", "int64", "InteractiveSession", "invert_permutation", "is_variable_initialized",
     "layers", "less", "less_equal", "local_variables", "local_variables_initializer", "log",
-    "log1p", "logical_and", "logical_not", "logical_or", "matmul", "maximum", "minimum", "mod",
+    "log1p", "logical_and", "losses", "logical_not", "logical_or", "matmul", "maximum", "metrics", "minimum", "mod",
     "mul", "multiply", "name_scope", "neg", "negative", "newaxis", "nn", "no_op", "NodeDef", "not_equal", "one_hot",
     "ones", "ones_initializer", "ones_like", "Operation", "pad", "parallel_dynamic_stitch",
     "placeholder", "placeholder_with_default", "pow", "QueueBase", "random_normal",
@@ -179,7 +183,8 @@ def get_seed(op_seed):
 _LAZY = {"train": "tfteach.train", "nn": "tfteach.nn", "layers": "tfteach.layers",
          "data": "tfteach.data", "config": "tfteach.config", "timeline": "tfteach.timeline",
          "cluster": "tfteach.cluster", "notebook": "tfteach.notebook",
-         "initializers": "tfteach.ops.init_ops", "lessons": "tfteach.lessons",
+         "initializers": "tfteach.ops.init_ops",
+         "losses": "tfteach.ops.losses", "metrics": "tfteach.ops.metrics", "lessons": "tfteach.lessons",
          "summary": "tfteach.summary"}
 
 

@@ -1,6 +1,6 @@
 """``tf.nn``: activations, softmax, cross-entropies, bias_add, l2_loss, dropout,
-embedding_lookup, convolution, pooling, normalisation (lrn, fused_batch_norm, moments,
-batch_normalization) and zero_fraction.
+embedding_lookup, l2_normalize, sigmoid/weighted cross-entropies (``nn_impl``), convolution,
+pooling, normalisation (lrn, fused_batch_norm, moments, batch_normalization) and zero_fraction.
 
 The ops themselves (kernels, shapes, gradients) live in ``tfteach.ops.nn_ops``,
 ``embedding_ops``, ``conv_ops``, ``pooling_ops``, ``normalization_ops`` and
@@ -9,6 +9,8 @@ The ops themselves (kernels, shapes, gradients) live in ``tfteach.ops.nn_ops``,
 from tfteach.errors import missing_attribute
 from tfteach.ops.conv_ops import conv2d
 from tfteach.ops.embedding_ops import embedding_lookup
+from tfteach.ops.nn_impl import (l2_normalize, sigmoid_cross_entropy_with_logits,
+                                 weighted_cross_entropy_with_logits)
 from tfteach.ops.nn_ops import (bias_add, dropout, l2_loss, leaky_relu, log_softmax, relu,
                                 relu6, sigmoid, softmax, softmax_cross_entropy_with_logits,
                                 softmax_cross_entropy_with_logits_v2, softplus,
@@ -19,11 +21,13 @@ from tfteach.ops.pooling_ops import avg_pool, max_pool
 from tfteach.ops.summary_stats import zero_fraction
 
 __all__ = ["avg_pool", "batch_normalization", "bias_add", "conv2d", "dropout", "embedding_lookup",
-           "fused_batch_norm", "l2_loss", "leaky_relu", "local_response_normalization",
-           "log_softmax", "lrn", "max_pool", "moments", "relu", "relu6", "sigmoid", "softmax",
+           "fused_batch_norm", "l2_loss", "l2_normalize", "leaky_relu",
+           "local_response_normalization", "log_softmax", "lrn", "max_pool", "moments", "relu",
+           "relu6", "sigmoid", "sigmoid_cross_entropy_with_logits", "softmax",
            "softmax_cross_entropy_with_logits",
            "softmax_cross_entropy_with_logits_v2", "softplus",
-           "sparse_softmax_cross_entropy_with_logits", "tanh", "xw_plus_b", "zero_fraction"]
+           "sparse_softmax_cross_entropy_with_logits", "tanh", "weighted_cross_entropy_with_logits",
+           "xw_plus_b", "zero_fraction"]
 
 
 def __getattr__(name: str):

@@ -1,0 +1,249 @@
+"""``tf.losses`` (TF 1.x ``losses_impl`` and ``util``): weighted losses and the LOSSES
+collection.
+
+Each loss computes per-element losses under its own scope (``mean_squared_error/...``), then
+``compute_weighted_loss`` casts to float32, multiplies by ``weights`` and reduces as
+``reduction`` says; the result (``<scope>/value`` for the averaging reductions, a
+``DivNoNan``) is added to ``GraphKeys.LOSSES``. ``Reduction.SUM_BY_NONZERO_WEIGHTS``
+(the default) divides the weighted sum by the number of non-zero weights, broadcast to the
+losses' shape. TF's ``assert_broadcastable`` ops are not built.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from tfteach.framework import dtypes
+from tfteach.framework.graph import GraphKeys, Tensor, get_default_graph
+from tfteach.ops import array_ops, math_ops, nn_impl, nn_ops
+from tfteach.ops.common import convert_to_tensor, graph_of
+from tfteach.ops.div_no_nan import div_no_nan
+
+__all__ = ["Reduction", "absolute_difference", "add_loss", "compute_weighted_loss",
+           "get_losses", "get_regularization_loss", "get_regularization_losses",
+           "get_total_loss", "hinge_loss", "huber_loss", "log_loss", "mean_squared_error",
+           "sigmoid_cross_entropy", "softmax_cross_entropy", "sparse_softmax_cross_entropy"]
+
+
+class Reduction:
+    """How a weighted loss is reduced (TF's string values)."""
+
+    NONE = "none"
+    SUM = "weighted_sum"
+    SUM_OVER_BATCH_SIZE = "weighted_sum_over_batch_size"
+    MEAN = "weighted_mean"
+    SUM_BY_NONZERO_WEIGHTS = "weighted_sum_by_nonzero_weights"
+    SUM_OVER_NONZERO_WEIGHTS = SUM_BY_NONZERO_WEIGHTS
+
+    @classmethod
+    def all(cls) -> tuple:
+        return (cls.NONE, cls.SUM, cls.MEAN, cls.SUM_OVER_BATCH_SIZE,
+                cls.SUM_OVER_NONZERO_WEIGHTS, cls.SUM_BY_NONZERO_WEIGHTS)
+
+    @classmethod
+    def validate(cls, key: str) -> None:
+        if key not in cls.all():
+            raise ValueError(f"Invalid Reduction Key {key}.")
+
+
+# ---- the collection ------------------------------------------------------------------------
+def add_loss(loss: Any, loss_collection: str | None = GraphKeys.LOSSES) -> None:
+    """Add ``loss`` to ``loss_collection`` (nothing when it is None or empty)."""
+    if loss_collection:
+        get_default_graph().add_to_collection(loss_collection, loss)
+
+
+def get_losses(scope: str | None = None, loss_collection: str = GraphKeys.LOSSES) -> list:
+    return get_default_graph().get_collection(loss_collection, scope)
+
+
+def get_regularization_losses(scope: str | None = None) -> list:
+    return get_default_graph().get_collection(GraphKeys.REGULARIZATION_LOSSES, scope)
+
+
+def get_regularization_loss(scope: str | None = None,
+                            name: str = "total_regularization_loss") -> Tensor:
+    losses = get_regularization_losses(scope)
+    if losses:
+        return math_ops.add_n(losses, name=name)
+    return convert_to_tensor(0.0)
+
+
+def get_total_loss(add_regularization_losses: bool = True, name: str = "total_loss",
+                   scope: str | None = None) -> Tensor:
+    """The sum (``AddN``) of the LOSSES collection, plus the regularization losses."""
+    losses = get_losses(scope)
+    if add_regularization_losses:
+        losses += get_regularization_losses(scope)
+    return math_ops.add_n(losses, name=name)
+
+
+# ---- weighting and reduction ---------------------------------------------------------------
+def _num_elements(losses: Tensor) -> Tensor:
+    with losses.graph.name_scope("num_elements") as scope:
+        return array_ops.cast(array_ops.size(losses, name=scope), losses.dtype)
+
+
+def _num_present(losses: Tensor, weights: Any) -> Tensor:
+    """How many of the (broadcast) weights are non-zero."""
+    if isinstance(weights, float) and weights != 0.0:
+        return _num_elements(losses)
+    with losses.graph.name_scope("num_present") as scope:
+        weights = array_ops.cast(weights, dtypes.float32)
+        present = math_ops.where(math_ops.equal(weights, 0.0), array_ops.zeros_like(weights),
+                                 array_ops.ones_like(weights))
+        with losses.graph.name_scope("broadcast_weights"):
+            present = math_ops.multiply(present, array_ops.ones_like(losses))
+        return math_ops.reduce_sum(present, name=scope)
+
+
+def _reduce(weighted: Tensor, losses: Tensor, weights: Any, reduction: str) -> Tensor:
+    if reduction == Reduction.NONE:
+        return weighted
+    loss = math_ops.reduce_sum(weighted)
+    if reduction == Reduction.MEAN:
+        count = math_ops.reduce_sum(array_ops.ones_like(losses) * weights)
+    elif reduction == Reduction.SUM_BY_NONZERO_WEIGHTS:
+        count = _num_present(losses, weights)
+    elif reduction == Reduction.SUM_OVER_BATCH_SIZE:
+        count = _num_elements(losses)
+    else:
+        return loss
+    return div_no_nan(math_ops.reduce_sum(loss), count, name="value")
+
+
+def compute_weighted_loss(losses: Any, weights: Any = 1.0, scope: str | None = None,
+                          loss_collection: str | None = GraphKeys.LOSSES,
+                          reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    """``losses * weights`` reduced as ``reduction`` says, added to ``loss_collection``."""
+    Reduction.validate(reduction)
+    g = graph_of([losses, weights])
+    with g.as_default(), g.name_scope(scope or "weighted_loss"):
+        losses = convert_to_tensor(losses)
+        input_dtype = losses.dtype
+        losses = array_ops.cast(losses, dtypes.float32)
+        weights = array_ops.cast(weights, dtypes.float32)
+        weighted = math_ops.multiply(losses, weights)
+        loss = array_ops.cast(_reduce(weighted, losses, weights, reduction), input_dtype)
+        add_loss(loss, loss_collection)
+        return loss
+
+
+def _compute(losses: Tensor, weights: Any, scope: str, loss_collection: Any,
+             reduction: str) -> Tensor:
+    return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)
+
+
+def _pair(labels: Any, predictions: Any) -> tuple:
+    if labels is None:
+        raise ValueError("labels must not be None.")
+    if predictions is None:
+        raise ValueError("predictions must not be None.")
+    predictions = array_ops.cast(predictions, dtypes.float32)
+    labels = array_ops.cast(labels, dtypes.float32)
+    if not predictions.shape.is_compatible_with(labels.shape):
+        raise ValueError(f"Shapes {predictions.shape} and {labels.shape} are incompatible")
+    return labels, predictions
+
+
+# ---- the losses ----------------------------------------------------------------------------
+def mean_squared_error(labels: Any, predictions: Any, weights: Any = 1.0,
+                       scope: str | None = None,
+                       loss_collection: str | None = GraphKeys.LOSSES,
+                       reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    g = graph_of([labels, predictions, weights])
+    with g.as_default(), g.name_scope(scope or "mean_squared_error") as sc:
+        labels, predictions = _pair(labels, predictions)
+        losses = math_ops.squared_difference(predictions, labels)
+        return _compute(losses, weights, sc, loss_collection, reduction)
+
+
+def absolute_difference(labels: Any, predictions: Any, weights: Any = 1.0,
+                        scope: str | None = None,
+                        loss_collection: str | None = GraphKeys.LOSSES,
+                        reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    g = graph_of([labels, predictions, weights])
+    with g.as_default(), g.name_scope(scope or "absolute_difference") as sc:
+        labels, predictions = _pair(labels, predictions)
+        losses = math_ops.abs(math_ops.subtract(predictions, labels))
+        return _compute(losses, weights, sc, loss_collection, reduction)
+
+
+def log_loss(labels: Any, predictions: Any, weights: Any = 1.0, epsilon: float = 1e-7,
+             scope: str | None = None, loss_collection: str | None = GraphKeys.LOSSES,
+             reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    g = graph_of([labels, predictions, weights])
+    with g.as_default(), g.name_scope(scope or "log_loss") as sc:
+        labels, predictions = _pair(labels, predictions)
+        losses = (-math_ops.multiply(labels, math_ops.log(predictions + epsilon))
+                  - math_ops.multiply(1 - labels, math_ops.log(1 - predictions + epsilon)))
+        return _compute(losses, weights, sc, loss_collection, reduction)
+
+
+def huber_loss(labels: Any, predictions: Any, weights: Any = 1.0, delta: float = 1.0,
+               scope: str | None = None, loss_collection: str | None = GraphKeys.LOSSES,
+               reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    g = graph_of([labels, predictions, weights])
+    with g.as_default(), g.name_scope(scope or "huber_loss") as sc:
+        labels, predictions = _pair(labels, predictions)
+        abs_error = math_ops.abs(math_ops.subtract(predictions, labels))
+        quadratic = math_ops.minimum(abs_error, delta)
+        linear = math_ops.subtract(abs_error, quadratic)
+        losses = math_ops.add(math_ops.multiply(0.5, math_ops.multiply(quadratic, quadratic)),
+                              math_ops.multiply(delta, linear))
+        return _compute(losses, weights, sc, loss_collection, reduction)
+
+
+def hinge_loss(labels: Any, logits: Any, weights: Any = 1.0, scope: str | None = None,
+               loss_collection: str | None = GraphKeys.LOSSES,
+               reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    """``max(0, 1 - (2 * labels - 1) * logits)`` for 0/1 labels."""
+    g = graph_of([labels, logits, weights])
+    with g.as_default(), g.name_scope(scope or "hinge_loss") as sc:
+        labels, logits = _pair(labels, logits)
+        all_ones = array_ops.ones_like(labels)
+        signs = math_ops.subtract(2 * labels, all_ones)
+        losses = nn_ops.relu(math_ops.subtract(all_ones, math_ops.multiply(signs, logits)))
+        return _compute(losses, weights, sc, loss_collection, reduction)
+
+
+def sigmoid_cross_entropy(multi_class_labels: Any, logits: Any, weights: Any = 1.0,
+                          label_smoothing: float = 0, scope: str | None = None,
+                          loss_collection: str | None = GraphKeys.LOSSES,
+                          reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    g = graph_of([multi_class_labels, logits, weights])
+    with g.as_default(), g.name_scope(scope or "sigmoid_cross_entropy_loss") as sc:
+        logits = convert_to_tensor(logits)
+        labels = array_ops.cast(multi_class_labels, logits.dtype)
+        if label_smoothing > 0:
+            labels = labels * (1 - label_smoothing) + 0.5 * label_smoothing
+        losses = nn_impl.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits,
+                                                           name="xentropy")
+        return _compute(losses, weights, sc, loss_collection, reduction)
+
+
+def softmax_cross_entropy(onehot_labels: Any, logits: Any, weights: Any = 1.0,
+                          label_smoothing: float = 0, scope: str | None = None,
+                          loss_collection: str | None = GraphKeys.LOSSES,
+                          reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    g = graph_of([onehot_labels, logits, weights])
+    with g.as_default(), g.name_scope(scope or "softmax_cross_entropy_loss") as sc:
+        logits = convert_to_tensor(logits)
+        labels = array_ops.cast(onehot_labels, logits.dtype)
+        if label_smoothing > 0:
+            classes = array_ops.cast(array_ops.shape(labels)[-1], logits.dtype)
+            labels = labels * (1.0 - label_smoothing) + label_smoothing / classes
+        labels = array_ops.stop_gradient(labels, name="labels_stop_gradient")
+        losses = nn_ops.softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits,
+                                                             name="xentropy")
+        return _compute(losses, weights, sc, loss_collection, reduction)
+
+
+def sparse_softmax_cross_entropy(labels: Any, logits: Any, weights: Any = 1.0,
+                                 scope: str | None = None,
+                                 loss_collection: str | None = GraphKeys.LOSSES,
+                                 reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    g = graph_of([labels, logits, weights])
+    with g.as_default(), g.name_scope(scope or "sparse_softmax_cross_entropy_loss") as sc:
+        losses = nn_ops.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits,
+                                                                 name="xentropy")
+        return _compute(losses, weights, sc, loss_collection, reduction)
