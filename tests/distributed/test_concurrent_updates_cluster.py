@@ -51,7 +51,7 @@ def _train_from_two_workers(cluster, name, use_locking):
         except Exception as e:      # noqa: BLE001 - reported by the assertion below
             failures.append(e)
     threads = [threading.Thread(target=work, args=(s, g[1]))
-               for s, g in zip(sessions, graphs)]
+               for s, g in zip(sessions, graphs, strict=True)]
     for t in threads:
         t.start()
     for t in threads:
