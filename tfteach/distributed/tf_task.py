@@ -45,7 +45,11 @@ def tensorflow_missing(what: str) -> errors.FailedPreconditionError:
 
 def require_tensorflow(what: str) -> None:
     """Raise FailedPreconditionError, saying how to install it, if TensorFlow is missing."""
-    if importlib.util.find_spec("tensorflow") is None:
+    try:
+        found = importlib.util.find_spec("tensorflow")
+    except (ImportError, ValueError):     # an import hook that refuses it: missing too
+        found = None
+    if found is None:
         raise tensorflow_missing(what)
 
 
