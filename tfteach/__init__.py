@@ -11,6 +11,8 @@ from tfteach.framework import dtypes
 from tfteach.framework.device_spec import DeviceSpec
 from tfteach.framework.dtypes import (DType, as_dtype, bool_ as bool, double, float16, float32,
                                       float64, half, int32, int64, string)
+from tfteach.framework.dtypes import (bfloat16, complex64, complex128, int8, int16, qint8, qint16,
+                                      qint32, quint8, quint16, uint8, uint16, uint32, uint64)
 from tfteach.framework.graph import (Graph, GraphKeys, Operation, Tensor, get_default_graph,
                                      reset_default_graph)
 from tfteach.framework.graph_def import GraphDef, NodeDef, import_graph_def
@@ -74,7 +76,8 @@ newaxis = None      # ``tensor[:, tf.newaxis]``, as TF
 # (loaded on first use). tfteach-only modules (config, cluster, data, timeline, notebook,
 # lessons) are reached as attributes and stay out of ``import *``.
 __all__ = [
-    "__version__", "abs", "add", "add_n", "add_to_collection", "all_variables", "argmax", "argmin",
+    "__version__", "abs", "bfloat16", "complex64", "complex128", "int8", "int16", "qint8",
+    "qint16", "qint32", "quint8", "quint16", "uint8", "uint16", "uint32", "uint64", "add", "add_n", "add_to_collection", "all_variables", "argmax", "argmin",
     "as_dtype", "assign", "assign_add", "assign_sub", "AUTO_REUSE", "bool", "broadcast_to", "cast",
     "clip_by_average_norm", "clip_by_global_norm", "clip_by_norm",
     "clip_by_value", "colocate_with", "concat", "ConditionalAccumulator", "ConfigProto",

@@ -26,8 +26,9 @@ class DType:
         self._np = np.dtype(np_type)
 
     @property
-    def as_numpy_dtype(self) -> type:
-        return self._np.type
+    def as_numpy_dtype(self) -> Any:
+        """The NumPy type; quantized types are TF's one-field structured dtypes."""
+        return self._np if self._np.names else self._np.type
 
     @property
     def np(self) -> np.dtype:
@@ -35,12 +36,29 @@ class DType:
         return self._np
 
     @property
+    def as_datatype_enum(self) -> int:
+        """TF's ``DataType`` number (``types.proto``)."""
+        return _ENUM_NUMBERS[self.enum]
+
+    @property
     def is_floating(self) -> bool:
-        return self._np.kind == "f"
+        return self._np.kind == "f" or self.name == "bfloat16"
 
     @property
     def is_integer(self) -> bool:
         return self._np.kind in "iu"
+
+    @property
+    def is_complex(self) -> bool:
+        return self._np.kind == "c"
+
+    @property
+    def is_quantized(self) -> bool:
+        return self.name in _QUANTIZED
+
+    @property
+    def is_unsigned(self) -> bool:
+        return self._np.kind == "u"
 
     @property
     def is_bool(self) -> bool:
@@ -52,19 +70,33 @@ class DType:
 
     @property
     def size(self) -> int:
-        return self._np.itemsize if self._np.kind != "O" else 8
+        return self._np.itemsize if self._np.kind != "O" else 0     # TF: strings are 0
 
     @property
     def base_dtype(self) -> "DType":
         return self
 
     @property
+    def real_dtype(self) -> "DType":
+        """The type of the real part (``float32`` for ``complex64``); itself otherwise."""
+        return {"complex64": float32, "complex128": float64}.get(self.name, self)
+
+    @property
     def min(self):
-        return np.finfo(self._np).min if self.is_floating else np.iinfo(self._np).min
+        return self._limits()[0]
 
     @property
     def max(self):
-        return np.finfo(self._np).max if self.is_floating else np.iinfo(self._np).max
+        return self._limits()[1]
+
+    def _limits(self) -> tuple:
+        if self.name == "bfloat16":
+            return -_BFLOAT16_MAX, _BFLOAT16_MAX
+        if self._np.kind == "f":
+            return np.finfo(self._np).min, np.finfo(self._np).max
+        if self._np.kind in "iu":
+            return np.iinfo(self._np).min, np.iinfo(self._np).max
+        raise TypeError(f"Cannot find minimum value of {self!r}.")
 
     def __repr__(self) -> str:
         return f"tf.{self.name}"
@@ -72,6 +104,24 @@ class DType:
     def __reduce__(self):
         return (as_dtype, (self.name,))
 
+
+def _bfloat16_numpy() -> Any:
+    """``ml_dtypes.bfloat16`` (what TF uses) where it is installed; else TF's
+    quantized-style stand-in, a one-field 2-byte structured dtype (no arithmetic)."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        return [("bfloat16", "<u2")]
+    return ml_dtypes.bfloat16
+
+
+_BFLOAT16_MAX = 3.3895313892515355e+38
+_QUANTIZED = frozenset({"qint8", "quint8", "qint16", "quint16", "qint32"})
+_ENUM_NUMBERS = {"DT_FLOAT": 1, "DT_DOUBLE": 2, "DT_INT32": 3, "DT_UINT8": 4, "DT_INT16": 5,
+                 "DT_INT8": 6, "DT_STRING": 7, "DT_COMPLEX64": 8, "DT_INT64": 9, "DT_BOOL": 10,
+                 "DT_QINT8": 11, "DT_QUINT8": 12, "DT_QINT32": 13, "DT_BFLOAT16": 14,
+                 "DT_QINT16": 15, "DT_QUINT16": 16, "DT_UINT16": 17, "DT_COMPLEX128": 18,
+                 "DT_HALF": 19, "DT_UINT32": 22, "DT_UINT64": 23}
 
 float16 = DType("float16", "half", "DT_HALF", np.float16)
 float32 = DType("float32", "float", "DT_FLOAT", np.float32)
@@ -82,13 +132,29 @@ bool_ = DType("bool", "bool", "DT_BOOL", np.bool_)
 string = DType("string", "string", "DT_STRING", np.object_)
 half = float16
 double = float64
+int8 = DType("int8", "int8", "DT_INT8", np.int8)
+int16 = DType("int16", "int16", "DT_INT16", np.int16)
+uint8 = DType("uint8", "uint8", "DT_UINT8", np.uint8)
+uint16 = DType("uint16", "uint16", "DT_UINT16", np.uint16)
+uint32 = DType("uint32", "uint32", "DT_UINT32", np.uint32)
+uint64 = DType("uint64", "uint64", "DT_UINT64", np.uint64)
+complex64 = DType("complex64", "complex64", "DT_COMPLEX64", np.complex64)
+complex128 = DType("complex128", "complex128", "DT_COMPLEX128", np.complex128)
+bfloat16 = DType("bfloat16", "bfloat16", "DT_BFLOAT16", _bfloat16_numpy())
+qint8 = DType("qint8", "qint8", "DT_QINT8", [("qint8", "i1")])
+quint8 = DType("quint8", "quint8", "DT_QUINT8", [("quint8", "u1")])
+qint16 = DType("qint16", "qint16", "DT_QINT16", [("qint16", "<i2")])
+quint16 = DType("quint16", "quint16", "DT_QUINT16", [("quint16", "<u2")])
+qint32 = DType("qint32", "qint32", "DT_QINT32", [("qint32", "<i4")])
 
-ALL = (float16, float32, float64, int32, int64, bool_, string)
+ALL = (float16, float32, float64, int32, int64, bool_, string, int8, int16, uint8, uint16, uint32,
+       uint64, complex64, complex128, bfloat16, qint8, quint8, qint16, quint16, qint32)
 FLOATS = frozenset({float16, float32, float64})
 NUMERIC = frozenset({float16, float32, float64, int32, int64})
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NAME.update({"half": float16, "double": float64, "float": float32, "int": int32})
 _BY_NP = {d.np: d for d in ALL}
+_BY_ENUM = {d.as_datatype_enum: d for d in ALL}
 
 
 def as_dtype(value: Any) -> DType:
@@ -105,6 +171,10 @@ def as_dtype(value: Any) -> DType:
         return int32
     if value is float:
         return float32
+    if value is complex:
+        return complex128
+    if isinstance(value, (int, np.integer)) and int(value) in _BY_ENUM:     # a DataType enum
+        return _BY_ENUM[int(value)]
     try:
         npd = np.dtype(value)
     except TypeError:
@@ -128,6 +198,8 @@ def infer_dtype(value: Any) -> DType:
         return int32 if -2**31 <= value < 2**31 else int64
     if isinstance(value, float):
         return float32
+    if isinstance(value, complex):
+        return complex128
     if isinstance(value, (str, bytes)):
         return string
     if isinstance(value, (list, tuple)):
