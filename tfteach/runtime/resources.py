@@ -67,7 +67,7 @@ class VarRef:
         new buffer (a copy of ``value``)."""
         buf = self._buffer
         if buf is not None and buf.shape == getattr(value, "shape", ()):
-            xp.copyto(buf, value, casting="unsafe")
+            xp.copyto(buf, xp.asarray(value), casting="unsafe")   # (a host value to a GPU)
         else:
             self.assign(xp.array(value, copy=True), op)
 
