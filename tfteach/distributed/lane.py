@@ -38,6 +38,7 @@ LANE_ENV = "TFTEACH_LANE"
 HELLO, REQUEST, ANSWER, ERROR = 1, 2, 3, 4
 HEADER = struct.Struct("<BI")
 HELLO_MAX_BYTES = 1024
+RECV_CHUNK_BYTES = 1 << 20     # a frame's first read; its buffer grows from there
 WAIT_SLICE_S = 0.2      # a client's waits on its socket: Ctrl-C is handled between them
 
 
@@ -79,12 +80,15 @@ def _send_all(sock: socket.socket, data: bytes) -> None:
 def recv_exact(sock: socket.socket, n: int) -> bytearray | None:
     """``n`` bytes from ``sock``, read into one buffer (parsed from there, not copied);
     None when the peer closed it (or it failed) first. A client's socket waits in slices
-    of ``WAIT_SLICE_S``, so Ctrl-C is handled at once."""
-    buffer = bytearray(n)
-    view, got = memoryview(buffer), 0
+    of ``WAIT_SLICE_S``, so Ctrl-C is handled at once. The buffer grows as bytes arrive
+    (at most doubling): a length announced but never sent costs no memory."""
+    buffer, got = bytearray(min(n, RECV_CHUNK_BYTES)), 0
     while got < n:
+        if got == len(buffer):
+            buffer += bytes(min(n - got, got))
         try:
-            more = sock.recv_into(view[got:], n - got)
+            with memoryview(buffer) as view:
+                more = sock.recv_into(view[got:], len(buffer) - got)
         except TimeoutError:
             continue
         except OSError:

@@ -17,6 +17,7 @@ guarded by its lock).
 """
 from __future__ import annotations
 
+import errno
 import hmac
 import json
 import os
@@ -38,6 +39,8 @@ from .lane import (ANSWER, ERROR, HEADER, HELLO, HELLO_MAX_BYTES, REQUEST, enabl
 
 HELLO_TIMEOUT_S = 2.0
 MAX_PENDING = 64
+ACCEPT_PAUSE_S = 0.25   # out of descriptors: the listener rests this long before accepting
+_OUT_OF_DESCRIPTORS = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 _SO_PEERCRED = struct.Struct("3i")      # pid, uid, gid
 
 
@@ -119,6 +122,7 @@ class LaneServer:
         self._streams: set[LaneContext] = set()
         self._lock = threading.Lock()
         self._closed = False
+        self._accept_at: float | None = None    # paused until then (out of descriptors)
         self._thread = threading.Thread(target=self._loop, name="tfteach-lane", daemon=True)
         self._thread.start()
 
@@ -145,6 +149,7 @@ class LaneServer:
                 for key, _ in self._selector.select(self._next_timeout()):
                     key.data()
                 self._expire_pending()
+                self._resume_accepting()
         finally:
             with self._lock:
                 pending, self._pending = list(self._pending), {}
@@ -157,14 +162,18 @@ class LaneServer:
     def _next_timeout(self) -> float | None:
         """Until the first pending hello is late (None: no wake-up while none is pending)."""
         with self._lock:
-            soonest = min((deadline for deadline, _ in self._pending.values()), default=None)
+            soonest = min([deadline for deadline, _ in self._pending.values()] +
+                          ([self._accept_at] if self._accept_at else []), default=None)
         return None if soonest is None else max(0.0, soonest - time.monotonic())
 
     def _accept(self) -> None:
         while True:
             try:
                 conn, _ = self._listener.accept()
-            except OSError:     # none left (BlockingIOError), or out of descriptors
+            except OSError as exc:  # none left (BlockingIOError), or out of descriptors
+                if exc.errno in _OUT_OF_DESCRIPTORS:    # rest: it stays readable meanwhile
+                    self._selector.unregister(self._listener)
+                    self._accept_at = time.monotonic() + ACCEPT_PAUSE_S
                 return
             pid, uid, _ = _SO_PEERCRED.unpack(conn.getsockopt(
                 socket.SOL_SOCKET, socket.SO_PEERCRED, _SO_PEERCRED.size))
@@ -176,6 +185,11 @@ class LaneServer:
                 self._pending[conn] = (time.monotonic() + HELLO_TIMEOUT_S, bytearray())
             self._selector.register(conn, selectors.EVENT_READ,
                                     lambda c=conn, p=pid: self._read_hello(c, p))
+
+    def _resume_accepting(self) -> None:
+        if self._accept_at is not None and time.monotonic() >= self._accept_at:
+            self._accept_at = None
+            self._selector.register(self._listener, selectors.EVENT_READ, self._accept)
 
     def _expire_pending(self) -> None:
         now = time.monotonic()

@@ -37,6 +37,7 @@ from tfteach.i18n import tr
 TOKEN_ENV = "TFTEACH_CLUSTER_TOKEN"
 TOKEN_METADATA_KEY = "tfteach-token"
 TLS_CERT_ENV, TLS_KEY_ENV, TLS_CA_ENV = "TFTEACH_TLS_CERT", "TFTEACH_TLS_KEY", "TFTEACH_TLS_CA"
+MAX_PORT = 65535
 
 
 def token_from_env() -> str | None:
@@ -47,11 +48,18 @@ def token_from_env() -> str | None:
 def split_address(address: str) -> tuple[str, int]:
     """``"host:port"`` (or ``"[v6]:port"``) -> ``(host, port)``."""
     host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit():
+    if not sep or not (port.isascii() and port.isdigit()):
         raise errors.InvalidArgumentError(
             f"Task address {address!r} is not of the form host:port",
             hint=tr("Write addresses like 'localhost:2222' or '10.0.0.5:2222' in the "
                     "ClusterSpec."))
+    if int(port) > MAX_PORT:        # gRPC would bind the port modulo 65536
+        raise errors.InvalidArgumentError(
+            f"Task address {address!r} has port {int(port)}, but ports go from 0 to "
+            f"{MAX_PORT}",
+            hint=tr("Pick a port between 1024 and {largest} for {address} in the ClusterSpec "
+                    "(0 lets the server choose a free one).", largest=MAX_PORT,
+                    address=address))
     return host.strip("[]"), int(port)
 
 

@@ -59,9 +59,8 @@ from collections import OrderedDict, deque
 from pathlib import Path
 
 from tfteach import errors
+from tfteach.devices.host_processes import PID_MAX, pid_alive
 from tfteach.i18n import tr
-
-from .processes import pid_alive
 
 SHM_DIR = Path("/dev/shm")
 PREFIX = "tfteach_"
@@ -76,7 +75,7 @@ KEEP_MAPPED = 8                 # other processes' reused segments a process kee
 RANDOM_BYTES = 16               # of a segment's name: nobody can guess a name to plant it
 
 _NAME = re.compile(rf"^tfteach_([1-9][0-9]{{0,9}})_[0-9]{{1,20}}_[0-9a-f]{{{2 * RANDOM_BYTES}}}$")
-_ANY_NAME = re.compile(r"^tfteach_([0-9]{1,10})_")   # what sweeping removes (older names too)
+_ANY_NAME = re.compile(r"^tfteach_([1-9][0-9]{0,9})_")  # what sweeping removes (older names too)
 _OPEN_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 _lock = threading.Lock()
 _pending: dict[str, float] = {}
@@ -322,25 +321,23 @@ def refused_hint() -> str:
 
 
 def owner_pid(name: str) -> int | None:
-    """The creator pid encoded in a segment name (``None`` for a foreign name)."""
-    match = _ANY_NAME.match(name)
-    return int(match.group(1)) if match else None
+    """The creator pid encoded in a segment name (``None`` for a foreign name or pid)."""
+    pid = int(match.group(1)) if (match := _ANY_NAME.match(name)) else 0
+    return pid if 0 < pid <= PID_MAX else None
 
 
 def list_segments() -> list[str]:
     """Names of all tfteach segments in /dev/shm (of every process)."""
-    if not available():
-        return []
-    try:
+    try:        # (no /dev/shm: FileNotFoundError)
         return sorted(name for name in os.listdir(SHM_DIR) if owner_pid(name))
     except OSError:
         return []
 
 
 def sweep_dead() -> list[str]:
-    """Remove this uid's segments whose creator process is dead; return their names."""
+    """Remove this uid's segments (regular files) whose creator is dead; return them."""
     removed = []
-    for pid in sorted({owner_pid(name) for name in list_segments()}):
+    for pid in sorted({owner_pid(name) for name in list_segments() if _ours(name)}):
         if pid and not pid_alive(pid):
             removed += reclaim(pid)
     return removed
@@ -427,6 +424,15 @@ def _unlink(name: str) -> None:
         os.unlink(SHM_DIR / name)
     except FileNotFoundError:
         pass
+
+
+def _ours(name: str) -> bool:
+    """Whether ``name`` in /dev/shm is a regular file of our uid (not a link, not another's)."""
+    try:
+        info = os.lstat(SHM_DIR / name)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid()
 
 
 def _unlink_own(name: str) -> bool:
