@@ -93,6 +93,7 @@ def _unary(op_type: str, x: Any, name: str | None) -> Tensor:
 
 
 def add(x, y, name=None): return _binary("Add", x, y, name)
+def add_v2(x, y, name=None): return _binary("AddV2", x, y, name)  # TF 2's math_ops.add
 def subtract(x, y, name=None): return _binary("Sub", x, y, name)
 def multiply(x, y, name=None): return _binary("Mul", x, y, name)
 def maximum(x, y, name=None): return _binary("Maximum", x, y, name)

@@ -32,10 +32,7 @@ def l2_normalize(x: Any, axis: Any = None, epsilon: float = 1e-12, name: str | N
         return math_ops.multiply(x, x_inv_norm, name=scope)
 
 
-def _labels_logits(fn: str, sentinel: Any, labels: Any, logits: Any) -> tuple:
-    if sentinel is not None:
-        raise ValueError(f"Only call `{fn}` with named arguments (labels=..., logits=..., ...)."
-                         f" Received unnamed argument: {sentinel}")
+def _labels_logits(labels: Any, logits: Any) -> tuple:
     if labels is None or logits is None:
         raise ValueError("Both labels and logits must be provided.")
     logits = convert_to_tensor(logits, name="logits")
@@ -46,32 +43,32 @@ def _labels_logits(fn: str, sentinel: Any, labels: Any, logits: Any) -> tuple:
     return labels, logits
 
 
-def sigmoid_cross_entropy_with_logits(_sentinel: Any = None, labels: Any = None,
-                                      logits: Any = None, name: str | None = None) -> Tensor:
+def sigmoid_cross_entropy_with_logits(labels: Any = None, logits: Any = None,
+                                      name: str | None = None) -> Tensor:
     """Element-wise logistic loss of ``logits`` against 0/1 (or soft) ``labels``."""
     g = graph_of([labels, logits])
     with g.as_default(), g.name_scope(name or "logistic_loss") as scope:
-        labels, logits = _labels_logits("sigmoid_cross_entropy_with_logits", _sentinel,
-                                        labels, logits)
+        labels, logits = _labels_logits(labels, logits)
         zeros = array_ops.zeros_like(logits, dtype=logits.dtype)
         cond = logits >= zeros
         relu_logits = math_ops.where(cond, logits, zeros)
         neg_abs_logits = math_ops.where(cond, -logits, logits)
-        return math_ops.add(relu_logits - logits * labels,
+        return math_ops.add_v2(relu_logits - logits * labels,
                             math_ops.log1p(math_ops.exp(neg_abs_logits)), name=scope)
 
 
-def weighted_cross_entropy_with_logits(targets: Any = None, logits: Any = None,
+def weighted_cross_entropy_with_logits(labels: Any = None, logits: Any = None,
                                        pos_weight: Any = None, name: str | None = None,
-                                       labels: Any = None) -> Tensor:
-    """The logistic loss with the positive term weighted by ``pos_weight`` (TF 1.x
-    signature ``(targets, logits, pos_weight)``; ``labels=`` as TF 2's name)."""
+                                       targets: Any = None) -> Tensor:
+    """The logistic loss with the positive term weighted by ``pos_weight`` (``targets=``
+    is TF 1.x's name for ``labels``)."""
+    if labels is not None and targets is not None:
+        raise ValueError("Can not specify both labels and targets.")
     labels = targets if labels is None else labels
     g = graph_of([labels, logits])
     with g.as_default(), g.name_scope(name or "logistic_loss") as scope:
-        labels, logits = _labels_logits("weighted_cross_entropy_with_logits", None,
-                                        labels, logits)
+        labels, logits = _labels_logits(labels, logits)
         log_weight = 1 + (pos_weight - 1) * labels
         softplus_neg = (math_ops.log1p(math_ops.exp(-math_ops.abs(logits)))
                         + nn_ops.relu(-logits))
-        return math_ops.add((1 - labels) * logits, log_weight * softplus_neg, name=scope)
+        return math_ops.add_v2((1 - labels) * logits, log_weight * softplus_neg, name=scope)
