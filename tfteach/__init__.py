@@ -76,7 +76,7 @@ newaxis = None      # ``tensor[:, tf.newaxis]``, as TF
 # (loaded on first use). tfteach-only modules (config, cluster, data, timeline, notebook,
 # lessons) are reached as attributes and stay out of ``import *``.
 __all__ = [
-    "__version__", "abs", "bfloat16", "complex64", "complex128", "int8", "int16", "qint8",
+    "__version__", "abs", "app", "flags", "gfile", "bfloat16", "complex64", "complex128", "int8", "int16", "qint8",
     "qint16", "qint32", "quint8", "quint16", "uint8", "uint16", "uint32", "uint64", "add", "add_n", "add_to_collection", "all_variables", "argmax", "argmin",
     "as_dtype", "assign", "assign_add", "assign_sub", "AUTO_REUSE", "bool", "broadcast_to", "cast",
     "clip_by_average_norm", "clip_by_global_norm", "clip_by_norm",
@@ -188,7 +188,8 @@ _LAZY = {"train": "tfteach.train", "nn": "tfteach.nn", "layers": "tfteach.layers
          "cluster": "tfteach.cluster", "notebook": "tfteach.notebook",
          "initializers": "tfteach.ops.init_ops",
          "losses": "tfteach.ops.losses", "metrics": "tfteach.ops.metrics", "lessons": "tfteach.lessons",
-         "summary": "tfteach.summary"}
+         "summary": "tfteach.summary", "app": "tfteach.platform.app",
+         "flags": "tfteach.platform.flags", "gfile": "tfteach.platform.gfile"}
 
 
 def _grpc_session(target, graph=None, config=None):

@@ -9,7 +9,7 @@ rank  layer         modules
 0     framework     tfteach.framework.*, tfteach.errors, tfteach.i18n (the learner's
                     language and message catalogs), tfteach._late (loaders a lower layer
                     shows but a higher one registers), tfteach.data.* (NumPy loaders that need
-                    only tfteach.errors)
+                    only tfteach.errors), tfteach.platform.* (tf.app, tf.flags, tf.gfile)
 1     ops           tfteach.ops.*, tfteach.layers, tfteach.nn (the tf.layers / tf.nn
                     re-exports of ops)
 2     devices       tfteach.devices.*, tfteach.config (virtual GPUs: a front to devices)
@@ -44,6 +44,7 @@ LAYERS = ["framework", "ops", "devices", "runtime", "train", "hardware", "distri
 # Top-level modules and the layer each belongs to (subpackages take their own name's layer).
 PLACES = {
     "tfteach.errors": "framework", "tfteach.i18n": "framework", "tfteach._late": "framework", "tfteach.data": "framework",
+    "tfteach.platform": "framework",
     "tfteach.layers": "ops", "tfteach.nn": "ops",
     "tfteach.config": "devices", "tfteach.timeline": "runtime", "tfteach.summary": "train",
     "tfteach.cluster": "distributed", "tfteach.server": "distributed",
