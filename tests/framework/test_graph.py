@@ -13,7 +13,13 @@ def test_default_names_from_op_type():
     a = tf.constant(1.0)
     b = tf.constant(2.0)
     assert [tf.add(a, b).op.name, tf.add(a, b).op.name] == ["Add", "Add_1"]
-    assert (a + b).op.name == "add" and (a * b).op.name == "mul"
+    assert (a * b).op.name == "mul" and tf.multiply(a, b).op.name == "Mul_1"
+
+
+def test_names_that_differ_only_in_case_are_uniquified_together():
+    a = tf.constant(1.0)
+    names = [(a + a).op.name, tf.add(a, a).op.name, (a + a).op.name, tf.add(a, a).op.name]
+    assert names == ["add", "Add_1", "add_2", "Add_3"]      # TF's names, as TF 1.x gives
 
 
 def test_name_scope_twice_gets_suffix():

@@ -63,7 +63,7 @@ def test_typed_numbers_are_refused(name, typed):
 def feed_in_proportion(xs, ys, x_batch, y_batch, speeds):
     sizes = [round(len(x_batch) * s / sum(speeds)) for s in speeds[:-1]]
     cuts = np.cumsum(sizes)
-    return {**dict(zip(xs, np.split(x_batch, cuts))), **dict(zip(ys, np.split(y_batch, cuts)))}
+    return {**dict(zip(xs, np.split(x_batch, cuts), strict=True)), **dict(zip(ys, np.split(y_batch, cuts), strict=True))}
 
 
 def overlapping(xs, ys, x_batch, y_batch, speeds):
@@ -89,13 +89,13 @@ def remainder_dropped(xs, ys, x_batch, y_batch, speeds):
     total, n = sum(speeds), len(x_batch)
     sizes = [int(n * s / total) for s in speeds]
     cuts = np.cumsum(sizes)
-    return {**dict(zip(xs, np.split(x_batch[:cuts[-1]], cuts[:-1]))),
-            **dict(zip(ys, np.split(y_batch[:cuts[-1]], cuts[:-1])))}
+    return {**dict(zip(xs, np.split(x_batch[:cuts[-1]], cuts[:-1]), strict=True)),
+            **dict(zip(ys, np.split(y_batch[:cuts[-1]], cuts[:-1]), strict=True))}
 
 
 def equal_slices(xs, ys, x_batch, y_batch, speeds):
-    return {**dict(zip(xs, np.array_split(x_batch, len(xs)))),
-            **dict(zip(ys, np.array_split(y_batch, len(ys))))}
+    return {**dict(zip(xs, np.array_split(x_batch, len(xs)), strict=True)),
+            **dict(zip(ys, np.array_split(y_batch, len(ys)), strict=True))}
 
 
 def test_5_4_accepts_a_split_in_proportion():
@@ -275,3 +275,72 @@ def test_a_copy_with_solutions_keeps_them(tmp_path, monkeypatch):
     assert cli.main(["lessons", "copy", str(tmp_path / "own")]) == 0
     monkeypatch.chdir(tmp_path / "own")
     assert solution("5.2").cells
+
+
+# ---- 5.3, 9.2, 9.3, 10.4, 12.3, 12.4: functions run in graphs of the check's own ----------------
+
+def cifar_average_gradients(tower_grads):
+    averaged = []
+    for grads_and_var in zip(*tower_grads, strict=True):
+        grads = [tf.expand_dims(g, 0) for g, _ in grads_and_var]
+        averaged.append((tf.reduce_mean(tf.concat(axis=0, values=grads), 0), grads_and_var[0][1]))
+    return averaged
+
+
+def test_5_3_averages_towers_the_check_makes_up():
+    assert check(cifar_average_gradients, exercise="5.3")
+    assert not check(lambda towers: towers[0], exercise="5.3")
+    summed = (lambda towers: [(tf.add_n([g for g, _ in gv]), gv[0][1]) for gv in zip(*towers, strict=True)])
+    assert not check(summed, exercise="5.3")
+
+
+TWO_WORKERS = tf.train.ClusterSpec({"ps": ["localhost:1"], "worker": ["localhost:2", "localhost:3"]})
+
+
+def test_9_2_places_ops_of_its_own_with_the_setter():
+    right = tf.train.replica_device_setter(cluster=TWO_WORKERS, worker_device="/job:worker/task:1")
+    assert check(right, exercise="9.2")
+    assert not check(tf.train.replica_device_setter(cluster=TWO_WORKERS), exercise="9.2")
+
+
+def test_9_3_counts_the_updates_of_a_model_of_its_own():
+    def counted(loss):
+        step = tf.train.get_or_create_global_step()
+        return tf.train.GradientDescentOptimizer(0.5).minimize(loss, global_step=step)
+
+    def uncounted(loss):
+        tf.train.get_or_create_global_step()
+        return tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+
+    assert check(counted, exercise="9.3")
+    assert not check(uncounted, exercise="9.3")
+
+
+def test_12_3_and_12_4_run_the_learners_functions_on_hidden_inputs():
+    def after(train_op, global_step):
+        with tf.control_dependencies([train_op]):
+            return global_step.read_value()
+
+    assert check(after, exercise="12.3")
+    assert not check(lambda train_op, global_step: global_step.read_value(), exercise="12.3")
+    accuracy = (lambda logits, labels: tf.reduce_mean(
+        tf.cast(tf.equal(tf.argmax(logits, 1), labels), tf.float32)))
+    assert check(accuracy, exercise="12.4")
+    assert not check(lambda logits, labels: tf.constant(0.75), exercise="12.4")
+
+
+def backup_worker(task_index, num_workers=3, replicas=2):
+    graph = tf.Graph()
+    with graph.as_default():
+        w = tf.Variable(tf.zeros([3]), name="w")
+        step = tf.train.get_or_create_global_step()
+        opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(1.0),
+                                             replicas_to_aggregate=replicas,
+                                             total_num_replicas=num_workers)
+        train_op = opt.minimize(tf.reduce_sum(tf.square(w)), global_step=step)
+    return graph, train_op, opt, opt.make_session_run_hook(is_chief=task_index == 0)
+
+
+def test_10_4_reads_the_three_workers_graphs():
+    assert check(backup_worker, exercise="10.4")
+    assert not check(lambda i: backup_worker(i, replicas=3), exercise="10.4")

@@ -7,7 +7,7 @@ Ops are created only through ``Graph.create_op``, which validates inputs, makes 
 unique (TF's ``unique_name`` rules), runs the op's shape function, and applies the device
 stack innermost-first exactly as TF 1.x does.
 
-State: ``_ops`` (list), ``_by_name`` (name -> Operation), ``_names_in_use`` (name -> count),
+State: ``_ops`` (list), ``_by_name`` (name -> Operation), ``_names_in_use`` (lower-cased name -> count),
 ``_collections`` (key -> list), ``version`` (number of ops; bumps on every new op).
 Invariants: names are unique; every input of an op belongs to the same graph and was
 created before it, so ``_ops`` is a topological order.
@@ -370,19 +370,22 @@ class Graph:
 
     # ---- names -----------------------------------------------------------------------
     def unique_name(self, name: str, mark_as_used: bool = True) -> str:
-        """TF's unique_name: ``x, x, x_1, x`` becomes ``x, x_1, x_1_1, x_2``."""
+        """TF's unique_name: ``x, x, x_1, x`` becomes ``x, x_1, x_1_1, x_2``; names that
+        differ only in case count as one (``mul``, ``Mul`` -> ``mul``, ``Mul_1``)."""
         if self._name_stack:
             name = f"{self._name_stack}/{name}"
-        i = self._names_in_use.get(name, 0)
+        key = name.lower()
+        i = self._names_in_use.get(key, 0)
         if mark_as_used:
-            self._names_in_use[name] = i + 1
+            self._names_in_use[key] = i + 1
         if i > 0:
-            base = name
-            while name in self._names_in_use:
-                name = f"{base}_{i}"
+            base = key
+            while key in self._names_in_use:
+                key = f"{base}_{i}"
                 i += 1
             if mark_as_used:
-                self._names_in_use[name] = 1
+                self._names_in_use[key] = 1
+            name = f"{name}_{i - 1}"
         return name
 
     def get_name_scope(self) -> str:

@@ -360,7 +360,7 @@ def _import_node(g: Graph, node: pb.NodeDef, scope: str, created: Mapping[str, O
     op._colocation = [scope + c[len("loc:@"):] for c in classes if c.startswith("loc:@")]
     for dep in controls:
         g._add_control_input(op, dep)
-    g._names_in_use[op.name] = max(1, g._names_in_use.get(op.name, 0))
+    g._names_in_use[op.name.lower()] = max(1, g._names_in_use.get(op.name.lower(), 0))
     return op
 
 

@@ -246,7 +246,8 @@ def _import_node(g: Graph, node: dict, later: set[str]) -> Operation:
     for c in refs:
         if isinstance(c, Operation):
             g._add_control_input(op, c)
-    g._names_in_use[node["name"]] = max(1, g._names_in_use.get(node["name"], 0))
+    key = node["name"].lower()
+    g._names_in_use[key] = max(1, g._names_in_use.get(key, 0))
     return op
 
 

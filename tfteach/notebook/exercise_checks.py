@@ -289,7 +289,7 @@ def _sync_parts(built: list, replicas: int, total: int) -> list[str]:
     if getattr(opt, "_replicas_to_aggregate", None) != replicas or \
             getattr(opt, "_total_num_replicas", None) != total:
         problems.append(tr("the optimizer's replicas to aggregate or total replicas do not "
-                           "match the workers: no backup worker here"))
+                           "match the workers and backups the exercise asks for"))
     if any(type(h).__name__ != "_SyncReplicasOptimizerHook" for h in hooks):
         problems.append(tr("the hook is not the one the optimizer's make_session_run_hook "
                            "makes"))
@@ -370,14 +370,159 @@ class _RunAtEnd(SessionRunHook):
         session.run(self._op)
 
 
+# ---- functions that build ops: run them in graphs of the check's own ----------------------------
+
+def _raised(error: Exception) -> list[str]:
+    return [tr("your function raised {error}", error=type(error).__name__)]
+
+
+def check_average_gradients(average: Any, context: dict) -> list[str]:
+    """5.3: towers' gradients of random shapes and values; the mean per variable."""
+    import tfteach as tf
+
+    if not callable(average):
+        raise WrongKind
+    rng = np.random.default_rng()
+    shapes = [tuple(rng.integers(1, 4, size=rng.integers(1, 3))) for _ in range(3)]
+    grads = [[rng.normal(size=s).astype(np.float32) for s in shapes]
+             for _ in range(int(rng.integers(2, 5)))]
+    with tf.Graph().as_default():
+        variables = [tf.Variable(np.zeros(s, np.float32), name=_name(_rng())) for s in shapes]
+        towers = [[(tf.constant(g), v) for g, v in zip(tower, variables, strict=True)]
+                  for tower in grads]
+        try:
+            pairs = list(average(towers))
+            with tf.Session() as sess:
+                got = sess.run([g for g, _ in pairs])
+        except Exception as error:         # the learner's code: any error is feedback
+            return _raised(error)
+    if len(pairs) != len(variables) or [v for _, v in pairs] != variables:
+        return [tr("the result is not one (gradient, variable) pair per variable, in order")]
+    wanted = [np.mean([tower[i] for tower in grads], axis=0) for i in range(len(shapes))]
+    if any(np.shape(g) != w.shape or not np.allclose(g, w, atol=1e-5)
+           for g, w in zip(got, wanted, strict=True)):
+        return [tr("a variable's gradient is not the mean of the towers' gradients")]
+    return []
+
+
+def check_worker_setter(setter: Any, context: dict) -> list[str]:
+    """9.2: a variable and an op of random names under ``setter``."""
+    import tfteach as tf
+
+    if not callable(setter) or isinstance(setter, (str, DeviceSpec)):
+        raise WrongKind
+    rng = _rng()
+    with tf.Graph().as_default(), tf.device(setter):
+        v = tf.Variable(tf.zeros([2, 2]), name=_name(rng))
+        y = tf.matmul(v, v, name=_name(rng))
+    problems = []
+    if DeviceSpec.from_string(v.device or "").job != "ps":
+        problems.append(tr("variables do not go to the ps job"))
+    if not _same_device(y.device, "/job:worker/task:1"):
+        problems.append(tr("the other ops go to {device}, not to the worker the exercise asks "
+                           "for", device=repr(y.device)))
+    return problems
+
+
+def check_counted_train_op(make_train_op: Any, context: dict) -> list[str]:
+    """9.3: a random number of updates; the global step must count each."""
+    import tfteach as tf
+
+    if not callable(make_train_op):
+        raise WrongKind
+    rng = _rng()
+    steps = rng.randint(2, 6)
+    with tf.Graph().as_default():
+        w = tf.Variable(rng.uniform(1, 2), name=_name(rng))
+        try:
+            train_op = make_train_op(tf.square(w))
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                for _ in range(steps):
+                    sess.run(train_op)
+                counted = sess.run(tf.train.get_global_step())
+        except Exception as error:         # the learner's code: any error is feedback
+            return _raised(error)
+    if counted != steps:
+        return [tr("the global step does not count the updates your training op makes")]
+    return []
+
+
+def check_step_after(make: Any, context: dict) -> list[str]:
+    """12.3: a random number of steps, fetching only what ``make`` returns."""
+    import tfteach as tf
+
+    if not callable(make):
+        raise WrongKind
+    rng = _rng()
+    steps = rng.randint(3, 6)
+    with tf.Graph().as_default():
+        w = tf.Variable(rng.uniform(1, 2), name=_name(rng))
+        global_step = tf.train.get_or_create_global_step()
+        train_op = tf.train.GradientDescentOptimizer(0.1).minimize(tf.square(w),
+                                                                  global_step=global_step)
+        try:
+            after = make(train_op, global_step)
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                seen = [int(sess.run(after)) for _ in range(steps)]
+        except Exception as error:         # the learner's code: any error is feedback
+            return _raised(error)
+    if seen == [0] * steps:
+        return [tr("fetching your read alone does not run the training op: the global step "
+                   "never moves")]
+    if seen != list(range(1, steps + 1)):
+        return [tr("your read does not show the global step after each step's update")]
+    return []
+
+
+def check_accuracy(make: Any, context: dict) -> list[str]:
+    """12.4: random logits and labels, some of them wrong; the fraction right."""
+    import tfteach as tf
+
+    if not callable(make):
+        raise WrongKind
+    rng = np.random.default_rng()
+    logits = rng.normal(size=(int(rng.integers(20, 60)), 10)).astype(np.float32)
+    labels = logits.argmax(axis=1)
+    wrong = rng.random(len(labels)) < rng.uniform(0.1, 0.6)
+    labels[wrong] = (labels[wrong] + 1) % 10
+    with tf.Graph().as_default(), tf.Session() as sess:
+        try:
+            value = sess.run(make(tf.constant(logits), tf.constant(labels, tf.int64)))
+        except Exception as error:         # the learner's code: any error is feedback
+            return _raised(error)
+    if np.shape(value) != () or not np.isclose(float(value), 1 - wrong.mean(), atol=1e-5):
+        return [tr("your op computes something else than the accuracy on the check's logits")]
+    return []
+
+
+def check_backup_worker(build: Any, context: dict) -> list[str]:
+    """10.4: three workers' graphs, sync with one backup (read, not trained)."""
+    if not callable(build):
+        raise WrongKind
+    try:
+        built = [build(i) for i in range(3)]
+    except Exception as error:             # the learner's code: any error is feedback
+        return [tr("building a worker's graph raised {error}: {message}",
+                   error=type(error).__name__, message=str(error)[:200])]
+    return _sync_parts(built, 2, 3)
+
+
 BUILD_CHECKS: dict[str, Callable[[Any, dict], list[str]]] = {
     "2.1": check_device_function,
+    "5.3": check_average_gradients,
     "5.4": check_feed_in_proportion,
     "8.2": check_greedy_setter,
     "8.3": check_hand_balance,
+    "9.2": check_worker_setter,
+    "9.3": check_counted_train_op,
     "10.3": check_sync_worker,
+    "10.4": check_backup_worker,
     "11.1": check_filtered_step,
     "11.2": check_shared_token,
+    "12.3": check_step_after,
+    "12.4": check_accuracy,
 }
 
 
