@@ -18,7 +18,7 @@ import pytest
 from dist_helpers import PROBE_ENGINE
 
 from tfteach import errors
-from tfteach.distributed import lane, registry, shm
+from tfteach.distributed import lane, lane_server, registry, shm
 from tfteach.distributed.client import ClusterClient
 from tfteach.distributed.cluster_spec import ClusterSpec
 from tfteach.distributed.local_cluster import LocalCluster
@@ -173,3 +173,72 @@ def test_a_lane_frame_announcing_more_than_it_sends_costs_no_memory():
             sock.close()
         client.close()
         server.stop()
+
+
+@pytest.mark.skipif(not lane.enabled(), reason="lanes need Linux and /dev/shm")
+def test_silent_lane_connections_never_lock_out_a_new_client():
+    """More silent connections than the lane holds waiting for a hello: a new client's
+    call is refused busy on the lane and goes through on gRPC."""
+    import json
+
+    import numpy as np
+
+    server = Server({"local": ["localhost:0"]}, token=TOKEN, engine_factory=PROBE_ENGINE)
+    setup, client = ClusterClient(TOKEN), ClusterClient(TOKEN)
+    silent = []
+    try:
+        name = setup.worker(server.target).get_status()["lane"]
+        handle = setup.worker(server.target).register_graph(json.dumps({"probe": "echo"})
+                                                            .encode())
+        for _ in range(lane_server.MAX_PENDING + 6):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(5)
+            sock.connect("\0" + name)
+            silent.append(sock)
+        time.sleep(0.3)
+        worker = client.worker(server.target)
+        worker.get_status()         # learns the lane
+        tensors, _ = worker.run_graph(handle, 3, {"x": np.float32(4.0)}, ["x"])
+    finally:
+        for sock in silent:
+            sock.close()
+        for each in (setup, client):
+            each.close()
+        server.stop()
+    assert float(tensors["x"]) == 4.0
+
+
+@pytest.mark.skipif(not lane.enabled(), reason="lanes need Linux and /dev/shm")
+def test_a_lane_that_takes_no_connection_falls_back_to_grpc():
+    """A lane whose backlog is full (a task out of descriptors rests its accept loop) makes
+    a new client's connect wait: it gives up after ``CONNECT_TIMEOUT_S`` and uses gRPC."""
+    import json
+
+    import numpy as np
+
+    server = Server({"local": ["localhost:0"]}, token=TOKEN, engine_factory=PROBE_ENGINE)
+    client = ClusterClient(TOKEN)
+    stuck = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    fillers = []
+    try:
+        name = f"tfteach-lane-stuck-{secrets.token_hex(4)}"
+        stuck.bind("\0" + name)
+        stuck.listen(0)                 # and never accepts
+        while len(fillers) < 16:        # fill its backlog
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.setblocking(False)
+            fillers.append(sock)
+            try:
+                sock.connect("\0" + name)
+            except BlockingIOError:
+                break
+        worker = client.worker(server.target)
+        handle = worker.register_graph(json.dumps({"probe": "echo"}).encode())
+        client.learn_lane(worker.address, name, shm.host_key())
+        tensors, _ = worker.run_graph(handle, 3, {"x": np.float32(5.0)}, ["x"])
+    finally:
+        for sock in fillers + [stuck]:
+            sock.close()
+        client.close()
+        server.stop()
+    assert float(tensors["x"]) == 5.0

@@ -39,6 +39,7 @@ HELLO, REQUEST, ANSWER, ERROR = 1, 2, 3, 4
 HEADER = struct.Struct("<BI")
 HELLO_MAX_BYTES = 1024
 RECV_CHUNK_BYTES = 1 << 20     # a frame's first read; its buffer grows from there
+CONNECT_TIMEOUT_S = 1.0     # a lane that takes no connection: the client uses gRPC
 WAIT_SLICE_S = 0.2      # a client's waits on its socket: Ctrl-C is handled between them
 
 
@@ -136,9 +137,12 @@ class LaneStream:
 
     def __init__(self, name: str, method: str, token: str | None,
                  response_class: Any) -> None:
-        """Connect and say hello; OSError if the lane cannot be reached."""
+        """Connect and say hello; OSError if the lane cannot be reached, also when its
+        backlog is full (a task that takes no connection: never waits past
+        ``CONNECT_TIMEOUT_S``)."""
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
+            self._sock.settimeout(CONNECT_TIMEOUT_S)
             self._sock.connect("\0" + name)
             self._sock.settimeout(WAIT_SLICE_S)
             send_frame(self._sock, HELLO, method.encode("ascii") + b"\0" +

@@ -8,8 +8,9 @@ shared with gRPC's streams), shared memory and cancellation behave as on gRPC.
 Trust, as on gRPC: only processes of this server's uid may connect (SO_PEERCRED, checked
 at accept); the hello must carry the cluster token (``hmac.compare_digest``), be at most
 ``lane.HELLO_MAX_BYTES`` and arrive within ``HELLO_TIMEOUT_S``. Until then the one
-listening thread holds the connection (at most ``MAX_PENDING`` such), never a thread of
-its own. A request larger than ``limits.max_message_bytes()`` is refused with
+listening thread holds the connection (at most ``MAX_PENDING`` such; one more is refused
+busy, ``limits.BUSY_KEY``, so its client sends the call on gRPC), never a thread of its
+own; out of descriptors, it rests ``ACCEPT_PAUSE_S`` before accepting again. A request larger than ``limits.max_message_bytes()`` is refused with
 ResourceExhaustedError before it is read. While a request is served, the listening thread
 watches its connection: a client that goes away (Ctrl-C, kill -9) cancels the call, as on
 gRPC. State: a ``LaneServer`` per server (its pending connections and open streams,
@@ -33,7 +34,7 @@ import grpc
 
 from tfteach import errors
 
-from . import shm_callers, status
+from . import limits, shm_callers, status
 from .lane import (ANSWER, ERROR, HEADER, HELLO, HELLO_MAX_BYTES, REQUEST, enabled,
                    read_header, recv_exact, send_frame)
 
@@ -177,8 +178,13 @@ class LaneServer:
                 return
             pid, uid, _ = _SO_PEERCRED.unpack(conn.getsockopt(
                 socket.SOL_SOCKET, socket.SO_PEERCRED, _SO_PEERCRED.size))
-            if uid != os.geteuid() or len(self._pending) >= MAX_PENDING or self._closed:
+            if uid != os.geteuid() or self._closed:
                 conn.close()
+                continue
+            if len(self._pending) >= MAX_PENDING:   # busy: the client sends it on gRPC
+                _refuse(conn, grpc.StatusCode.RESOURCE_EXHAUSTED, "Too many lane connections "
+                        f"waiting for their hello: this task already holds {MAX_PENDING}",
+                        ((limits.BUSY_KEY, "1"),))
                 continue
             conn.setblocking(False)
             with self._lock:
