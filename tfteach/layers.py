@@ -152,6 +152,15 @@ def _pair(value: Any) -> tuple[int, int]:
     return (int(value), int(value)) if isinstance(value, int) else tuple(int(v) for v in value)
 
 
+def _refuse_unsupported(layer: str, **options: Any) -> None:
+    """Options of TF's layer that tfteach does not implement: refused, never ignored."""
+    given = sorted(k for k, v in options.items() if v is not None)
+    if given:
+        raise NotImplementedError(with_hint(
+            f"tfteach's {layer} does not support {', '.join(given)} yet.",
+            tr("leave it out, or run this program on real TensorFlow.")))
+
+
 def _format(data_format: str) -> str:
     if data_format not in ("channels_last", "channels_first"):
         raise ValueError('The `data_format` argument must be one of "channels_first", '
@@ -181,8 +190,12 @@ class Conv2D(_Layer):
                  dilation_rate: Any = (1, 1), activation: Callable | None = None,
                  use_bias: bool = True, kernel_initializer: Any = None,
                  bias_initializer: Any = None, kernel_regularizer: Callable | None = None,
-                 bias_regularizer: Callable | None = None, trainable: bool = True,
+                 bias_regularizer: Callable | None = None,
+                 activity_regularizer: Callable | None = None, kernel_constraint: Any = None,
+                 bias_constraint: Any = None, trainable: bool = True,
                  name: str | None = None, reuse: Any = None, **unused: Any) -> None:
+        _refuse_unsupported("Conv2D", activity_regularizer=activity_regularizer,
+                            kernel_constraint=kernel_constraint, bias_constraint=bias_constraint)
         self.filters, self.kernel_size = int(filters), _pair(kernel_size)
         self.strides, self.dilation_rate = _pair(strides), _pair(dilation_rate)
         self.padding, self.data_format = padding.upper(), _format(data_format)
@@ -226,12 +239,14 @@ def conv2d(inputs: Any, filters: int, kernel_size: Any, strides: Any = (1, 1),
            dilation_rate: Any = (1, 1), activation: Callable | None = None,
            use_bias: bool = True, kernel_initializer: Any = None, bias_initializer: Any = None,
            kernel_regularizer: Callable | None = None, bias_regularizer: Callable | None = None,
-           trainable: bool = True, name: str | None = None, reuse: Any = None,
-           **unused: Any) -> Tensor:
+           activity_regularizer: Callable | None = None, kernel_constraint: Any = None,
+           bias_constraint: Any = None, trainable: bool = True, name: str | None = None,
+           reuse: Any = None, **unused: Any) -> Tensor:
     """Functional ``Conv2D`` in scope ``name`` (default ``conv2d``, ``conv2d_1``, ...)."""
     return Conv2D(filters, kernel_size, strides, padding, data_format, dilation_rate,
                   activation, use_bias, kernel_initializer, bias_initializer,
-                  kernel_regularizer, bias_regularizer, trainable, name, reuse)(inputs)
+                  kernel_regularizer, bias_regularizer, activity_regularizer, kernel_constraint,
+                  bias_constraint, trainable, name, reuse)(inputs)
 
 
 class _Pooling2D(_Layer):
@@ -332,9 +347,15 @@ class BatchNormalization(_Layer):
                  gamma_initializer: Any = None, moving_mean_initializer: Any = None,
                  moving_variance_initializer: Any = None,
                  beta_regularizer: Callable | None = None,
-                 gamma_regularizer: Callable | None = None, trainable: bool = True,
-                 name: str | None = None, reuse: Any = None, fused: bool | None = None,
-                 **unused: Any) -> None:
+                 gamma_regularizer: Callable | None = None, beta_constraint: Any = None,
+                 gamma_constraint: Any = None, renorm: bool = False,
+                 renorm_clipping: Any = None, renorm_momentum: float = 0.99,
+                 fused: bool | None = None, trainable: bool = True,
+                 virtual_batch_size: int | None = None, adjustment: Any = None,
+                 name: str | None = None, reuse: Any = None, **unused: Any) -> None:
+        _refuse_unsupported("BatchNormalization", beta_constraint=beta_constraint,
+                            gamma_constraint=gamma_constraint, renorm=renorm or None,
+                            virtual_batch_size=virtual_batch_size, adjustment=adjustment)
         self.axis, self.momentum, self.epsilon = axis, momentum, epsilon
         self.center, self.scale, self.fused = center, scale, fused
         self.initializers = {"gamma": gamma_initializer or init_ops.Ones(),
@@ -431,15 +452,21 @@ def batch_normalization(inputs: Any, axis: int = -1, momentum: float = 0.99,
                         moving_mean_initializer: Any = None,
                         moving_variance_initializer: Any = None,
                         beta_regularizer: Callable | None = None,
-                        gamma_regularizer: Callable | None = None, training: Any = False,
+                        gamma_regularizer: Callable | None = None, beta_constraint: Any = None,
+                        gamma_constraint: Any = None, training: Any = False,
                         trainable: bool = True, name: str | None = None, reuse: Any = None,
-                        fused: bool | None = None, **unused: Any) -> Tensor:
+                        renorm: bool = False, renorm_clipping: Any = None,
+                        renorm_momentum: float = 0.99, fused: bool | None = None,
+                        virtual_batch_size: int | None = None, adjustment: Any = None,
+                        **unused: Any) -> Tensor:
     """Functional ``BatchNormalization``; run ``tf.GraphKeys.UPDATE_OPS`` with the train op
     (``tf.control_dependencies``) to update the moving mean and variance."""
     layer = BatchNormalization(axis, momentum, epsilon, center, scale, beta_initializer,
                                gamma_initializer, moving_mean_initializer,
                                moving_variance_initializer, beta_regularizer, gamma_regularizer,
-                               trainable, name, reuse, fused)
+                               beta_constraint, gamma_constraint, renorm, renorm_clipping,
+                               renorm_momentum, fused, trainable, virtual_batch_size, adjustment,
+                               name, reuse)
     return layer(inputs, training=training)
 
 

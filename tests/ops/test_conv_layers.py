@@ -102,3 +102,12 @@ def test_a_conv_layer_called_twice_reuses_its_variables():
     assert [v.op.name for v in tf.trainable_variables()] == ["shared/kernel", "shared/bias"]
     assert a.shape.as_list() == [None, 6, 5, 4] and b.shape.as_list() == [None, 8, 8, 4]
     assert b.op.inputs[0].op.name == "shared/Conv2D_1"     # as TF: the same name scope
+
+
+def test_options_tfteach_lacks_are_refused_not_ignored():
+    x = tf.placeholder(tf.float32, [None, 6, 5, 3])
+    with pytest.raises(NotImplementedError, match="does not support kernel_constraint"):
+        tf.layers.conv2d(x, 4, 3, kernel_constraint=lambda w: w)
+    with pytest.raises(NotImplementedError, match="does not support renorm"):
+        tf.layers.batch_normalization(x, renorm=True)
+    assert tf.trainable_variables() == []
