@@ -57,8 +57,9 @@ class ExponentialMovingAverage:
         return self._name
 
     def _shadow(self, var: Any) -> Any:
-        g = var.graph
-        with g.colocate_with(var), g.name_scope(var.op.name + "/"):
+        g = var.graph     # outside any control_dependencies block, as TF's init_scope
+        with g.control_dependencies(None), g.colocate_with(var), \
+                g.name_scope(var.op.name + "/"):
             if isinstance(var, state_ops.Variable):
                 init = var.initial_value
                 g.add_to_collection(GraphKeys.MOVING_AVERAGE_VARIABLES, var)
