@@ -133,6 +133,8 @@ def _check_exercise(name: str, actual: Any, expected: Any, atol: float,
             feedback.problems.append(tr("this check wants {wants}, not typed values: pass it "
                                         "what you built", wants=tr(info["wants"])))  # i18n: dynamic
             return feedback
+        if name in exercise_checks.DERIVED:
+            return _check_derived(feedback, name, actual, atol)
         if name not in exercise_checks.BUILD_CHECKS:       # a %%placement exercise
             return check_placement(actual, exercise=name)
         passed = _run_build_check(feedback, name, actual, context or {})
@@ -145,6 +147,24 @@ def _check_exercise(name: str, actual: Any, expected: Any, atol: float,
         if not passed:
             feedback.problems.extend(_directions(actual, expected, atol, info))
     tries = exercises.count_try(name, passed, exercises.fingerprint(actual))
+    if not passed:
+        _add_hints(feedback, name, info, tries)
+    return feedback
+
+
+def _check_derived(feedback: Feedback, name: str, built: Any, atol: float) -> Feedback:
+    """A build whose value (``exercise_checks.DERIVED``) is compared with the answer."""
+    info = exercises.exercise(name)
+    try:
+        value = exercise_checks.DERIVED[name](built)
+    except exercise_checks.WrongKind:
+        feedback.problems.append(tr("this check wants {wants}, not {kind}", wants=tr(info["wants"]),  # i18n: dynamic
+                                    kind=type(built).__name__))
+        return feedback
+    passed = _same_answer(value, info["answer"], atol, info)
+    if not passed:
+        feedback.problems.extend(_directions(value, info["answer"], atol, info))
+    tries = exercises.count_try(name, passed, exercises.fingerprint(value))
     if not passed:
         _add_hints(feedback, name, info, tries)
     return feedback

@@ -22,7 +22,8 @@ from tfteach.lessons import check, check_placement, solution
 from tfteach.notebook import exercise_checks, exercises
 
 BUILDS = sorted(n for n in exercises.names() if exercises.exercise(n).get("kind") == "build")
-PLACEMENTS = [n for n in BUILDS if n not in exercise_checks.BUILD_CHECKS]
+PLACEMENTS = [n for n in BUILDS if n not in exercise_checks.BUILD_CHECKS
+              and n not in exercise_checks.DERIVED]
 
 
 @pytest.fixture(autouse=True)

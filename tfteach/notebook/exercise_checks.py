@@ -8,7 +8,9 @@ builds, in a graph of the package's own, the answer a predict exercise compares 
 
 A checker is ``check(built, context) -> list[str]``; ``context`` holds what the lesson passes
 beside (``cluster=``). It raises ``WrongKind`` when ``built`` is not the kind of thing the
-exercise asks for.
+exercise asks for. Where what was built is itself the whole answer (a ClusterSpec, a graph
+whose pending counts are asked for), ``DERIVED[name](built)`` reads the value from it, and the
+check compares that with the exercise's answer.
 """
 from __future__ import annotations
 
@@ -546,4 +548,39 @@ def requests_of_nested_scopes() -> dict[str, str]:
 
 PREDICTED: dict[str, Callable[[], Any]] = {
     "2.2": requests_of_nested_scopes,
+}
+
+
+# ---- builds whose value is read from them and compared with the exercise's answer --------------
+
+def transfer_count(result: Any) -> int:
+    """4.3: the copies between devices in a traced ``%%placement`` run."""
+    timeline = getattr(result, "timeline", None)
+    if timeline is None or isinstance(result, (dict, list)):
+        raise WrongKind
+    return len(timeline.data["transfers"])
+
+
+def pending_counts(graph: Any) -> dict[str, int]:
+    """4.4: each op's pending count in the learner's graph."""
+    import tfteach as tf
+
+    if not isinstance(graph, tf.Graph):
+        raise WrongKind
+    return {op.name: len(op.inputs) + len(op.control_inputs) for op in graph.get_operations()}
+
+
+def cluster_jobs(spec: Any) -> dict[str, list[str]]:
+    """7.1: the jobs and addresses of the learner's ClusterSpec."""
+    import tfteach as tf
+
+    if not isinstance(spec, tf.train.ClusterSpec):
+        raise WrongKind
+    return spec.as_dict()
+
+
+DERIVED: dict[str, Callable[[Any], Any]] = {
+    "4.3": transfer_count,
+    "4.4": pending_counts,
+    "7.1": cluster_jobs,
 }
