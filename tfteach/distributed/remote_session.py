@@ -40,6 +40,7 @@ _tensorflow_tasks: dict[str, str] = {}      # "localhost:port" -> what runs ther
 _clients: dict[str, ClusterClient] = {}
 _lock = threading.Lock()
 WAIT_LOG_PERIOD_S = 10.0
+DEADLINE_GRACE_S = 1.0  # a live master reports its own timeout first; a frozen one cannot
 
 
 def remember_token(address: str, token: str) -> None:
@@ -107,7 +108,8 @@ class RemoteSession(BaseSession):
             self._handle = self._create(graph_to_json(ops))
             self._sent = len(ops)
         elif len(ops) > self._sent:
-            self._master.extend_session(self._handle, graph_to_json(ops[self._sent:]), self._sent)
+            self._master.extend_session(self._handle, graph_to_json(ops[self._sent:]),
+                                        self._sent, self._deadline_s())
             self._sent = len(ops)
 
     def _create(self, graph_def: bytes) -> str:
@@ -116,10 +118,17 @@ class RemoteSession(BaseSession):
         waiter = threading.Thread(target=self._say_waiting, args=(done,), daemon=True)
         waiter.start()
         try:
-            handle, _ = self._master.create_session(graph_def, config)
+            handle, _ = self._master.create_session(graph_def, config, self._deadline_s())
             return handle
         finally:
             done.set()
+
+    def _deadline_s(self, timeout_in_ms: int = 0) -> float | None:
+        """The deadline of a call to the master, as in TF's GrpcSession: the step's
+        ``RunOptions.timeout_in_ms``, else ``operation_timeout_in_ms``; None: no deadline.
+        A call with one goes as a unary gRPC call, so a stopped master cannot hold it."""
+        ms = timeout_in_ms or self.config.operation_timeout_in_ms
+        return ms / 1000 + DEADLINE_GRACE_S if ms and ms > 0 else None
 
     def _say_waiting(self, done: threading.Event) -> None:
         while not done.wait(WAIT_LOG_PERIOD_S):
@@ -138,7 +147,8 @@ class RemoteSession(BaseSession):
                         bool(options.output_partition_graphs) and run_metadata is not None)
         fetches = list(dict.fromkeys(t.name for t in tensors if t is not None))
         out, meta = self._master.run_step(self._handle, {t.name: v for t, v in feeds.items()},
-                                          fetches, [op.name for op in targets], opts)
+                                          fetches, [op.name for op in targets], opts,
+                                          self._deadline_s(options.timeout_in_ms))
         info = json.loads(meta or b"{}")
         if info.get("log"):
             print("\n".join(info["log"]), file=sys.stdout)
@@ -154,13 +164,13 @@ class RemoteSession(BaseSession):
     def list_devices(self) -> list:
         with self._lock:
             self._ensure_session()
-            local, remote = self._master.list_devices(self._handle)
+            local, remote = self._master.list_devices(self._handle, self._deadline_s())
         return [_Attrs(d) for d in sorted(local + remote, key=lambda d: d["name"])]
 
     def close(self) -> None:
         if not getattr(self, "_closed", True) and self._handle is not None:
             try:
-                self._master.close_session(self._handle)
+                self._master.close_session(self._handle, self._deadline_s())
             except errors.OpError:
                 pass
         super().close()

@@ -25,6 +25,9 @@ CLASS_KEY = "tfteach-error"
 HINT_KEY = "tfteach-hint-bin"     # -bin: a hint may hold any unicode text
 
 _STATUS_BY_CODE = {status.value[0]: status for status in grpc.StatusCode}
+# A failed call with no tfteach error class: the peer's answer was not ours (bytes that are
+# not HTTP/2, a response that does not parse, a stream reset), not an error of a task.
+_GARBAGE_CODES = (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN)
 
 
 def status_code(error_code: int) -> grpc.StatusCode:
@@ -132,6 +135,15 @@ def _transport_error(code: grpc.StatusCode, details: str, task: str | None,
         return cls(f"Task {where} refused a message: {details}", hint=message_size_hint())
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return cls(f"Call to task {where} timed out: {details}",
-                   hint=tr("The task is up but did not answer in time; it may be busy or "
-                           "waiting for another task."))
+                   hint=tr("{task} did not answer before the call's deadline "
+                           "(RunOptions.timeout_in_ms or ConfigProto.operation_timeout_in_ms): "
+                           "it may be stopped (suspended, paused in a debugger), overloaded or "
+                           "waiting for another task. Check that its process runs, or give "
+                           "the step a longer timeout.", task=where))
+    if code in _GARBAGE_CODES:  # no tfteach status: the peer does not speak our gRPC
+        return errors.UnavailableError(
+            f"Task {where} is unavailable: its answer is not tfteach's gRPC ({details})",
+            hint=tr("Something else listens at {address}, or an older tfteach: check the "
+                    "cluster spec's address and that a tfteach task (tfteach-server, "
+                    "tf.train.Server, LocalCluster) runs there.", address=address or where))
     return cls(f"Call to task {where} failed: {details}")

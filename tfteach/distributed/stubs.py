@@ -292,10 +292,10 @@ class MasterClient(_Stub):
         return response.session_handle, response.graph_version
 
     def extend_session(self, session_handle: str, graph_def: bytes,
-                       current_graph_version: int) -> int:
+                       current_graph_version: int, timeout: float | None = None) -> int:
         return self._call("ExtendSession", pb.ExtendSessionRequest(
             session_handle=session_handle, graph_def=graph_def,
-            current_graph_version=current_graph_version)).new_graph_version
+            current_graph_version=current_graph_version), timeout).new_graph_version
 
     def run_step(self, session_handle: str, feeds: Mapping[str, Any] = {},
                  fetches: Sequence[str] = (), targets: Sequence[str] = (),
@@ -329,12 +329,15 @@ class MasterClient(_Stub):
         self._reply_bytes[key] = wire.reply_bytes(response.tensor)
         return tensors, response.metadata
 
-    def close_session(self, session_handle: str) -> None:
-        self._call("CloseSession", pb.CloseSessionRequest(session_handle=session_handle))
+    def close_session(self, session_handle: str, timeout: float | None = None) -> None:
+        self._call("CloseSession", pb.CloseSessionRequest(session_handle=session_handle),
+                   timeout)
 
-    def list_devices(self, session_handle: str = "") -> tuple[list[dict], list[dict]]:
+    def list_devices(self, session_handle: str = "",
+                     timeout: float | None = None) -> tuple[list[dict], list[dict]]:
         """``(local devices, remote devices)`` as attribute dicts."""
-        response = self._call("ListDevices", pb.ListDevicesRequest(session_handle=session_handle))
+        response = self._call("ListDevices", pb.ListDevicesRequest(session_handle=session_handle),
+                              timeout)
         return ([device_dict(d) for d in response.local_device],
                 [device_dict(d) for d in response.remote_device])
 

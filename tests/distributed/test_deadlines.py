@@ -1,0 +1,123 @@
+"""A step's deadline bounds every call to a master that has stopped answering (SIGSTOP), as
+in TF (DeadlineExceededError); a peer that answers something other than tfteach's gRPC is
+UnavailableError naming its address."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import time
+
+import pytest
+
+import tfteach as tf
+from tfteach import errors
+
+pytestmark = pytest.mark.timeout(90)
+
+
+@pytest.fixture(scope="module")
+def frozen_master():
+    """A LocalCluster worker with a session made while it ran, then stopped (SIGSTOP)."""
+    from tfteach.distributed.local_cluster import LocalCluster
+
+    with LocalCluster(ps=0, workers=1) as cluster:
+        graph = tf.Graph()
+        with graph.as_default():
+            x = tf.constant(2.0) * 3.0
+        session = tf.Session(cluster.target("worker", 0), graph=graph)
+        assert session.run(x) == 6.0
+        pid = cluster._record("worker", 0)["pid"]
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            yield cluster, session, x
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
+
+def _timed(call):
+    start = time.monotonic()
+    with pytest.raises(errors.DeadlineExceededError) as caught:
+        call()
+    return caught.value, time.monotonic() - start
+
+
+def test_run_options_timeout_bounds_a_step_on_a_stopped_master(frozen_master):
+    cluster, session, x = frozen_master
+    err, took = _timed(lambda: session.run(x, options=tf.RunOptions(timeout_in_ms=300)))
+    assert took < 5.0
+    assert "Deadline Exceeded" in err.message
+    assert cluster.target("worker", 0).split("//")[-1] in err.message
+    assert "Hint:" in str(err) and "timeout" in str(err)
+
+
+def test_operation_timeout_bounds_a_new_session_on_a_stopped_master(frozen_master):
+    cluster, _, _ = frozen_master
+    graph = tf.Graph()
+    with graph.as_default():
+        y = tf.constant(1.0) + 1.0
+    config = tf.ConfigProto(operation_timeout_in_ms=300)
+    session = tf.Session(cluster.target("worker", 0), graph=graph, config=config)
+    err, took = _timed(lambda: session.run(y))
+    assert took < 5.0
+    assert "Deadline Exceeded" in err.message
+
+
+def _garbage_server(reply: bytes):
+    """A plain TCP server on loopback that answers every connection with ``reply``."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+
+    def serve():
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                try:
+                    conn.recv(65536)
+                    conn.sendall(reply)
+                    time.sleep(0.2)
+                except OSError:
+                    pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener
+
+
+def test_a_peer_answering_http1_is_unavailable_naming_it(client):
+    listener = _garbage_server(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+    address = f"127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        with pytest.raises(errors.UnavailableError) as caught:
+            client.worker(address, "/job:worker/replica:0/task:0").get_status(timeout=5)
+    finally:
+        listener.close()
+    assert address in caught.value.message
+    assert "Hint:" in str(caught.value)
+
+
+def test_a_grpc_answer_that_does_not_parse_is_unavailable_naming_it(client):
+    from concurrent import futures
+
+    import grpc
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    handler = grpc.method_handlers_generic_handler("tfteach.cluster.WorkerService", {
+        "GetStatus": grpc.unary_unary_rpc_method_handler(
+            lambda request, context: b"\xff\xff\xff\xff garbage",
+            request_deserializer=None, response_serializer=None)})
+    server.add_generic_rpc_handlers((handler,))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    address = f"127.0.0.1:{port}"
+    try:
+        with pytest.raises(errors.UnavailableError) as caught:
+            client.worker(address, "/job:worker/replica:0/task:0").get_status(timeout=5)
+    finally:
+        server.stop(0)
+    assert address in caught.value.message
+    assert "Hint:" in str(caught.value)
