@@ -47,23 +47,35 @@ CASES = {
           "--workers=a:1,b:2", "--mode=eval", "extra", "--unknown=3"], {}),
     "defaults_lazy_parse_and_mains_return_as_exit_status": (["--steps=200"],
                                                              {"READ_EARLY": "1"}),
-    "a_bad_value_fails_with_absls_error": (["--steps=many"], {}),
 }
 
 
-def _run(backend, tmp_path, argv, env):
+def _start(backend, tmp_path, argv, env):
     script = tmp_path / f"train_{backend}.py"
     script.write_text(PROGRAM.format(imports=IMPORTS[backend]))
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": "", **env}
-    done = subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True,
-                          env=env, timeout=120, cwd=tmp_path)
-    failure = done.stderr.strip().splitlines()[-1:] if done.returncode == 1 else []
-    return done.stdout, done.returncode, failure
+    return subprocess.Popen([sys.executable, str(script), *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+
+
+def _outcome(process):
+    stdout, stderr = process.communicate(timeout=120)
+    failure = stderr.strip().splitlines()[-1:] if process.returncode == 1 else []
+    return stdout, process.returncode, failure
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_program_with_flags_runs_as_on_tensorflow(case, tmp_path):
     argv, env = CASES[case]
-    ours = _run("tfteach", tmp_path, argv, env)
-    assert ours == _run("tensorflow", tmp_path, argv, env)
+    theirs = _start("tensorflow", tmp_path, argv, env)     # both at once: TF starts slowly
+    ours = _outcome(_start("tfteach", tmp_path, argv, env))
+    assert ours == _outcome(theirs)
     assert ours[1] in (0, 1, 3) and (ours[0] or ours[2])
+
+
+def test_a_bad_value_fails_with_absls_error_before_main(tmp_path):
+    """(TensorFlow fails the same way: absl's IllegalFlagValueError, exit status 1.)"""
+    stdout, status, failure = _outcome(_start("tfteach", tmp_path, ["--steps=many"], {}))
+    assert (stdout, status) == ("", 1)
+    assert failure == ["absl.flags._exceptions.IllegalFlagValueError: flag --steps=many: "
+                       "invalid literal for int() with base 10: 'many'"]

@@ -6,8 +6,10 @@ import pytest
 
 import tfteach as tf
 
-MODULES = {"tf": tf, "tf.nn": tf.nn, "tf.train": tf.train, "tf.layers": tf.layers}
-PRESENT = {"tf": "matmul", "tf.nn": "relu", "tf.train": "Server", "tf.layers": "dense"}
+MODULES = {"tf": tf, "tf.nn": tf.nn, "tf.train": tf.train, "tf.layers": tf.layers,
+           "tf.gfile": tf.gfile, "tf.app": tf.app}
+PRESENT = {"tf": "matmul", "tf.nn": "relu", "tf.train": "Server", "tf.layers": "dense",
+           "tf.gfile": "GFile", "tf.app": "run"}
 
 
 @pytest.mark.parametrize("prefix", MODULES)

@@ -10,6 +10,7 @@ from typing import Any, Callable, NoReturn
 
 from absl.app import run as _run
 
+from tfteach.errors import missing_attribute
 from tfteach.platform import flags
 
 
@@ -26,3 +27,8 @@ def run(main: Callable[[list[str]], Any] | None = None,
 
 
 __all__ = ["flags", "run"]
+
+
+def __getattr__(name: str):
+    """A name tf.app has and tfteach lacks: an AttributeError that says so."""
+    raise missing_attribute("tfteach.platform.app", f"tf.app.{name}", name)

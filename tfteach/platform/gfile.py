@@ -195,3 +195,8 @@ def Copy(oldpath: str, newpath: str, overwrite: bool = False) -> None:
     if not os.path.exists(oldpath):
         raise _not_found(f"{oldpath}; No such file or directory")
     shutil.copyfile(oldpath, newpath)
+
+
+def __getattr__(name: str):
+    """A name tf.gfile has and tfteach lacks: an AttributeError that says so."""
+    raise errors.missing_attribute("tfteach.platform.gfile", f"tf.gfile.{name}", name)
