@@ -242,3 +242,44 @@ def test_a_lane_that_takes_no_connection_falls_back_to_grpc():
         client.close()
         server.stop()
     assert float(tensors["x"]) == 5.0
+
+
+@pytest.mark.skipif(not lane.enabled(), reason="lanes need Linux and /dev/shm")
+def test_a_stream_that_never_reads_its_answer_is_ended(monkeypatch):
+    """A client that sends a request and never reads the (large) answer: the task gives up
+    sending after ``SEND_TIMEOUT_S`` and frees the stream's thread."""
+    import json
+
+    import numpy as np
+
+    from tfteach.distributed import wire
+    from tfteach.distributed.protos import tfteach_cluster_pb2 as pb
+
+    monkeypatch.setattr(lane_server, "SEND_TIMEOUT_S", 0.5)
+    server = Server({"local": ["localhost:0"]}, token=TOKEN, engine_factory=PROBE_ENGINE)
+    client = ClusterClient(TOKEN)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        worker = client.worker(server.target)
+        name = worker.get_status()["lane"]
+        handle = worker.register_graph(json.dumps({"probe": "echo"}).encode())
+        request = pb.RunGraphRequest(graph_handle=handle, step_id=1, recv_key=["x"])
+        wire.add_named(request.send, {"x": np.ones(200_000, np.float32)})   # 800 KB back
+        sock.settimeout(5)
+        sock.connect("\0" + name)
+        lane.send_frame(sock, lane.HELLO, b"RunGraphStream\0" + TOKEN.encode())
+        lane.send_frame(sock, lane.REQUEST, request.SerializeToString())
+        deadline = time.monotonic() + 10
+        while _stream_threads() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _stream_threads() == [], "the stream still waits to send its answer"
+    finally:
+        sock.close()
+        client.close()
+        server.stop()
+
+
+def _stream_threads() -> list:
+    import threading
+
+    return [t for t in threading.enumerate() if t.name.startswith("tfteach-lane-Run")]

@@ -10,11 +10,13 @@ at accept); the hello must carry the cluster token (``hmac.compare_digest``), be
 ``lane.HELLO_MAX_BYTES`` and arrive within ``HELLO_TIMEOUT_S``. Until then the one
 listening thread holds the connection (at most ``MAX_PENDING`` such; one more is refused
 busy, ``limits.BUSY_KEY``, so its client sends the call on gRPC), never a thread of its
-own; out of descriptors, it rests ``ACCEPT_PAUSE_S`` before accepting again. A request larger than ``limits.max_message_bytes()`` is refused with
-ResourceExhaustedError before it is read. While a request is served, the listening thread
-watches its connection: a client that goes away (Ctrl-C, kill -9) cancels the call, as on
-gRPC. State: a ``LaneServer`` per server (its pending connections and open streams,
-guarded by its lock).
+own; out of descriptors, it rests ``ACCEPT_PAUSE_S`` before accepting again. A request
+larger than ``limits.max_message_bytes()`` is refused with ResourceExhaustedError before
+it is read, and a request is read as its bytes arrive. A stream whose client reads nothing
+of an answer for ``SEND_TIMEOUT_S`` is ended (its slot and thread freed). While a request
+is served, the listening thread watches its connection: a client that goes away (Ctrl-C,
+kill -9) cancels the call, as on gRPC. State: a ``LaneServer`` per server (its pending
+connections and open streams, guarded by its lock).
 """
 from __future__ import annotations
 
@@ -36,10 +38,12 @@ from tfteach import errors
 
 from . import limits, shm_callers, status
 from .lane import (ANSWER, ERROR, HEADER, HELLO, HELLO_MAX_BYTES, REQUEST, enabled,
-                   read_header, recv_exact, send_frame)
+                   read_header, recv_exact)
 
 HELLO_TIMEOUT_S = 2.0
 MAX_PENDING = 64
+SEND_TIMEOUT_S = 30.0   # an answer its client has not read by then ends the stream
+_SEND_SLICE_S = 0.5
 ACCEPT_PAUSE_S = 0.25   # out of descriptors: the listener rests this long before accepting
 _OUT_OF_DESCRIPTORS = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 _SO_PEERCRED = struct.Struct("3i")      # pid, uid, gid
@@ -282,7 +286,8 @@ class LaneServer:
         try:
             for response in self._methods[name](self._requests(context), context):
                 self._unwatch(context)
-                send_frame(conn, ANSWER, response.SerializeToString())
+                _send_within(conn, ANSWER, response.SerializeToString(), SEND_TIMEOUT_S)
+                conn.setblocking(True)
         except _Aborted as aborted:
             self._unwatch(context)
             _refuse(conn, aborted.code, aborted.details, context.trailing)
@@ -341,9 +346,25 @@ def _refuse(conn: socket.socket, code: grpc.StatusCode, details: str,
                        "metadata": [[k, v.decode("latin-1") if isinstance(v, bytes) else v,
                                      isinstance(v, bytes)] for k, v in trailing]})
     try:
-        conn.setblocking(True)
-        conn.settimeout(1.0)
-        send_frame(conn, ERROR, body.encode("utf-8"))
+        _send_within(conn, ERROR, body.encode("utf-8"), 1.0)
     except OSError:
         pass
     conn.close()
+
+
+def _send_within(conn: socket.socket, kind: int, payload: bytes, timeout: float) -> None:
+    """``send_frame``, but TimeoutError (which ends the stream) once the client has read
+    nothing of it for ``timeout`` s: a client that never reads holds no thread for long."""
+    deadline = time.monotonic() + timeout
+    conn.settimeout(min(timeout, _SEND_SLICE_S))
+    header = HEADER.pack(kind, len(payload))
+    for part in (header + payload,) if len(payload) < 65536 else (header, payload):
+        view = memoryview(part)
+        while view:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the client read no answer for {timeout:g} s")
+            try:
+                view = view[conn.send(view):]
+            except TimeoutError:
+                continue
+            deadline = time.monotonic() + timeout
