@@ -14,7 +14,8 @@ a TFRecord file (``tfteach.framework.record_io``) of ``Event`` protobufs, TF's f
 
 Unlike TF, events are written and flushed at once (no queue, no thread): the file is
 complete whenever TensorBoard reads it. ``summary_iterator(path)`` reads the events back.
-Run metadata (``add_run_metadata``) and summary ops are not supported.
+The summary ops (``scalar``, ``histogram``, ``image``, ``text``, ``merge``, ``merge_all``)
+come from ``tfteach.train.summaries``. Run metadata (``add_run_metadata``) is not supported.
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from tfteach.framework.graph import Graph
 from tfteach.framework.protos import tfteach_tf_formats_pb2 as pb
 from tfteach.framework.record_io import encode_record, read_records
 from tfteach.runtime.session import get_default_session, local_sessions_of
+from tfteach.train.summaries import histogram, image, merge, merge_all, scalar, text
 
 Event = pb.Event
 Summary = pb.Summary
@@ -39,8 +41,8 @@ HistogramProto = pb.HistogramProto
 FILE_VERSION = "brain.Event:2"
 _SERIAL = itertools.count()
 
-__all__ = ["Event", "FileWriter", "HistogramProto", "Summary", "SummaryMetadata",
-           "summary_iterator"]
+__all__ = ["Event", "FileWriter", "HistogramProto", "Summary", "SummaryMetadata", "histogram",
+           "image", "merge", "merge_all", "scalar", "summary_iterator", "text"]
 
 
 def _placed_devices(graph: Graph, session: Any) -> dict[str, str]:
