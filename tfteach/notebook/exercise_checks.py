@@ -546,8 +546,87 @@ def requests_of_nested_scopes() -> dict[str, str]:
     return {op.name: op.device for op in graph.get_operations()}
 
 
+def pending_counts_of_lesson_4() -> dict[str, int]:
+    """4.1: the pending counts of lesson 4's five-op graph."""
+    import tfteach as tf
+
+    with tf.Graph().as_default() as graph:
+        a = tf.constant(1.0, name="a")
+        b = tf.constant(2.0, name="b")
+        c = tf.add(a, b, name="c")
+        d = tf.multiply(c, a, name="d")
+        tf.add_n([c, d, b], name="e")
+    return pending_counts(graph)
+
+
+def _traced_transfers(build: Callable[[], Any]) -> list:
+    """The transfers of one traced run of what ``build()`` returns, in a graph of its own."""
+    import tfteach as tf
+
+    with tf.Graph().as_default():
+        fetch = build()
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            meta = tf.RunMetadata()
+            sess.run(fetch, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                     run_metadata=meta)
+    return list(meta.step_stats.transfers)
+
+
+def transfers_of_lesson_4() -> int:
+    """4.2: the copies of lesson 4's graph (x on the CPU read on both GPUs, sums back)."""
+    import tfteach as tf
+
+    def build() -> Any:
+        with tf.device("/cpu:0"):
+            x = tf.ones([256, 256], name="x")
+        with tf.device("/gpu:0"):
+            a = tf.reduce_sum(x * 2.0, name="a")
+            b = tf.reduce_sum(x * 3.0, name="b")
+        with tf.device("/gpu:1"):
+            c = tf.reduce_sum(x * 4.0, name="c")
+        with tf.device("/cpu:0"):
+            return tf.add_n([a, b, c], name="total")
+    return len(_traced_transfers(build))
+
+
+def trainable_variables_of_towers() -> int:
+    """5.1: the trainable variables of four towers sharing one three-layer model."""
+    import tfteach as tf
+
+    with tf.Graph().as_default():
+        for i in range(4):
+            with tf.variable_scope("model", reuse=i > 0):
+                h = tf.zeros([1, 64])
+                for layer, n_out in (("hidden1", 16), ("hidden2", 16), ("logits", 10)):
+                    with tf.variable_scope(layer):
+                        w = tf.get_variable("weights", [int(h.shape[1]), n_out])
+                        h = tf.matmul(h, w) + tf.get_variable("biases", [n_out])
+        return len(tf.trainable_variables())
+
+
+def bytes_between_gpus_of_lesson_6() -> int:
+    """6.2: the bytes from GPU:0 to GPU:1 when layer 1 (1024 units) runs on GPU:0 and the
+    rest on GPU:1, for a batch of 256."""
+    import tfteach as tf
+
+    def build() -> Any:
+        with tf.device("/gpu:0"):
+            w1 = tf.Variable(tf.zeros([64, 1024]))
+            h = tf.nn.relu(tf.matmul(tf.ones([256, 64]), w1))
+        with tf.device("/gpu:1"):
+            w2 = tf.Variable(tf.zeros([1024, 64]))
+            return tf.matmul(h, w2)
+    return sum(t.bytes for t in _traced_transfers(build)
+               if "GPU" in t.src_device and "GPU" in t.dst_device)
+
+
 PREDICTED: dict[str, Callable[[], Any]] = {
     "2.2": requests_of_nested_scopes,
+    "4.1": pending_counts_of_lesson_4,
+    "4.2": transfers_of_lesson_4,
+    "5.1": trainable_variables_of_towers,
+    "6.2": bytes_between_gpus_of_lesson_6,
 }
 
 
