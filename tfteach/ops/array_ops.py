@@ -1,7 +1,5 @@
-"""Array ops: creation, shape and type changes.
-
-Each op is registered once with its shape function and its kernel (against ``xp``), side by
-side; their gradients are in ``array_grad`` (TF's split). Ops: Placeholder,
+"""Array ops: creation, shape and type changes. Each op is registered once with its shape
+function and its kernel (against ``xp``); their gradients are in ``array_grad``. Ops: Placeholder,
 PlaceholderWithDefault, Identity, StopGradient, Fill, ZerosLike, OnesLike, Shape, Size, Rank,
 Reshape, Transpose, InvertPermutation, Cast, ExpandDims, Squeeze, Range, BroadcastTo,
 BroadcastGradientArgs, OneHot. ``constant`` (``constant_op``) and the joining and cutting ops
@@ -19,6 +17,7 @@ from tfteach.framework.graph import Tensor, get_default_graph
 from tfteach.framework.registry import ALL_TYPES, register_op
 from tfteach.framework.tensor_shape import TensorShape, as_shape, unknown_shape
 from tfteach.i18n import tr
+from tfteach.ops.allocation import element_count, guard_allocation, shape_dtype
 from tfteach.ops.common import (axis_list, const_value, convert_to_tensor, create_op, graph_of, host_ints,
                                 same_shape_fn, shape_error)
 from tfteach.ops.constant_op import constant
@@ -99,8 +98,10 @@ def _fill_shape(op):
 
 
 def _fill_kernel(ctx, dims, value):
-    return ctx.xp.full(tuple(int(d) for d in np.atleast_1d(ctx.device.to_host(dims))), value,
-                       dtype=ctx.attrs["T"].np)
+    shape = tuple(int(d) for d in np.atleast_1d(ctx.device.to_host(dims)))
+    element_count(ctx.op, shape, "would have more than 2**63 - 1 elements")
+    guard_allocation(ctx, shape, ctx.attrs["T"])
+    return ctx.xp.full(shape, value, dtype=ctx.attrs["T"].np)
 
 
 register_op("Fill", _fill_shape, _fill_kernel)
@@ -109,7 +110,7 @@ register_op("Fill", _fill_shape, _fill_kernel)
 def fill(dims: Any, value: Any, name: str | None = None) -> Tensor:
     g = graph_of([dims, value])
     with g.as_default():
-        d = convert_to_tensor(dims, dtype=dtypes.int32, name="dims")
+        d = convert_to_tensor(dims, dtype=shape_dtype(dims), name="dims")
         v = convert_to_tensor(value, name="value")
     return create_op("Fill", [d, v], {"T": v.dtype}, name or "Fill").outputs[0]
 
@@ -126,7 +127,7 @@ def _filled(shape: Any, dtype: Any, value: int, name: str) -> Tensor:
     dt = dtypes.as_dtype(dtype)
     g = get_default_graph()
     with g.name_scope(name) as scope:
-        if isinstance(shape, Tensor):
+        if isinstance(shape, Tensor) or (as_shape(shape).num_elements() or 0) >= 1000:
             return fill(shape, np.array(value, dt.np), name=scope)
         return constant(value, dtype=dt, shape=list(as_shape(shape).as_list()), name=scope)
 
@@ -176,22 +177,22 @@ def _reshape_shape(op):
     if target is None:
         return [(x.dtype, shape_value(s))]
     target = [int(d) for d in np.atleast_1d(target)] if np.ndim(target) else []
-    n = x.shape.num_elements()
+    n, count = x.shape.num_elements(), element_count(op, target, "has too many elements", True)
     if -1 in target and n is not None:
-        known = int(np.prod([d for d in target if d != -1])) or 1
+        known = count or 1
         if n % known:
             raise shape_error(op, f"Cannot reshape a tensor with {n} elements to shape "
                                   f"{target}")
         target = [n // known if d == -1 else d for d in target]
-    elif n is not None and int(np.prod(target)) != n:
+    elif n is not None and count != n:
         raise shape_error(op, f"Cannot reshape a tensor with {n} elements to shape "
-                              f"[{','.join(map(str, target))}] ({int(np.prod(target))} elements)")
+                              f"[{','.join(map(str, target))}] ({count} elements)")
     return [(x.dtype, TensorShape([None if d == -1 else d for d in target]))]
 
 
 def _reshape_kernel(ctx, x, s):
     target = tuple(int(d) for d in np.atleast_1d(ctx.device.to_host(s)))
-    known = int(np.prod([d for d in target if d != -1], dtype=np.int64))
+    known = element_count(ctx.op, target, "has too many elements")
     if (known != x.size) if -1 not in target else (known == 0 or x.size % known):
         from tfteach.errors import InvalidArgumentError
         wanted = f"requires a multiple of {known}" if -1 in target else f"has {known}"
@@ -217,8 +218,8 @@ def shape_of(t: Tensor) -> Any:
 def reshape(tensor: Any, shape: Any, name: str | None = None) -> Tensor:
     t = convert_to_tensor(tensor)
     with t.graph.as_default():
-        s = convert_to_tensor(shape, dtype=dtypes.int32, name="Reshape/shape" if name is None
-                              else f"{name}/shape")
+        s = convert_to_tensor(shape, dtype=shape_dtype(shape), name="Reshape/shape"
+                              if name is None else f"{name}/shape")
     return create_op("Reshape", [t, s], {"T": t.dtype}, name or "Reshape").outputs[0]
 
 
@@ -423,9 +424,10 @@ def _one_hot_shape(op):
 
 
 def _one_hot_kernel(ctx, indices, on, off):
-    xp, depth = ctx.xp, ctx.attrs["depth"]
-    hot = indices[..., None] == xp.arange(depth)
-    return xp.where(hot, on, off).astype(ctx.attrs["dtype"].np, copy=False)
+    guard_allocation(ctx, (*indices.shape, ctx.attrs["depth"]), ctx.attrs["dtype"],
+                     (indices.size + 8) * ctx.attrs["depth"])  # the mask and the arange
+    hot = indices[..., None] == ctx.xp.arange(ctx.attrs["depth"])
+    return ctx.xp.where(hot, on, off).astype(ctx.attrs["dtype"].np, copy=False)
 
 
 register_op("OneHot", _one_hot_shape, _one_hot_kernel, dtype_attr="dtype")

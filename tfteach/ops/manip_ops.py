@@ -19,6 +19,7 @@ from tfteach.framework.graph import Tensor
 from tfteach.framework.registry import ALL_TYPES, register_op
 from tfteach.framework.tensor_shape import TensorShape, unknown_shape
 from tfteach.i18n import tr
+from tfteach.ops.allocation import guard_allocation
 from tfteach.ops.common import (const_value, convert_to_tensor, create_op, host_ints,
                                 same_dtype, shape_error)
 
@@ -183,8 +184,15 @@ def _check_rank(op, expected: int, actual: int) -> None:
         raise shape_error(op, f"Shape must be rank {expected} but is rank {actual}")
 
 
-register_op("Tile", _tile_shape,
-            lambda ctx, x, m: ctx.xp.tile(x, tuple(int(k) for k in ctx.device.to_host(m))))
+def _tile_kernel(ctx, x, m):
+    multiples = tuple(int(k) for k in ctx.device.to_host(m))
+    if len(multiples) == x.ndim:
+        shape = [d * k for d, k in zip(x.shape, multiples, strict=True)]
+        guard_allocation(ctx, shape, ctx.attrs["T"])
+    return ctx.xp.tile(x, multiples)
+
+
+register_op("Tile", _tile_shape, _tile_kernel)
 
 
 def tile(input: Any, multiples: Any, name: str | None = None) -> Tensor:

@@ -46,7 +46,8 @@ from typing import Any, Callable
 import numpy as np
 
 from tfteach.devices.gpu import translate_error
-from tfteach.errors import CancelledError, DeadlineExceededError, OpError, UnknownError
+from tfteach.errors import (CancelledError, DeadlineExceededError, OpError,
+                            ResourceExhaustedError, UnknownError)
 from tfteach.framework.kernel import Pending  # also imported from here (transport ops, tests)
 from tfteach.i18n import tr
 from tfteach.runtime import blas, host_memory
@@ -529,6 +530,13 @@ def _as_op_error(e: BaseException, node: PlanNode) -> BaseException:
     if translated is not None:
         return translated
     summary = node.op.summary() if node.op is not None else node.name
+    if isinstance(e, MemoryError):      # NumPy could not allocate: TF's OOM
+        return ResourceExhaustedError(
+            f"OOM when allocating tensor on {node.device.name}: {e}\n\t [[Node: {summary}]]",
+            op=node.op, hint=tr("'{name}' ({type}) needed more memory than {device} could "
+                                "give ({detail}): use smaller tensors or batches.",
+                                name=node.name, type=node.type, device=node.device.name,
+                                detail=str(e) or "MemoryError"))
     return UnknownError(f"{type(e).__name__}: {e}\n\t [[Node: {summary}]]", op=node.op,
                         hint=tr("the kernel of '{name}' ({type}) on {device} failed; check "
                                 "its inputs' values.", name=node.name, type=node.type,
