@@ -128,11 +128,6 @@ def compute_weighted_loss(losses: Any, weights: Any = 1.0, scope: str | None = N
         return loss
 
 
-def _compute(losses: Tensor, weights: Any, scope: str, loss_collection: Any,
-             reduction: str) -> Tensor:
-    return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)
-
-
 def _pair(labels: Any, predictions: Any) -> tuple:
     if labels is None:
         raise ValueError("labels must not be None.")
@@ -146,104 +141,132 @@ def _pair(labels: Any, predictions: Any) -> tuple:
 
 
 # ---- the losses ----------------------------------------------------------------------------
+_SUM_NZ = Reduction.SUM_BY_NONZERO_WEIGHTS
+_LOSSES = GraphKeys.LOSSES
+
+
+def _loss(default_scope: str, pair: tuple, weights: Any, options: tuple, per_element: Any,
+          cast_pair: bool = True) -> Tensor:
+    """Build ``per_element(labels, predictions)`` in the loss's scope (labels and predictions
+    cast to float32 and shape-checked first when ``cast_pair``), then weight and reduce it.
+    ``options``: the loss's ``(scope, loss_collection, reduction)``."""
+    scope, loss_collection, reduction = options
+    g = graph_of([*pair, weights])
+    with g.as_default(), g.name_scope(scope or default_scope) as scope:
+        losses = per_element(*(_pair(*pair) if cast_pair else pair))
+        return compute_weighted_loss(losses, weights, scope, loss_collection,
+                                     reduction=reduction)
+
+
 def mean_squared_error(labels: Any, predictions: Any, weights: Any = 1.0,
-                       scope: str | None = None,
-                       loss_collection: str | None = GraphKeys.LOSSES,
-                       reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
-    g = graph_of([labels, predictions, weights])
-    with g.as_default(), g.name_scope(scope or "mean_squared_error") as sc:
-        labels, predictions = _pair(labels, predictions)
-        losses = math_ops.squared_difference(predictions, labels)
-        return _compute(losses, weights, sc, loss_collection, reduction)
+                       scope: str | None = None, loss_collection: str | None = _LOSSES,
+                       reduction: str = _SUM_NZ) -> Tensor:
+    """``(predictions - labels) ** 2``, weighted and reduced."""
+    return _loss("mean_squared_error", (labels, predictions), weights,
+                 (scope, loss_collection, reduction),
+                 lambda y, p: math_ops.squared_difference(p, y))
 
 
 def absolute_difference(labels: Any, predictions: Any, weights: Any = 1.0,
-                        scope: str | None = None,
-                        loss_collection: str | None = GraphKeys.LOSSES,
-                        reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
-    g = graph_of([labels, predictions, weights])
-    with g.as_default(), g.name_scope(scope or "absolute_difference") as sc:
-        labels, predictions = _pair(labels, predictions)
-        losses = math_ops.abs(math_ops.subtract(predictions, labels))
-        return _compute(losses, weights, sc, loss_collection, reduction)
+                        scope: str | None = None, loss_collection: str | None = _LOSSES,
+                        reduction: str = _SUM_NZ) -> Tensor:
+    """``|predictions - labels|``, weighted and reduced."""
+    return _loss("absolute_difference", (labels, predictions), weights,
+                 (scope, loss_collection, reduction),
+                 lambda y, p: math_ops.abs(math_ops.subtract(p, y)))
+
+
+def _log_loss(labels: Tensor, predictions: Tensor, epsilon: float) -> Tensor:
+    return (-math_ops.multiply(labels, math_ops.log(predictions + epsilon))
+            - math_ops.multiply(1 - labels, math_ops.log(1 - predictions + epsilon)))
 
 
 def log_loss(labels: Any, predictions: Any, weights: Any = 1.0, epsilon: float = 1e-7,
-             scope: str | None = None, loss_collection: str | None = GraphKeys.LOSSES,
-             reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
-    g = graph_of([labels, predictions, weights])
-    with g.as_default(), g.name_scope(scope or "log_loss") as sc:
-        labels, predictions = _pair(labels, predictions)
-        losses = (-math_ops.multiply(labels, math_ops.log(predictions + epsilon))
-                  - math_ops.multiply(1 - labels, math_ops.log(1 - predictions + epsilon)))
-        return _compute(losses, weights, sc, loss_collection, reduction)
+             scope: str | None = None, loss_collection: str | None = _LOSSES,
+             reduction: str = _SUM_NZ) -> Tensor:
+    """``-y log(p + eps) - (1 - y) log(1 - p + eps)`` for probabilities ``p``."""
+    return _loss("log_loss", (labels, predictions), weights,
+                 (scope, loss_collection, reduction), lambda y, p: _log_loss(y, p, epsilon))
+
+
+def _huber(labels: Tensor, predictions: Tensor, delta: float) -> Tensor:
+    abs_error = math_ops.abs(math_ops.subtract(predictions, labels))
+    quadratic = math_ops.minimum(abs_error, delta)
+    linear = math_ops.subtract(abs_error, quadratic)
+    return math_ops.add(math_ops.multiply(0.5, math_ops.multiply(quadratic, quadratic)),
+                        math_ops.multiply(delta, linear))
 
 
 def huber_loss(labels: Any, predictions: Any, weights: Any = 1.0, delta: float = 1.0,
-               scope: str | None = None, loss_collection: str | None = GraphKeys.LOSSES,
-               reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
-    g = graph_of([labels, predictions, weights])
-    with g.as_default(), g.name_scope(scope or "huber_loss") as sc:
-        labels, predictions = _pair(labels, predictions)
-        abs_error = math_ops.abs(math_ops.subtract(predictions, labels))
-        quadratic = math_ops.minimum(abs_error, delta)
-        linear = math_ops.subtract(abs_error, quadratic)
-        losses = math_ops.add(math_ops.multiply(0.5, math_ops.multiply(quadratic, quadratic)),
-                              math_ops.multiply(delta, linear))
-        return _compute(losses, weights, sc, loss_collection, reduction)
+               scope: str | None = None, loss_collection: str | None = _LOSSES,
+               reduction: str = _SUM_NZ) -> Tensor:
+    """Quadratic within ``delta`` of the label, linear beyond."""
+    return _loss("huber_loss", (labels, predictions), weights,
+                 (scope, loss_collection, reduction), lambda y, p: _huber(y, p, delta))
+
+
+def _hinge(labels: Tensor, logits: Tensor) -> Tensor:
+    all_ones = array_ops.ones_like(labels)
+    signs = math_ops.subtract(2 * labels, all_ones)
+    return nn_ops.relu(math_ops.subtract(all_ones, math_ops.multiply(signs, logits)))
 
 
 def hinge_loss(labels: Any, logits: Any, weights: Any = 1.0, scope: str | None = None,
-               loss_collection: str | None = GraphKeys.LOSSES,
-               reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+               loss_collection: str | None = _LOSSES, reduction: str = _SUM_NZ) -> Tensor:
     """``max(0, 1 - (2 * labels - 1) * logits)`` for 0/1 labels."""
-    g = graph_of([labels, logits, weights])
-    with g.as_default(), g.name_scope(scope or "hinge_loss") as sc:
-        labels, logits = _pair(labels, logits)
-        all_ones = array_ops.ones_like(labels)
-        signs = math_ops.subtract(2 * labels, all_ones)
-        losses = nn_ops.relu(math_ops.subtract(all_ones, math_ops.multiply(signs, logits)))
-        return _compute(losses, weights, sc, loss_collection, reduction)
+    return _loss("hinge_loss", (labels, logits), weights,
+                 (scope, loss_collection, reduction), _hinge)
+
+
+def _sigmoid_xent(labels: Any, logits: Any, label_smoothing: float) -> Tensor:
+    logits = convert_to_tensor(logits)
+    labels = array_ops.cast(labels, logits.dtype)
+    if label_smoothing > 0:
+        labels = labels * (1 - label_smoothing) + 0.5 * label_smoothing
+    return nn_impl.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits,
+                                                     name="xentropy")
 
 
 def sigmoid_cross_entropy(multi_class_labels: Any, logits: Any, weights: Any = 1.0,
                           label_smoothing: float = 0, scope: str | None = None,
-                          loss_collection: str | None = GraphKeys.LOSSES,
-                          reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
-    g = graph_of([multi_class_labels, logits, weights])
-    with g.as_default(), g.name_scope(scope or "sigmoid_cross_entropy_loss") as sc:
-        logits = convert_to_tensor(logits)
-        labels = array_ops.cast(multi_class_labels, logits.dtype)
-        if label_smoothing > 0:
-            labels = labels * (1 - label_smoothing) + 0.5 * label_smoothing
-        losses = nn_impl.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits,
-                                                           name="xentropy")
-        return _compute(losses, weights, sc, loss_collection, reduction)
+                          loss_collection: str | None = _LOSSES,
+                          reduction: str = _SUM_NZ) -> Tensor:
+    """The logistic loss of each logit against its 0/1 label (smoothed towards 0.5)."""
+    return _loss("sigmoid_cross_entropy_loss", (multi_class_labels, logits), weights,
+                 (scope, loss_collection, reduction),
+                 lambda y, x: _sigmoid_xent(y, x, label_smoothing), cast_pair=False)
+
+
+def _softmax_xent(labels: Any, logits: Any, label_smoothing: float) -> Tensor:
+    logits = convert_to_tensor(logits)
+    labels = array_ops.cast(labels, logits.dtype)
+    if label_smoothing > 0:
+        classes = array_ops.cast(array_ops.shape(labels)[-1], logits.dtype)
+        labels = labels * (1.0 - label_smoothing) + label_smoothing / classes
+    labels = array_ops.stop_gradient(labels, name="labels_stop_gradient")
+    return nn_ops.softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits,
+                                                       name="xentropy")
 
 
 def softmax_cross_entropy(onehot_labels: Any, logits: Any, weights: Any = 1.0,
                           label_smoothing: float = 0, scope: str | None = None,
-                          loss_collection: str | None = GraphKeys.LOSSES,
-                          reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
-    g = graph_of([onehot_labels, logits, weights])
-    with g.as_default(), g.name_scope(scope or "softmax_cross_entropy_loss") as sc:
-        logits = convert_to_tensor(logits)
-        labels = array_ops.cast(onehot_labels, logits.dtype)
-        if label_smoothing > 0:
-            classes = array_ops.cast(array_ops.shape(labels)[-1], logits.dtype)
-            labels = labels * (1.0 - label_smoothing) + label_smoothing / classes
-        labels = array_ops.stop_gradient(labels, name="labels_stop_gradient")
-        losses = nn_ops.softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits,
-                                                             name="xentropy")
-        return _compute(losses, weights, sc, loss_collection, reduction)
+                          loss_collection: str | None = _LOSSES,
+                          reduction: str = _SUM_NZ) -> Tensor:
+    """Softmax cross-entropy against one-hot labels (smoothed towards uniform)."""
+    return _loss("softmax_cross_entropy_loss", (onehot_labels, logits), weights,
+                 (scope, loss_collection, reduction),
+                 lambda y, x: _softmax_xent(y, x, label_smoothing), cast_pair=False)
+
+
+def _sparse_xent(labels: Any, logits: Any) -> Tensor:
+    return nn_ops.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits,
+                                                           name="xentropy")
 
 
 def sparse_softmax_cross_entropy(labels: Any, logits: Any, weights: Any = 1.0,
                                  scope: str | None = None,
-                                 loss_collection: str | None = GraphKeys.LOSSES,
-                                 reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
-    g = graph_of([labels, logits, weights])
-    with g.as_default(), g.name_scope(scope or "sparse_softmax_cross_entropy_loss") as sc:
-        losses = nn_ops.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits,
-                                                                 name="xentropy")
-        return _compute(losses, weights, sc, loss_collection, reduction)
+                                 loss_collection: str | None = _LOSSES,
+                                 reduction: str = _SUM_NZ) -> Tensor:
+    """Softmax cross-entropy against class indices."""
+    return _loss("sparse_softmax_cross_entropy_loss", (labels, logits), weights,
+                 (scope, loss_collection, reduction), _sparse_xent, cast_pair=False)

@@ -1,7 +1,7 @@
 """Learning-rate schedules computed in the graph from the global step."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from tfteach.framework.graph import Tensor
 from tfteach.ops import array_ops, math_ops
@@ -42,29 +42,36 @@ def _progress(step: Tensor, steps: Tensor, staircase: bool) -> Tensor:
     return math_ops.floor(p) if staircase else p
 
 
+def _rate_decay(fn: str, default_name: str, args: tuple, staircase: bool, name: str | None,
+                combine: Callable) -> Tensor:
+    """``combine(lr, decay_rate, progress, scope)`` with progress ``step / decay_steps``
+    (floored with ``staircase``), all cast to the learning rate's dtype."""
+    learning_rate, global_step, decay_steps, decay_rate = args
+    g = graph_of(list(args))
+    with g.as_default(), g.name_scope(name or default_name) as scope:
+        lr, step, steps = _schedule_inputs(g, learning_rate, global_step, decay_steps, fn)
+        rate = array_ops.cast(decay_rate, lr.dtype)
+        return combine(lr, rate, _progress(step, steps, staircase), scope)
+
+
 def natural_exp_decay(learning_rate: Any, global_step: Any, decay_steps: Any, decay_rate: Any,
                       staircase: bool = False, name: str | None = None) -> Tensor:
     """``learning_rate * exp(-decay_rate * global_step / decay_steps)``."""
-    g = graph_of([learning_rate, global_step, decay_steps, decay_rate])
-    with g.as_default(), g.name_scope(name or "NaturalExpDecay") as scope:
-        lr, step, steps = _schedule_inputs(g, learning_rate, global_step, decay_steps,
-                                           "natural_exp_decay")
-        rate = array_ops.cast(decay_rate, lr.dtype)
-        p = _progress(step, steps, staircase)
-        exponent = math_ops.exp(math_ops.multiply(math_ops.negative(rate), p))
-        return math_ops.multiply(lr, exponent, name=scope)
+    return _rate_decay(
+        "natural_exp_decay", "NaturalExpDecay",
+        (learning_rate, global_step, decay_steps, decay_rate), staircase, name,
+        lambda lr, rate, p, scope: math_ops.multiply(
+            lr, math_ops.exp(math_ops.multiply(math_ops.negative(rate), p)), name=scope))
 
 
 def inverse_time_decay(learning_rate: Any, global_step: Any, decay_steps: Any, decay_rate: Any,
                        staircase: bool = False, name: str | None = None) -> Tensor:
     """``learning_rate / (1 + decay_rate * global_step / decay_steps)``."""
-    g = graph_of([learning_rate, global_step, decay_steps, decay_rate])
-    with g.as_default(), g.name_scope(name or "InverseTimeDecay") as scope:
-        lr, step, steps = _schedule_inputs(g, learning_rate, global_step, decay_steps,
-                                           "inverse_time_decay")
-        rate = array_ops.cast(decay_rate, lr.dtype)
-        denom = math_ops.add(1.0, math_ops.multiply(rate, _progress(step, steps, staircase)))
-        return math_ops.divide(lr, denom, name=scope)
+    return _rate_decay(
+        "inverse_time_decay", "InverseTimeDecay",
+        (learning_rate, global_step, decay_steps, decay_rate), staircase, name,
+        lambda lr, rate, p, scope: math_ops.divide(
+            lr, math_ops.add(1.0, math_ops.multiply(rate, p)), name=scope))
 
 
 def polynomial_decay(learning_rate: Any, global_step: Any, decay_steps: Any,
