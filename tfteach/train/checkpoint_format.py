@@ -41,6 +41,7 @@ or missing, the newest complete one it lists is used instead, with a logged warn
 """
 from __future__ import annotations
 
+import errno
 import glob
 import logging
 import os
@@ -54,7 +55,8 @@ from typing import IO, NamedTuple
 
 import numpy as np
 
-from tfteach.errors import DataLossError, InvalidArgumentError, NotFoundError
+from tfteach.errors import (DataLossError, InvalidArgumentError, NotFoundError,
+                            ResourceExhaustedError)
 from tfteach.i18n import tr
 from tfteach.train import legacy_checkpoint as legacy
 from tfteach.train import tensor_bundle as bundle
@@ -114,10 +116,25 @@ def _atomic_write(path: str, write: Callable[[IO[bytes]], object]) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(temp, path)
-    except BaseException:
+    except BaseException as exc:
         _remove(temp)
+        if isinstance(exc, OSError) and exc.errno in _DISK_FULL:
+            raise _disk_full(temp, exc) from None
         raise
     _fsync_directory(os.path.dirname(path) or ".")
+
+
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def _disk_full(path: str, exc: OSError) -> ResourceExhaustedError:
+    """TF's error for a write that found no room (ENOSPC is RESOURCE_EXHAUSTED in TF)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    return ResourceExhaustedError(
+        f"{path}; {exc.strerror or os.strerror(exc.errno)}",
+        hint=tr("The disk that holds {folder} has no room for this file: free some space "
+                "there (old checkpoints, or a smaller Saver(max_to_keep=...)) or save to a "
+                "directory on another disk.", folder=folder))
 
 
 def _remove(path: str) -> None:
@@ -179,11 +196,16 @@ def write_checkpoint(prefix: str | os.PathLike, tensors: Mapping[str, np.ndarray
             _remove(path)
     num_shards = 2 if _shards_in_use(prefix) == 1 else 1
     data_files = [bundle.data_filename(prefix, s, num_shards) for s in range(num_shards)]
-    _atomic_write(data_files[0], lambda f: bundle.write_data(f, arrays))
-    for empty in data_files[1:]:
-        _atomic_write(empty, lambda f: None)
-    index = bundle.index_bytes(bundle.layout(arrays), num_shards)
-    _atomic_write(prefix + INDEX_SUFFIX, lambda f: f.write(index))
+    try:
+        _atomic_write(data_files[0], lambda f: bundle.write_data(f, arrays))
+        for empty in data_files[1:]:
+            _atomic_write(empty, lambda f: None)
+        index = bundle.index_bytes(bundle.layout(arrays), num_shards)
+        _atomic_write(prefix + INDEX_SUFFIX, lambda f: f.write(index))
+    except BaseException:   # no index names these names (they are the other ones): drop them
+        for path in data_files:
+            _remove(path)
+        raise
     for path in _files_on_disk(prefix):  # the replaced data, or what a killed save left
         if path != prefix + INDEX_SUFFIX and path not in data_files:
             _remove(path)

@@ -82,12 +82,20 @@ class Saver:
             prefix = f"{prefix}-{step:08d}" if self._pad_step_number else f"{prefix}-{step}"
         names = list(self._vars)
         values = sess.run([self._vars[n]._ref() for n in names]) if names else []
+        new = not ckpt.checkpoint_exists(prefix)
         ckpt.write_checkpoint(prefix, dict(zip(names, values, strict=True)))
+        kept = list(self._last_checkpoints)
         doomed = self._remember(prefix)
         if write_state:
-            ckpt.update_checkpoint_state(os.path.dirname(prefix) or ".", prefix,
-                                         [p for p, _ in self._last_checkpoints],
-                                         latest_filename or ckpt.STATE_FILENAME)
+            try:
+                ckpt.update_checkpoint_state(os.path.dirname(prefix) or ".", prefix,
+                                             [p for p, _ in self._last_checkpoints],
+                                             latest_filename or ckpt.STATE_FILENAME)
+            except Exception:   # (a full disk) a new checkpoint no state file names: gone
+                self._last_checkpoints = kept
+                if new:
+                    ckpt.delete_checkpoint(prefix)
+                raise
         for old in doomed:  # only now that the state file no longer names them
             ckpt.delete_checkpoint(old)
         return prefix
