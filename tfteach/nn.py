@@ -8,6 +8,7 @@ The ops themselves (kernels, shapes, gradients) live in ``tfteach.ops.nn_ops``,
 """
 from tfteach.errors import missing_attribute
 from tfteach.ops.conv_ops import conv2d
+from tfteach.ops.elu_ops import elu, selu
 from tfteach.ops.embedding_ops import embedding_lookup
 from tfteach.ops.nn_impl import (l2_normalize, sigmoid_cross_entropy_with_logits,
                                  weighted_cross_entropy_with_logits)
@@ -20,10 +21,10 @@ from tfteach.ops.normalization_ops import (batch_normalization, fused_batch_norm
 from tfteach.ops.pooling_ops import avg_pool, max_pool
 from tfteach.ops.summary_stats import zero_fraction
 
-__all__ = ["avg_pool", "batch_normalization", "bias_add", "conv2d", "dropout", "embedding_lookup",
+__all__ = ["avg_pool", "batch_normalization", "bias_add", "conv2d", "dropout", "elu", "embedding_lookup",
            "fused_batch_norm", "l2_loss", "l2_normalize", "leaky_relu",
            "local_response_normalization", "log_softmax", "lrn", "max_pool", "moments", "relu",
-           "relu6", "sigmoid", "sigmoid_cross_entropy_with_logits", "softmax",
+           "relu6", "selu", "sigmoid", "sigmoid_cross_entropy_with_logits", "softmax",
            "softmax_cross_entropy_with_logits",
            "softmax_cross_entropy_with_logits_v2", "softplus",
            "sparse_softmax_cross_entropy_with_logits", "tanh", "weighted_cross_entropy_with_logits",

@@ -1,6 +1,6 @@
 """Clipping (``tf.clip_by_norm``, ``global_norm``, ``clip_by_global_norm``,
-``clip_by_average_norm``) and ``tf.nn`` composites (``l2_normalize``, sigmoid and weighted
-cross-entropies, ``div_no_nan``) against TensorFlow's compat.v1: values, gradients, names and
+``clip_by_average_norm``), ``tf.nn`` composites (``l2_normalize``, sigmoid and weighted
+cross-entropies), ``elu``, ``selu`` and ``div_no_nan`` against TensorFlow's compat.v1: values, gradients, names and
 op types of the results, ``None`` entries and ``IndexedSlices``.
 
 Runs only where TensorFlow is installed; otherwise the whole module skips.
@@ -40,6 +40,8 @@ BUILDS = {
         tf.constant(LABELS), a[:2, :3] + tf.constant(LOGITS), 2.5)],
     "weighted_xent_targets": lambda tf, a, b: [tf.nn.weighted_cross_entropy_with_logits(
         targets=tf.constant(LABELS), logits=a[:2, :3] - 1.0, pos_weight=0.5, name="w")],
+    "elu": lambda tf, a, b: [tf.nn.elu(a), tf.nn.elu(b, name="e")],
+    "selu": lambda tf, a, b: [tf.nn.selu(a)],
     "div_no_nan": lambda tf, a, b: [tf.div_no_nan(a, tf.constant([0.0, 2.0, 0.0, -1.0]))],
 }
 

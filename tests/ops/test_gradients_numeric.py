@@ -153,6 +153,8 @@ CASES = [
     Case("Sigmoid", tf.nn.sigmoid, [A]),
     Case("Tanh", tf.nn.tanh, [A]),
     Case("Softplus", tf.nn.softplus, [A]),
+    Case("Elu", tf.nn.elu, [AWAY]),
+    Case("Selu", tf.nn.selu, [AWAY]),
     Case("Softmax", tf.nn.softmax, [LOGITS]),
     Case("Softmax", lambda x: tf.nn.softmax(x, axis=0), [LOGITS], label="axis0"),
     Case("LogSoftmax", tf.nn.log_softmax, [LOGITS]),
