@@ -49,6 +49,7 @@ from tfteach.ops.accumulator_ops import ConditionalAccumulator, SparseConditiona
 from tfteach.ops.gather_ops import (dynamic_stitch, gather, parallel_dynamic_stitch, unique,
                                     unsorted_segment_sum)
 from tfteach.ops.math_ops import floormod, mod
+from tfteach.ops.math_ops import cos, sin
 from tfteach.ops.scatter_ops import scatter_add, scatter_sub, scatter_update
 from tfteach.ops.strided_slice import strided_slice     # also tensor[...]
 from tfteach.ops.unconnected_gradients import UnconnectedGradients
@@ -83,7 +84,7 @@ __all__ = [
     "as_dtype", "assign", "assign_add", "assign_sub", "AUTO_REUSE", "bool", "broadcast_to", "cast",
     "clip_by_average_norm", "clip_by_global_norm", "clip_by_norm",
     "clip_by_value", "colocate_with", "concat", "ConditionalAccumulator", "ConfigProto",
-    "constant", "constant_initializer", "container", "control_dependencies", "convert_to_tensor",
+    "constant", "constant_initializer", "container", "control_dependencies", "convert_to_tensor", "cos",
     "count_up_to", "device", "div_no_nan", "DeviceSpec", "div", "divide", "double", "DType", "dtypes",
     "dynamic_partition", "dynamic_stitch", "equal", "errors", "exp", "expand_dims", "FIFOQueue",
     "fill", "float16", "float32", "float64", "floor", "floordiv", "floormod", "gather",
@@ -103,7 +104,7 @@ __all__ = [
     "range", "rank", "reciprocal", "reduce_max", "reduce_mean", "reduce_min", "reduce_prod",
     "reduce_sum", "report_uninitialized_variables", "reset_default_graph", "reshape", "rsqrt",
     "RunMetadata", "RunOptions", "scatter_add", "scatter_sub", "scatter_update", "Session",
-    "set_random_seed", "shape", "sigmoid", "sign", "size", "slice", "SparseConditionalAccumulator",
+    "set_random_seed", "shape", "sigmoid", "sign", "sin", "size", "slice", "SparseConditionalAccumulator",
     "split", "sqrt", "square", "squared_difference", "squeeze", "stack", "stop_gradient",
     "strided_slice", "string",
     "sub", "subtract", "summary", "tanh", "Tensor", "TensorShape", "tile", "to_float", "train",

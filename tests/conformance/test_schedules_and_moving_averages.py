@@ -27,6 +27,8 @@ SCHEDULES = {
     "polynomial": lambda tf, s: tf.train.polynomial_decay(0.1, s, 30, 0.001, power=2.0),
     "polynomial_cycle": lambda tf, s: tf.train.polynomial_decay(0.1, s, 10, 0.01, 0.5,
                                                                  cycle=True),
+    "cosine": lambda tf, s: tf.train.cosine_decay(0.1, s, 30),
+    "cosine_alpha": lambda tf, s: tf.train.cosine_decay(0.1, s, 12, alpha=0.2),
     "piecewise_constant": lambda tf, s: tf.train.piecewise_constant(
         s, [10, 25], [0.1, 0.01, 0.001]),
 }

@@ -153,6 +153,8 @@ CASES = [
     Case("Sigmoid", tf.nn.sigmoid, [A]),
     Case("Tanh", tf.nn.tanh, [A]),
     Case("Softplus", tf.nn.softplus, [A]),
+    Case("Cos", tf.cos, [A]),
+    Case("Sin", tf.sin, [A]),
     Case("Elu", tf.nn.elu, [AWAY]),
     Case("Selu", tf.nn.selu, [AWAY]),
     Case("Softmax", tf.nn.softmax, [LOGITS]),

@@ -19,10 +19,10 @@ from tfteach.framework.registry import not_differentiable, register_op, set_grad
 from tfteach.i18n import tr
 from tfteach.ops import array_ops
 from tfteach.ops.common import axis_list, const_value, same_shape_fn
-from tfteach.ops.math_ops import (_COMPARE, cumprod, divide, equal, floordiv, greater,
+from tfteach.ops.math_ops import (_COMPARE, cos, cumprod, divide, equal, floordiv, greater,
                                   greater_equal, less_equal, log, matmul, maximum, multiply,
                                   negative, pow, reciprocal, reduce_prod, reduce_sum, select,
-                                  sign)
+                                  sign, sin)
 
 
 # ---- elementwise -----------------------------------------------------------------------------
@@ -89,6 +89,8 @@ _UNARY_GRADS: dict[str, Callable] = {
     "Sign": lambda op, g: array_ops.zeros_like(op.inputs[0]),
     "Reciprocal": lambda op, g: _grad_op("ReciprocalGrad", op.outputs[0], g),
     "Log1p": lambda op, g: g * reciprocal(1 + op.inputs[0]),
+    "Cos": lambda op, g: negative(g) * sin(op.inputs[0]),
+    "Sin": lambda op, g: g * cos(op.inputs[0]),
 }
 # The fused gradient kernels: (y, dy) -> dx.
 _FUSED_GRADS: dict[str, Callable] = {

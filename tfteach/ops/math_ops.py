@@ -58,6 +58,8 @@ _UNARY: dict[str, Callable] = {
     "Log1p": lambda ctx, x: ctx.xp.log1p(x),
     "LogicalNot": lambda ctx, x: ctx.xp.logical_not(x),
     "Floor": lambda ctx, x: ctx.xp.floor(x),
+    "Cos": lambda ctx, x: ctx.xp.cos(x),
+    "Sin": lambda ctx, x: ctx.xp.sin(x),
 }
 
 
@@ -120,6 +122,8 @@ def reciprocal(x, name=None): return _unary("Reciprocal", x, name)
 def log1p(x, name=None): return _unary("Log1p", x, name)
 def logical_not(x, name=None): return _unary("LogicalNot", x, name)
 def floor(x, name=None): return _unary("Floor", x, name)
+def cos(x, name=None): return _unary("Cos", x, name)
+def sin(x, name=None): return _unary("Sin", x, name)
 
 
 sub = subtract

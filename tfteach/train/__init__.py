@@ -6,7 +6,8 @@ attached by the top-level package; this module never imports the distributed lay
 from tfteach.framework.graph import GraphKeys
 from tfteach.framework.graph_def import write_graph
 from tfteach.train.checkpoint_format import CheckpointState
-from tfteach.train.learning_rate_decay import (exponential_decay, inverse_time_decay,
+from tfteach.train.learning_rate_decay import (cosine_decay, exponential_decay,
+                                                inverse_time_decay,
                                                 natural_exp_decay, piecewise_constant,
                                                 polynomial_decay)
 from tfteach.train.moving_averages import ExponentialMovingAverage
@@ -20,7 +21,7 @@ from tfteach.train.training_util import (create_global_step, get_global_step,
                                          get_or_create_global_step, global_step)
 
 __all__ = ["AdagradOptimizer", "AdamOptimizer", "CheckpointState", "ExponentialMovingAverage",
-           "GradientDescentOptimizer", "inverse_time_decay", "natural_exp_decay",
+           "GradientDescentOptimizer", "cosine_decay", "inverse_time_decay", "natural_exp_decay",
            "piecewise_constant", "polynomial_decay",
            "GraphKeys", "MomentumOptimizer", "Optimizer", "RMSPropOptimizer", "Saver",
            "checkpoint_exists", "create_global_step", "exponential_decay",

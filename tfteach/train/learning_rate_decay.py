@@ -1,6 +1,8 @@
-"""Learning-rate schedules computed in the graph from the global step."""
+"""Learning-rate schedules computed in the graph from the global step: exponential,
+natural_exp, inverse_time, polynomial and cosine decay, piecewise_constant."""
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 from tfteach.framework.graph import Tensor
@@ -94,6 +96,20 @@ def polynomial_decay(learning_rate: Any, global_step: Any, decay_steps: Any,
         p = math_ops.divide(step, steps)
         return math_ops.add(math_ops.multiply(lr - end, math_ops.pow(1 - p, power)), end,
                             name=scope)
+
+
+def cosine_decay(learning_rate: Any, global_step: Any, decay_steps: Any, alpha: float = 0.0,
+                 name: str | None = None) -> Tensor:
+    """``learning_rate * ((1 - alpha) * 0.5 * (1 + cos(pi * step / decay_steps)) + alpha)``,
+    the step held at ``decay_steps``."""
+    g = graph_of([learning_rate, global_step, decay_steps])
+    with g.as_default(), g.name_scope(name or "CosineDecay"):
+        lr, step, steps = _schedule_inputs(g, learning_rate, global_step, decay_steps,
+                                           "cosine_decay")
+        fraction = math_ops.minimum(step, steps) / steps
+        pi = convert_to_tensor(math.pi, dtype=lr.dtype)
+        cosine = 0.5 * (1.0 + math_ops.cos(pi * fraction))
+        return math_ops.multiply(lr, (1 - alpha) * cosine + alpha)
 
 
 def piecewise_constant(x: Any, boundaries: list, values: list,
