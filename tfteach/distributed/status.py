@@ -139,7 +139,8 @@ def _transport_error(code: grpc.StatusCode, details: str, task: str | None,
                            "(RunOptions.timeout_in_ms or ConfigProto.operation_timeout_in_ms): "
                            "it may be stopped (suspended, paused in a debugger), overloaded or "
                            "waiting for another task. Check that its process runs, or give "
-                           "the step a longer timeout.", task=where))
+                           "the step a longer timeout.",
+                           task=where if task or not address else f"The task at {address}"))
     if code in _GARBAGE_CODES:  # no tfteach status: the peer does not speak our gRPC
         return errors.UnavailableError(
             f"Task {where} is unavailable: its answer is not tfteach's gRPC ({details})",
