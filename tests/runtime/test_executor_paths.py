@@ -183,9 +183,20 @@ def accumulators():
             ([taken.indices, taken.values, taken.dense_shape], {})]
 
 
+def activations_and_summaries():
+    x = tf.placeholder(tf.float32, [2, 3])
+    outs = [tf.cos(x), tf.sin(x), tf.nn.elu(x - 1.0), tf.nn.selu(x - 1.0),
+            tf.div_no_nan(x, x - _mat(2, 3))]
+    summaries = [tf.summary.scalar("loss", tf.reduce_sum(x)), tf.summary.histogram("x", x),
+                 tf.summary.image("img", tf.reshape(x, [1, 2, 3, 1])),
+                 tf.summary.text("note", tf.constant("hi"))]
+    return [(outs + _grads(tf.add_n(outs), [x]) + [tf.summary.merge(summaries)],
+             {x: _mat(2, 3)})]
+
+
 EXAMPLES = [unary_math, binary_math, reductions_and_matmul, shapes_and_slices,
             gather_and_segments, softmax_and_losses, conv_nets, random_ops, variables_and_scatter,
-            optimizers, queues, accumulators]
+            optimizers, queues, accumulators, activations_and_summaries]
 
 
 # ---- running them -----------------------------------------------------------------------------
