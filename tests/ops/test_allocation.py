@@ -51,8 +51,10 @@ def test_fill_and_zeros_of_an_overflowing_shape_are_invalid(make):
 @pytest.mark.parametrize("make", [
     lambda: tf.one_hot(tf.zeros([1024], tf.int32), depth=2**31 - 1),
     lambda: tf.tile(tf.constant([[1.0]]), [2**24, 2**24]),
+    lambda: tf.tile(tf.constant([1.0]), [2**40]),
     lambda: tf.fill([2**24, 2**24], 1.0),
-], ids=["one_hot", "tile", "fill"])
+    lambda: tf.random_uniform([2**24, 2**24]),
+], ids=["one_hot", "tile", "tile-int64", "fill", "random_uniform"])
 def test_an_output_larger_than_memory_is_resource_exhausted_before_allocating(make):
     with pytest.raises(errors.ResourceExhaustedError) as caught:
         _run(make)
@@ -64,9 +66,9 @@ def test_an_output_larger_than_memory_is_resource_exhausted_before_allocating(ma
 
 def test_a_kernels_memory_error_is_resource_exhausted():
     # 2**48 float32 values (1 PiB): more than any address space gives, so NumPy's
-    # allocation fails at once with MemoryError.
+    # allocation fails at once with MemoryError (BroadcastTo has no size check of its own).
     with pytest.raises(errors.ResourceExhaustedError) as caught:
-        _run(lambda: tf.random_uniform([2**24, 2**24]))
+        _run(lambda: tf.broadcast_to(tf.constant(1.0), [2**24, 2**24]))
     message = str(caught.value)
     assert "OOM when allocating tensor on /job:localhost/replica:0/task:0/device:CPU:0" in message
-    assert "random_uniform" in message and "Hint:" in message
+    assert "BroadcastTo" in message and "PiB" in message and "Hint:" in message

@@ -19,7 +19,7 @@ from tfteach.framework.graph import Tensor
 from tfteach.framework.registry import ALL_TYPES, register_op
 from tfteach.framework.tensor_shape import TensorShape, unknown_shape
 from tfteach.i18n import tr
-from tfteach.ops.allocation import guard_allocation
+from tfteach.ops.allocation import guard_allocation, shape_dtype
 from tfteach.ops.common import (const_value, convert_to_tensor, create_op, host_ints,
                                 same_dtype, shape_error)
 
@@ -198,7 +198,8 @@ register_op("Tile", _tile_shape, _tile_kernel)
 def tile(input: Any, multiples: Any, name: str | None = None) -> Tensor:
     t = convert_to_tensor(input)
     with t.graph.as_default():
-        m = convert_to_tensor(multiples, dtype=dtypes.int32, name=f"{name or 'Tile'}/multiples")
+        m = convert_to_tensor(multiples, dtype=shape_dtype(multiples),
+                              name=f"{name or 'Tile'}/multiples")
     return create_op("Tile", [t, m], {"T": t.dtype}, name or "Tile").outputs[0]
 
 

@@ -16,6 +16,7 @@ from tfteach.framework import dtypes
 from tfteach.framework.graph import Tensor, get_default_graph
 from tfteach.framework.registry import GPU_FLOAT, register_op
 from tfteach.framework.tensor_shape import TensorShape, unknown_shape
+from tfteach.ops.allocation import element_count, guard_allocation, shape_dtype
 from tfteach.ops.common import const_value, convert_to_tensor
 
 DEFAULT_GRAPH_SEED = 87654321
@@ -46,6 +47,8 @@ def _sampler(draw):
     def kernel(ctx, shape):
         rng = ctx.resources.rng(ctx.op.name, ctx.attrs["seed"], ctx.attrs["seed2"])
         dims = tuple(int(d) for d in np.atleast_1d(ctx.device.to_host(shape)))
+        count = element_count(ctx.op, dims, "would have more than 2**63 - 1 elements")
+        guard_allocation(ctx, dims, ctx.attrs["dtype"], 8 * count)  # NumPy draws float64
         return ctx.device.from_host(draw(rng, dims).astype(ctx.attrs["dtype"].np))
     return kernel
 
@@ -91,9 +94,9 @@ def random_shuffle(value: Any, seed: int | None = None, name: str | None = None)
 
 def _random(op_type: str, shape: Any, dtype: Any, seed: int | None, scope: str) -> Tensor:
     s1, s2 = get_seed(seed)
-    sh = convert_to_tensor(shape, dtype=dtypes.int32, name="shape")
+    sh = convert_to_tensor(shape, dtype=shape_dtype(shape), name="shape")
     return get_default_graph().create_op(op_type, [sh], {
-        "dtype": dtypes.as_dtype(dtype), "seed": s1, "seed2": s2, "T": dtypes.int32},
+        "dtype": dtypes.as_dtype(dtype), "seed": s1, "seed2": s2, "T": sh.dtype},
         name=op_type).outputs[0]
 
 
