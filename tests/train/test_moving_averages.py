@@ -71,5 +71,17 @@ def test_variables_to_restore_maps_average_names_to_variables():
 
 
 def test_integer_variables_are_refused():
-    with pytest.raises(TypeError, match="must be half, float, or double"):
+    with pytest.raises(TypeError, match="must be half, float, or double: count:0") as info:
         tf.train.ExponentialMovingAverage(0.9).apply([tf.Variable(1, name="count")])
+    assert "\nHint: " in str(info.value)
+
+
+def test_learners_mistakes_with_losses_schedules_and_summaries_get_hints():
+    mistakes = [lambda: tf.losses.mean_squared_error([1.0, 2.0], [1.0, 2.0, 3.0]),
+                lambda: tf.losses.absolute_difference([1.0], [1.0], reduction="average"),
+                lambda: tf.train.piecewise_constant(tf.constant(3), [1, 2], [0.1, 0.2]),
+                lambda: tf.summary.text("note", tf.constant(1.0))]
+    for mistake in mistakes:
+        with pytest.raises(ValueError) as info:
+            mistake()
+        assert str(info.value).count("\nHint: ") == 1

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from tfteach.errors import with_hint
 from tfteach.framework import dtypes
 from tfteach.framework.graph import GraphKeys, Tensor, get_default_graph
+from tfteach.i18n import tr
 from tfteach.ops import array_ops, math_ops, nn_impl, nn_ops
 from tfteach.ops.common import convert_to_tensor, graph_of
 from tfteach.ops.div_no_nan import div_no_nan
@@ -42,7 +44,9 @@ class Reduction:
     @classmethod
     def validate(cls, key: str) -> None:
         if key not in cls.all():
-            raise ValueError(f"Invalid Reduction Key {key}.")
+            raise ValueError(with_hint(f"Invalid Reduction Key {key}.", tr(
+                "use one of tf.losses.Reduction's names, e.g. "
+                "tf.losses.Reduction.MEAN or tf.losses.Reduction.SUM.")))
 
 
 # ---- the collection ------------------------------------------------------------------------
@@ -136,7 +140,10 @@ def _pair(labels: Any, predictions: Any) -> tuple:
     predictions = array_ops.cast(predictions, dtypes.float32)
     labels = array_ops.cast(labels, dtypes.float32)
     if not predictions.shape.is_compatible_with(labels.shape):
-        raise ValueError(f"Shapes {predictions.shape} and {labels.shape} are incompatible")
+        raise ValueError(with_hint(
+            f"Shapes {predictions.shape} and {labels.shape} are incompatible",
+            tr("labels and predictions need the same shape; reshape one, e.g. "
+               "tf.reshape(labels, [-1, 1]).")))
     return labels, predictions
 
 

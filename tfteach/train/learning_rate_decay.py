@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
+from tfteach.errors import with_hint
 from tfteach.framework.graph import Tensor
+from tfteach.i18n import tr
 from tfteach.ops import array_ops, math_ops
 from tfteach.ops.common import convert_to_tensor, graph_of
 
@@ -118,7 +120,10 @@ def piecewise_constant(x: Any, boundaries: list, values: list,
     ``boundaries[i-1] < x <= boundaries[i]``, ``values[-1]`` after the last boundary.
     (TF builds a ``case``; tfteach builds the same choice from ``Select`` ops.)"""
     if len(boundaries) != len(values) - 1:
-        raise ValueError("The length of boundaries should be 1 less than the length of values")
+        raise ValueError(with_hint(
+            "The length of boundaries should be 1 less than the length of values",
+            tr("give one value per interval: n boundaries split the steps into n + 1 "
+               "intervals.")))
     g = graph_of([x] + list(boundaries) + list(values))
     with g.as_default(), g.name_scope(name or "PiecewiseConstant") as scope:
         x = convert_to_tensor(x)

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from tfteach.errors import with_hint
 from tfteach.framework import dtypes
 from tfteach.framework.graph import GraphKeys, Tensor, get_default_graph
+from tfteach.i18n import tr
 from tfteach.ops import array_ops, control_ops, math_ops, state_ops
 from tfteach.ops.common import convert_to_tensor
 
@@ -73,7 +75,10 @@ class ExponentialMovingAverage:
         var_list = state_ops.trainable_variables() if var_list is None else list(var_list)
         for var in var_list:
             if var.dtype.base_dtype not in _FLOATS:
-                raise TypeError(f"The variables must be half, float, or double: {var.name}")
+                raise TypeError(with_hint(
+                    f"The variables must be half, float, or double: {var.name}",
+                    tr("average only float variables, e.g. "
+                       "ema.apply(tf.trainable_variables()).")))
             if id(var) not in self._averages:
                 self._averages[id(var)] = (var, self._shadow(var))
         g = var_list[0].graph if var_list else get_default_graph()

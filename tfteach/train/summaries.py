@@ -11,9 +11,11 @@ import contextlib
 import re
 from typing import Any, Iterator
 
+from tfteach.errors import with_hint
 from tfteach.framework import dtypes
 from tfteach.framework.graph import GraphKeys, Tensor, get_default_graph
 from tfteach.framework.protos import tfteach_tf_formats_pb2 as pb
+from tfteach.i18n import tr
 from tfteach.ops import summary_ops
 from tfteach.ops.common import convert_to_tensor, graph_of
 
@@ -71,7 +73,10 @@ def text(name: str, tensor: Any, collections: Any = None) -> Tensor:
     """A ``Summary`` with a string tensor for TensorBoard's Text tab."""
     t = convert_to_tensor(tensor)
     if t.dtype is not dtypes.string:
-        raise ValueError(f"Expected tensor {t.name} to have dtype string, got {t.dtype.name}")
+        raise ValueError(with_hint(
+            f"Expected tensor {t.name} to have dtype string, got {t.dtype.name}",
+            tr("tf.summary.text shows strings; use tf.summary.scalar or "
+               "tf.summary.histogram for numbers.")))
     metadata = pb.SummaryMetadata(plugin_data=pb.SummaryMetadata.PluginData(plugin_name="text"))
     with summary_scope(name, None, [t]) as (tag, scope):
         op = summary_ops.tensor_summary_v2(tag, t, metadata.SerializeToString(), scope)
