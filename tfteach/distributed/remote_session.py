@@ -8,7 +8,10 @@ when this session's ``log_device_placement`` is on) is printed here, on the clie
 so it shows in the notebook (TF logs it on the master task's stderr, where tfteach prints it
 when only the server's config asks). While CreateSession waits for tasks that do not answer,
 the client prints TF's waiting line every 10 s with a hint; after
-``operation_timeout_in_ms`` the master gives up with UnavailableError.
+``operation_timeout_in_ms`` the master gives up with UnavailableError. A step's
+``RunOptions.timeout_in_ms`` (else ``operation_timeout_in_ms``) is also the deadline of every
+call to the master, plus ``DEADLINE_GRACE_S`` so that a live master's own error comes first:
+a master that stopped answering (SIGSTOP) gives DeadlineExceededError, as in TF.
 
 Tokens: ``TFTEACH_CLUSTER_TOKEN`` from the environment, or the token of a LocalCluster started
 in this process whose task owns the address (``remember_token``). A task of a
