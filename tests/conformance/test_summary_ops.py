@@ -117,6 +117,21 @@ def test_a_repeated_tag_fails_when_merged():
                 sess.run(merged)
 
 
+@pytest.mark.parametrize("bad", ["vector scalar", "nan histogram"])
+def test_bad_values_fail_as_in_tensorflow(bad):
+    messages = []
+    for tf in (tfteach, tf1):
+        with tf.Graph().as_default():
+            op = (tf.summary.scalar("x", tf.constant([1.0, 2.0])) if bad == "vector scalar"
+                  else tf.summary.histogram("h", tf.constant([1.0, np.nan])))
+            with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError) as info:
+                sess.run(op)
+            messages.append(str(info.value))
+    first_line = next(line for line in messages[1].splitlines()
+                      if line.startswith(("tags and", "Nan in")))
+    assert messages[0].startswith(first_line)
+
+
 def write_events(logdir):
     """Three steps of a scalar, a histogram and an image through tfteach's FileWriter."""
     tf = tfteach

@@ -57,7 +57,8 @@ def _scalar_kernel(ctx, tags, values):
     if tags.shape != np.shape(values):
         raise InvalidArgumentError(
             f"tags and values are not the same shape: {list(tags.shape)} != "
-            f"{list(np.shape(values))}", op=ctx.op,
+            f"{list(np.shape(values))}"
+            + (f" (tag '{_text(tags.ravel()[0])}')" if tags.size == 1 else ""), op=ctx.op,
             hint=tr("give one tag per value, e.g. a scalar tag for a scalar value."))
     summary = pb.Summary()
     for tag, value in zip(tags.ravel(), np.ravel(values), strict=True):
