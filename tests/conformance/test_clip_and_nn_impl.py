@@ -40,6 +40,9 @@ BUILDS = {
         tf.constant(LABELS), a[:2, :3] + tf.constant(LOGITS), 2.5)],
     "weighted_xent_targets": lambda tf, a, b: [tf.nn.weighted_cross_entropy_with_logits(
         targets=tf.constant(LABELS), logits=a[:2, :3] - 1.0, pos_weight=0.5, name="w")],
+    "moments": lambda tf, a, b: list(tf.nn.moments(a, axes=[0])),
+    "moments_keep_dims": lambda tf, a, b: list(tf.nn.moments(a, [0, 1], keep_dims=True)),
+    "moments_keepdims": lambda tf, a, b: list(tf.nn.moments(a, [1], keepdims=True)),
     "elu": lambda tf, a, b: [tf.nn.elu(a), tf.nn.elu(b, name="e")],
     "selu": lambda tf, a, b: [tf.nn.selu(a)],
     "div_no_nan": lambda tf, a, b: [tf.div_no_nan(a, tf.constant([0.0, 2.0, 0.0, -1.0]))],
