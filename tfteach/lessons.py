@@ -133,52 +133,35 @@ def _check_exercise(name: str, actual: Any, expected: Any, atol: float,
             feedback.problems.append(tr("this check wants {wants}, not typed values: pass it "
                                         "what you built", wants=tr(info["wants"])))  # i18n: dynamic
             return feedback
-        if name in exercise_checks.DERIVED:
-            return _check_derived(feedback, name, actual, atol)
-        if name not in exercise_checks.BUILD_CHECKS:       # a %%placement exercise
-            return check_placement(actual, exercise=name)
-        passed = _run_build_check(feedback, name, actual, context or {})
-    else:
-        if name in exercise_checks.PREDICTED:
-            expected = exercise_checks.PREDICTED[name]()
-        elif expected is _FROM_EXERCISE:
-            expected = info["answer"]
-        passed = _same_answer(actual, expected, atol, info)
-        if not passed:
-            feedback.problems.extend(_directions(actual, expected, atol, info))
-    tries = exercises.count_try(name, passed, exercises.fingerprint(actual))
+        if name not in exercise_checks.DERIVED and name not in exercise_checks.BUILD_CHECKS:
+            return check_placement(actual, exercise=name)       # a %%placement exercise
+        try:
+            if name in exercise_checks.BUILD_CHECKS:
+                feedback.problems.extend(exercise_checks.BUILD_CHECKS[name](actual,
+                                                                            context or {}))
+                return _counted(feedback, name, feedback.passed, actual)
+            actual, expected = exercise_checks.DERIVED[name](actual), info["answer"]
+        except exercise_checks.WrongKind:
+            feedback.problems.append(tr("this check wants {wants}, not {kind}",
+                                        wants=tr(info["wants"]),  # i18n: dynamic
+                                        kind=type(actual).__name__))
+            return feedback
+    elif name in exercise_checks.PREDICTED:
+        expected = exercise_checks.PREDICTED[name]()
+    elif expected is _FROM_EXERCISE:
+        expected = info["answer"]
+    passed = _same_answer(actual, expected, atol, info)
     if not passed:
-        _add_hints(feedback, name, info, tries)
+        feedback.problems.extend(_directions(actual, expected, atol, info))
+    return _counted(feedback, name, passed, actual)
+
+
+def _counted(feedback: Feedback, name: str, passed: bool, submitted: Any) -> Feedback:
+    """Count the try (unless it repeats the last one or the starter) and add its hints."""
+    tries = exercises.count_try(name, passed, exercises.fingerprint(submitted))
+    if not passed:
+        _add_hints(feedback, name, exercises.exercise(name), tries)
     return feedback
-
-
-def _check_derived(feedback: Feedback, name: str, built: Any, atol: float) -> Feedback:
-    """A build whose value (``exercise_checks.DERIVED``) is compared with the answer."""
-    info = exercises.exercise(name)
-    try:
-        value = exercise_checks.DERIVED[name](built)
-    except exercise_checks.WrongKind:
-        feedback.problems.append(tr("this check wants {wants}, not {kind}", wants=tr(info["wants"]),  # i18n: dynamic
-                                    kind=type(built).__name__))
-        return feedback
-    passed = _same_answer(value, info["answer"], atol, info)
-    if not passed:
-        feedback.problems.extend(_directions(value, info["answer"], atol, info))
-    tries = exercises.count_try(name, passed, exercises.fingerprint(value))
-    if not passed:
-        _add_hints(feedback, name, info, tries)
-    return feedback
-
-
-def _run_build_check(feedback: Feedback, name: str, built: Any, context: dict) -> bool:
-    info = exercises.exercise(name)
-    try:
-        problems = exercise_checks.BUILD_CHECKS[name](built, context)
-    except exercise_checks.WrongKind:
-        problems = [tr("this check wants {wants}, not {kind}", wants=tr(info["wants"]),  # i18n: dynamic
-                       kind=type(built).__name__)]
-    feedback.problems.extend(problems)
-    return not problems
 
 
 def _is_typed(value: Any) -> bool:
@@ -216,8 +199,8 @@ def _add_hints(feedback: Feedback, name: str, info: dict, tries: int) -> None:
     ask = f"`tfteach.lessons.solution('{name}')`"
     if tries <= 1:
         feedback.hints.append(tr(info["direction"]))  # i18n: dynamic
-        feedback.hints.append(tr("a stronger hint comes with the next wrong try, the answer "
-                                 "with the third, or now with {ask}", ask=ask)
+        feedback.hints.append(tr("a stronger hint comes with the next wrong try; the "
+                                 "solution only when you ask for it: {ask}", ask=ask)
                               if exercises.solutions_allowed()
                               else tr("a stronger hint comes with the next wrong try"))
     elif tries < exercises.TRIES_BEFORE_WORKED_HINT:

@@ -352,3 +352,11 @@ def test_predict_answers_come_from_the_package_even_when_the_lesson_passes_one()
     assert not check({}, {}, exercise="4.1"), "an empty graph predicts nothing"
     assert check({"a": 0, "b": 0, "c": 2, "d": 2, "e": 3}, exercise="4.1")
     assert not check(0, 0, exercise="4.2") and check(5, exercise="4.2")
+
+
+def test_a_graph_built_again_unchanged_is_not_a_new_try():
+    wrong = {"w1": "/job:ps/task:0", "b1": "/job:ps/task:0", "w2": "/job:ps/task:1",
+             "b2": "/job:ps/task:1"}
+    for _ in range(3):
+        assert not check(model_8(wrong), exercise="8.3")
+    assert exercises.wrong_tries("8.3") == 1

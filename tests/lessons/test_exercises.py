@@ -134,10 +134,10 @@ def test_every_exercise_has_collapsed_solution_cells(notebook):
 
 
 # What a first wrong try says after its direction, and what only later tries show: the answer.
-FIRST_TRY = ("a stronger hint comes with the next wrong try, the answer with the third, or now "
-             "with {ask}")
+FIRST_TRY = ("a stronger hint comes with the next wrong try; the solution only when you ask for "
+             "it: {ask}")
 ANSWERS = ("expected {expected}, got {actual}", "the value is {got}, expected {expected}",
-           "the whole solution: {ask}", "The answer: {answer}")
+           "the whole solution, only if you want it: {ask}", "The answer: {answer}")
 
 
 def test_stored_feedback_is_the_first_try_under_an_exercise_and_correct_under_its_solution(
