@@ -8,7 +8,7 @@
 Run it from anywhere after changing a learner-facing text. The messages are the first
 argument of every ``tr("literal", ...)`` call in ``tfteach/**/*.py`` (implicit concatenation
 across lines makes one message), the two first of every ``trn("singular", "plural", n)``, plus the learner texts of ``tfteach/notebook/exercises.json``
-(each exercise's ``what``, ``direction``, ``hint``, ``wants``, ``concept`` and ``section``, or each string of such a list). A
+(each exercise's ``what``, ``direction`` and ``hint``, or each string of such a list). A
 ``tr()`` (``trn()``) whose message is not a literal is an error, unless its line ends with the
 comment ``# i18n: dynamic`` (the text is extracted from elsewhere, e.g. exercises.json).
 
@@ -39,7 +39,7 @@ LOCALE = PACKAGE / "locale"
 POT = LOCALE / "tfteach.pot"
 EXERCISES = PACKAGE / "notebook" / "exercises.json"
 TRANSLATED = ("ko", "zh", "ru")
-EXERCISE_FIELDS = ("what", "direction", "hint", "wants", "concept", "section")
+EXERCISE_FIELDS = ("what", "direction", "hint")
 DYNAMIC_MARK = "# i18n: dynamic"
 HEADER = ("# The texts tfteach writes for learners (hints, feedback, labels), in English.\n"
           "# Written by `python tests/i18n/catalogs.py extract`: do not edit by hand.")
