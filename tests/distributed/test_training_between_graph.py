@@ -1,6 +1,7 @@
 """Between-graph replication on real in-process servers (gRPC on loopback): every worker has
 its own graph and session; sync (SyncReplicasOptimizer) and async training."""
 import logging
+import re
 import threading
 import time
 
@@ -258,4 +259,8 @@ def test_the_seed_program_runs_as_one_process_per_task(tmp_path):
     assert [w.returncode for w in workers] == [0, 0], outputs
     accuracy = float(outputs[0].split("test accuracy: ")[1].split()[0])
     assert accuracy > 0.8
-    assert "worker 1: step 20, global step" in outputs[1]
+    # Sync: a step needs two gradients, so worker 1 gave at least one; how many depends on
+    # how soon it started (a fast chief may take the spare tokens), so only >= 1 is certain.
+    done = re.search(r"worker 1: done after (\d+) local steps", outputs[1])
+    assert done, outputs[1]
+    assert int(done.group(1)) >= 1

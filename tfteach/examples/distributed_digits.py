@@ -230,8 +230,11 @@ def main(argv: list[str] | None = None) -> int:
                         args.learning_rate)
     on_step = _printer(args)
     t0 = _wait_for_start(args.start_file) if args.start_file else args.t0
-    train_worker(target, model, args.steps, args.batch_size, args.seed, args.checkpoint_dir,
-                 args.save_checkpoint_steps, on_step=on_step, t0=t0)
+    records = train_worker(target, model, args.steps, args.batch_size, args.seed,
+                           args.checkpoint_dir, args.save_checkpoint_steps, on_step=on_step, t0=t0)
+    last = records[-1]["global_step"] if records else "not reached"
+    print(f"worker {args.task_index}: done after {len(records)} local steps, "
+          f"global step {last}", flush=True)
     if args.task_index == 0 and not args.no_eval:
         print(f"test accuracy: {evaluate(target, model, args.seed):.3f}", flush=True)
     return 0
