@@ -9,9 +9,17 @@
 Every loader returns ``((x_train, y_train), (x_test, y_test))``: ``x`` is float32
 ``[n, pixels]`` with the raw pixel values (not scaled), ``y`` is int64 class labels.
 Nothing here downloads anything, and every call returns fresh arrays the caller may change.
+
+It is also TF's ``tf.data``: ``Dataset``, ``TextLineDataset``, ``Iterator``,
+``make_one_shot_iterator`` and ``make_initializable_iterator``, graph ops built in
+``tfteach.ops.dataset_ops`` and ``tfteach.ops.iterator_ops`` (so this package sits in the ops
+layer).
 """
 from tfteach.data.batching import batches, shard
 from tfteach.data.digits import load_digits
 from tfteach.data.mnist import load_mnist
+from tfteach.ops.dataset_ops import Dataset, TextLineDataset
+from tfteach.ops.iterator_ops import Iterator, make_initializable_iterator, make_one_shot_iterator
 
-__all__ = ["load_digits", "load_mnist", "batches", "shard"]
+__all__ = ["load_digits", "load_mnist", "batches", "shard", "Dataset", "TextLineDataset",
+           "Iterator", "make_initializable_iterator", "make_one_shot_iterator"]

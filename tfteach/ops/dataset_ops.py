@@ -1,0 +1,410 @@
+"""``tf.data.Dataset`` as graph ops: sources, transformations, and the ``Dataset`` objects.
+
+Every dataset op (``TensorSliceDataset``, ``RangeDataset``, ``TextLineDataset``,
+``MapDataset``, ``BatchDatasetV2``, ``ShuffleDataset``, ``RepeatDataset``, ``PrefetchDataset``,
+...) gives a scalar ``variant``: a description of a stream of elements, not the elements. An
+iterator (``tfteach.ops.iterator_ops``) asks the description for a fresh stream,
+``value.elements(env)``: a Python generator of flat tuples of host arrays, evaluated lazily, one
+element per ``IteratorGetNext``. ``env`` carries the device and resources of the step that asks,
+so a map function's kernels run there. ``repeat`` asks its input for a new stream per epoch,
+``shuffle`` draws from a buffer of ``buffer_size`` elements (a new order per epoch; seeded as TF
+seeds, though not TF's numbers); ``prefetch`` gives elements as they are asked for (no thread:
+nothing tfteach starts may keep a program from exiting). Dataset ops run on the CPU only.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from tfteach import errors
+from tfteach.framework import dtypes
+from tfteach.framework.graph import Tensor, get_default_graph
+from tfteach.framework.registry import not_differentiable, register_op
+from tfteach.framework.tensor_shape import TensorShape
+from tfteach.i18n import tr
+from tfteach.ops import iterator_ops
+from tfteach.ops.common import const_value, convert_to_tensor
+from tfteach.ops.dataset_functions import flatten, lookup, map_structure, pack, trace
+
+_VARIANT = [(dtypes.variant, TensorShape([]))]
+_DATASET = {"gpu_types": frozenset(), "cheap": True}
+
+
+def _host(env: Any, value: Any) -> np.ndarray:
+    return np.asarray(env.device.to_host(value))
+
+
+# ---- sources -----------------------------------------------------------------------------------
+class _Slices:
+    def __init__(self, arrays: list) -> None:
+        self.arrays = arrays
+
+    def elements(self, env: Any) -> Iterator[tuple]:
+        for i in range(len(self.arrays[0])):
+            yield tuple(a[i] for a in self.arrays)
+
+
+class _Tensors:
+    def __init__(self, arrays: list) -> None:
+        self.arrays = arrays
+
+    def elements(self, env: Any) -> Iterator[tuple]:
+        yield tuple(self.arrays)
+
+
+class _Range:
+    def __init__(self, start: int, stop: int, step: int) -> None:
+        self.bounds = (start, stop, step)
+
+    def elements(self, env: Any) -> Iterator[tuple]:
+        for i in range(*self.bounds):
+            yield (np.array(i, dtype=np.int64),)
+
+
+class _TextLines:
+    def __init__(self, names: list, op: Any) -> None:
+        self.names = names
+        self.op = op
+
+    def elements(self, env: Any) -> Iterator[tuple]:
+        for name in self.names:
+            try:
+                f = open(name, "rb")
+            except OSError:
+                raise errors.NotFoundError(f"{name}; No such file or directory", op=self.op,
+                                           hint=tr("check the file name and the working "
+                                                   "directory ({cwd}).", cwd=_cwd())) from None
+            with f:
+                for line in f:
+                    yield (np.array(line.rstrip(b"\n").rstrip(b"\r"), dtype=object),)
+
+
+def _cwd() -> str:
+    import os
+    return os.getcwd()
+
+
+def _slices_kernel(ctx: Any, *components: Any) -> _Slices:
+    arrays = [np.asarray(ctx.device.to_host(c)) for c in components]
+    rows = {a.shape[0] if a.ndim else None for a in arrays}
+    if None in rows or len(rows) != 1:
+        raise errors.InvalidArgumentError(
+            "All components must have the same size in the 0th dimension", op=ctx.op,
+            hint=tr("from_tensor_slices gives one element per row: every component needs "
+                    "the same number of rows."))
+    return _Slices(arrays)
+
+
+def _range_kernel(ctx: Any, start: Any, stop: Any, step: Any) -> _Range:
+    bounds = [int(ctx.device.to_host(v)) for v in (start, stop, step)]
+    if bounds[2] == 0:
+        raise errors.InvalidArgumentError("step must be a non-zero integer.", op=ctx.op,
+                                          hint=tr("give Dataset.range a step other than 0."))
+    return _Range(*bounds)
+
+
+def _text_kernel(ctx: Any, names: Any, compression: Any, buffer_size: Any) -> _TextLines:
+    flat = np.asarray(ctx.device.to_host(names), dtype=object).ravel()
+    return _TextLines([n.decode() if isinstance(n, bytes) else str(n) for n in flat], ctx.op)
+
+
+# ---- transformations ---------------------------------------------------------------------------
+class _Map:
+    def __init__(self, source: Any, func: Any, captured: list, keep: bool) -> None:
+        self.source, self.func, self.captured, self.keep = source, func, captured, keep
+
+    def elements(self, env: Any) -> Iterator[tuple]:
+        for element in self.source.elements(env):
+            out = self.func.call(env, element, self.captured)
+            if not self.keep:
+                yield tuple(_host(env, v) for v in out)
+            elif bool(_host(env, out[0])):
+                yield element
+
+
+class _Batch:
+    def __init__(self, source: Any, size: int, drop: bool, op: Any) -> None:
+        self.source, self.size, self.drop, self.op = source, size, drop, op
+
+    def elements(self, env: Any) -> Iterator[tuple]:
+        batch: list = []
+        for element in self.source.elements(env):
+            batch.append(element)
+            if len(batch) == self.size:
+                yield self._stack(batch)
+                batch = []
+        if batch and not self.drop:
+            yield self._stack(batch)
+
+    def _stack(self, batch: list) -> tuple:
+        for c in range(len(batch[0])):
+            for i, element in enumerate(batch[1:], start=1):
+                if np.shape(element[c]) != np.shape(batch[0][c]):
+                    raise errors.InvalidArgumentError(
+                        f"Cannot batch tensors with different shapes in component {c}. First "
+                        f"element had shape {list(np.shape(batch[0][c]))} and element {i} had "
+                        f"shape {list(np.shape(element[c]))}.", op=self.op,
+                        hint=tr("batch stacks elements of one shape; resize or pad them in "
+                                "map first."))
+        return tuple(np.stack([e[c] for e in batch]) for c in range(len(batch[0])))
+
+
+class _Shuffle:
+    def __init__(self, source: Any, size: int, seeds: tuple, reshuffle: bool) -> None:
+        self.source, self.size, self.seeds, self.reshuffle = source, size, seeds, reshuffle
+        self.epoch = 0
+        self.fixed = np.random.SeedSequence().entropy
+
+    def elements(self, env: Any) -> Iterator[tuple]:
+        rng = self._rng()
+        buffer: list = []
+        for element in self.source.elements(env):
+            buffer.append(element)
+            if len(buffer) >= self.size:
+                yield buffer.pop(int(rng.integers(len(buffer))))
+        while buffer:
+            yield buffer.pop(int(rng.integers(len(buffer))))
+
+    def _rng(self) -> np.random.Generator:
+        epoch = self.epoch if self.reshuffle else 0
+        self.epoch += 1
+        if self.seeds == (0, 0):
+            return np.random.default_rng([self.fixed, epoch])
+        return np.random.default_rng([*self.seeds, epoch])
+
+
+class _Repeat:
+    def __init__(self, source: Any, count: int) -> None:
+        self.source, self.count = source, count
+
+    def elements(self, env: Any) -> Iterator[tuple]:
+        epoch = 0
+        while self.count < 0 or epoch < self.count:
+            produced = False
+            for element in self.source.elements(env):
+                produced = True
+                yield element
+            epoch += 1
+            if not produced:
+                return
+
+
+class _Window:
+    """take(count) / skip(count)."""
+
+    def __init__(self, source: Any, count: int, skip: bool) -> None:
+        self.source, self.count, self.skip = source, count, skip
+
+    def elements(self, env: Any) -> Iterator[tuple]:
+        for i, element in enumerate(self.source.elements(env)):
+            if self.skip and (self.count < 0 or i < self.count):
+                continue
+            if not self.skip and 0 <= self.count <= i:
+                return
+            yield element
+
+
+def _scalar(ctx: Any, v: Any) -> int:
+    return int(ctx.device.to_host(v))
+
+
+def _map_kernel(ctx: Any, source: Any, *captured: Any) -> _Map:
+    func = lookup(ctx.op.graph, ctx.attrs["f"])
+    return _Map(source, func, list(captured), keep=ctx.op.type == "FilterDataset")
+
+
+def _batch_kernel(ctx: Any, source: Any, size: Any, drop: Any) -> _Batch:
+    n = _scalar(ctx, size)
+    if n <= 0:
+        raise errors.InvalidArgumentError("Batch size must be greater than zero.", op=ctx.op,
+                                          hint=tr("give batch() a batch size of 1 or more."))
+    return _Batch(source, n, bool(ctx.device.to_host(drop)), ctx.op)
+
+
+def _shuffle_kernel(ctx: Any, source: Any, size: Any, seed: Any, seed2: Any) -> _Shuffle:
+    n = _scalar(ctx, size)
+    if n <= 0:
+        raise errors.InvalidArgumentError("buffer_size must be greater than zero.", op=ctx.op,
+                                          hint=tr("give shuffle() a buffer of 1 or more "
+                                                  "elements (the data set's size shuffles "
+                                                  "it all)."))
+    return _Shuffle(source, n, (_scalar(ctx, seed), _scalar(ctx, seed2)),
+                    bool(ctx.attrs["reshuffle_each_iteration"]))
+
+
+def _register(op_type: str, kernel: Callable) -> None:
+    register_op(op_type, lambda op: _VARIANT, kernel, **_DATASET)
+    not_differentiable(op_type)
+
+
+_register("TensorSliceDataset", _slices_kernel)
+_register("TensorDataset", lambda ctx, *c: _Tensors([np.asarray(ctx.device.to_host(x))
+                                                      for x in c]))
+_register("RangeDataset", _range_kernel)
+_register("TextLineDataset", _text_kernel)
+_register("MapDataset", _map_kernel)
+_register("FilterDataset", _map_kernel)
+_register("BatchDatasetV2", _batch_kernel)
+_register("ShuffleDataset", _shuffle_kernel)
+_register("RepeatDataset", lambda ctx, s, n: _Repeat(s, _scalar(ctx, n)))
+_register("PrefetchDataset", lambda ctx, s, n: s)
+_register("TakeDataset", lambda ctx, s, n: _Window(s, _scalar(ctx, n), skip=False))
+_register("SkipDataset", lambda ctx, s, n: _Window(s, _scalar(ctx, n), skip=True))
+
+
+# ---- the Python API ----------------------------------------------------------------------------
+def _normalize(value: Any) -> Any:
+    """Each component of a structure as a tensor (a list is one tensor, as in TF)."""
+    if isinstance(value, tuple):
+        return tuple(_normalize(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _normalize(v) for k, v in value.items()}
+    return convert_to_tensor(value)
+
+
+class Dataset:
+    """``tf.data.Dataset``: a stream of elements (tensors, tuples or dicts of them), built as
+    graph ops. Transformations return new datasets; an iterator reads one."""
+
+    def __init__(self, variant: Tensor, types: Any, shapes: Any) -> None:
+        self._variant_tensor = variant
+        self._types = types
+        self._shapes = shapes
+
+    output_types = property(lambda self: self._types)
+    output_shapes = property(lambda self: self._shapes)
+    output_classes = property(lambda self: map_structure(lambda _: Tensor, self._types))
+
+    def _op(self, op_type: str, inputs: list, attrs: dict, types: Any, shapes: Any) -> "Dataset":
+        return _dataset_op(op_type, [self._variant_tensor] + inputs, attrs, types, shapes)
+
+    # ---- sources
+    @staticmethod
+    def from_tensor_slices(tensors: Any) -> "Dataset":
+        """One element per row of ``tensors`` (every component sliced along its first axis)."""
+        with get_default_graph().name_scope("tensors"):
+            element = _normalize(tensors)
+        flat = flatten(element)
+        rows = {t.shape.dims[0] for t in flat if t.shape.dims} - {None}
+        if any(t.shape.dims == [] for t in flat) or len(rows) > 1:
+            raise ValueError(f"Dimensions {' and '.join(str(r) for r in sorted(rows))} are not "
+                             "compatible" if len(rows) > 1 else
+                             "Slicing dataset elements requires tensors of rank 1 or more.")
+        return _dataset_op("TensorSliceDataset", flat, {},
+                           map_structure(lambda t: t.dtype, element),
+                           map_structure(lambda t: TensorShape(t.shape.dims[1:])
+                                         if t.shape.dims is not None else TensorShape(None),
+                                         element))
+
+    @staticmethod
+    def from_tensors(tensors: Any) -> "Dataset":
+        """One element: ``tensors`` as they are."""
+        with get_default_graph().name_scope("tensors"):
+            element = _normalize(tensors)
+        return _dataset_op("TensorDataset", flatten(element), {},
+                           map_structure(lambda t: t.dtype, element),
+                           map_structure(lambda t: t.shape, element))
+
+    @staticmethod
+    def range(*args: Any, output_type: Any = dtypes.int64) -> "Dataset":
+        """``range(stop)``, ``range(start, stop)``, ``range(start, stop, step)`` (int64)."""
+        if not 1 <= len(args) <= 3:
+            raise ValueError("Invalid arguments to range()")
+        start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
+        inputs = [convert_to_tensor(v, dtype=dtypes.int64, name=n)
+                  for v, n in zip((start, stop, step), ("start", "stop", "step"), strict=True)]
+        return _dataset_op("RangeDataset", inputs, {}, dtypes.int64, TensorShape([]))
+
+    # ---- transformations
+    def map(self, map_func: Callable, num_parallel_calls: Any = None) -> "Dataset":
+        """Apply ``map_func`` to every element (traced once into a function)."""
+        func = trace(map_func, self._variant_tensor.graph, self._types, self._shapes, "Dataset_map")
+        types = pack(func.structure, [t.dtype for t in func.outputs])
+        shapes = pack(func.structure, [t.shape for t in func.outputs])
+        return self._op("MapDataset", func.captured, {"f": func.name}, types, shapes)
+
+    def filter(self, predicate: Callable) -> "Dataset":
+        """Keep the elements for which ``predicate`` gives True (a scalar bool)."""
+        func = trace(predicate, self._variant_tensor.graph, self._types, self._shapes,
+                     "Dataset_filter")
+        out = func.outputs
+        if len(out) != 1 or out[0].dtype is not dtypes.bool_ or out[0].shape.dims not in ([], None):
+            raise ValueError("`predicate` return type must be convertible to a scalar boolean "
+                             "tensor.")
+        return self._op("FilterDataset", func.captured, {"f": func.name}, self._types,
+                        self._shapes)
+
+    def batch(self, batch_size: Any, drop_remainder: bool = False) -> "Dataset":
+        """Stack ``batch_size`` consecutive elements (the last batch may be smaller)."""
+        size = convert_to_tensor(batch_size, dtype=dtypes.int64, name="batch_size")
+        drop = convert_to_tensor(drop_remainder, dtype=dtypes.bool_, name="drop_remainder")
+        n = const_value(size)
+        first = int(n) if drop_remainder and n is not None else None
+        shapes = map_structure(lambda s: TensorShape([first] + list(s.dims))
+                               if s.dims is not None else TensorShape(None), self._shapes)
+        return self._op("BatchDatasetV2", [size, drop], {}, self._types, shapes)
+
+    def shuffle(self, buffer_size: Any, seed: int | None = None,
+                reshuffle_each_iteration: bool | None = None) -> "Dataset":
+        """Draw each element at random from a buffer of ``buffer_size`` elements."""
+        from tfteach.ops.random_ops import get_seed
+        s1, s2 = get_seed(seed)
+        inputs = [convert_to_tensor(buffer_size, dtype=dtypes.int64, name="buffer_size"),
+                  convert_to_tensor(s1, dtype=dtypes.int64, name="seed"),
+                  convert_to_tensor(s2, dtype=dtypes.int64, name="seed2")]
+        reshuffle = True if reshuffle_each_iteration is None else bool(reshuffle_each_iteration)
+        return self._op("ShuffleDataset", inputs, {"reshuffle_each_iteration": reshuffle},
+                        self._types, self._shapes)
+
+    def _counted(self, op_type: str, count: Any) -> "Dataset":
+        n = convert_to_tensor(-1 if count is None else count, dtype=dtypes.int64, name="count")
+        return self._op(op_type, [n], {}, self._types, self._shapes)
+
+    def repeat(self, count: Any = None) -> "Dataset":
+        """The dataset ``count`` times (None or -1: forever)."""
+        return self._counted("RepeatDataset", count)
+
+    def take(self, count: Any) -> "Dataset":
+        return self._counted("TakeDataset", count)
+
+    def skip(self, count: Any) -> "Dataset":
+        return self._counted("SkipDataset", count)
+
+    def prefetch(self, buffer_size: Any) -> "Dataset":
+        """Keep ``buffer_size`` elements ready (tfteach computes each when it is asked for)."""
+        size = convert_to_tensor(buffer_size, dtype=dtypes.int64, name="buffer_size")
+        return self._op("PrefetchDataset", [size], {}, self._types, self._shapes)
+
+    # ---- iterators
+    def make_one_shot_iterator(self) -> "iterator_ops.Iterator":
+        return iterator_ops.make_one_shot_iterator(self)
+
+    def make_initializable_iterator(self, shared_name: str | None = None) -> "iterator_ops.Iterator":
+        return iterator_ops.make_initializable_iterator(self, shared_name)
+
+
+class TextLineDataset(Dataset):
+    """``tf.data.TextLineDataset(filenames)``: the lines of the files, without line ends."""
+
+    def __init__(self, filenames: Any, compression_type: Any = None, buffer_size: Any = None,
+                 num_parallel_reads: Any = None) -> None:
+        g = get_default_graph()
+        inputs = [convert_to_tensor(filenames, dtype=dtypes.string, name="filenames"),
+                  convert_to_tensor(compression_type or "", dtype=dtypes.string,
+                                    name="compression_type"),
+                  convert_to_tensor(buffer_size or 256 * 1024, dtype=dtypes.int64,
+                                    name="buffer_size")]
+        variant = g.create_op("TextLineDataset", inputs, _attrs(dtypes.string, TensorShape([])),
+                              name="TextLineDataset").outputs[0]
+        super().__init__(variant, dtypes.string, TensorShape([]))
+
+
+def _attrs(types: Any, shapes: Any) -> dict:
+    return {"output_types": flatten(types), "output_shapes": flatten(shapes)}
+
+
+def _dataset_op(op_type: str, inputs: list, attrs: dict, types: Any, shapes: Any) -> Dataset:
+    g = inputs[0].graph if inputs else get_default_graph()
+    op = g.create_op(op_type, inputs, {**attrs, **_attrs(types, shapes)}, name=op_type)
+    return Dataset(op.outputs[0], types, shapes)
