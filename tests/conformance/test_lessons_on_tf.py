@@ -24,6 +24,8 @@ A cell says how it is compared in its metadata, ``{"tfteach": {"tf_compat": ...,
 - ``"body"``: a ``%%placement`` cell; its body runs on both as the magic runs it (a fresh
   graph, ``--soft``, ``--config``, ``--run``), and errors, the device of every node (from the
   placement log) and the fetched values are compared;
+- a solution cell's first line, ``%%solution N.M`` (it runs only when asked for), is left out
+  and the rest is compared as marked;
 - ``false``: tfteach only (magics, ``tfteach.notebook``, ``LocalCluster``, ``tfteach.config``,
   the lesson checks, or a cell that uses what such a cell made); run on neither here.
 
@@ -60,6 +62,7 @@ RUNNER = Path(__file__).with_name("lesson_runner.py")
 MARKS = (True, "runs", "helpers", "body", False)
 RTOL, ATOL = 1e-4, 1e-6
 SETUP_LINES = re.compile(r"^(%load_ext tfteach|import tfteach as tf)$", re.MULTILINE)
+SOLUTION_LINE = re.compile(r"\A%%solution [\d.]+\n")
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
 MISSING = ("NameError", "ImportError", "ModuleNotFoundError", "SyntaxError")
 
@@ -95,7 +98,7 @@ def compared_cells() -> list:
 @functools.cache
 def run_lesson(path: Path) -> tuple[dict, dict]:
     """Run the lesson's TF-runnable cells on tfteach and on TF: {cell id: record} for each."""
-    return run_cells([{"key": c.id, "source": c.source, "how": mark(c)}
+    return run_cells([{"key": c.id, "source": SOLUTION_LINE.sub("", c.source), "how": mark(c)}
                       for c in nbformat.read(path, as_version=4).cells
                       if c.cell_type == "code" and mark(c) is not False], path.parent)
 
@@ -248,7 +251,7 @@ def imported_from_tfteach(cells) -> set[str]:
 
 def uses_tfteach(source: str, how: object, names: set[str]) -> bool:
     """A magic (other than a "body" cell's %%placement line) or anything from tfteach."""
-    lines = SETUP_LINES.sub("", source).splitlines()
+    lines = SETUP_LINES.sub("", SOLUTION_LINE.sub("", source)).splitlines()
     if how == "body":
         if not lines or not re.match(r"%%placement\b", lines[0]) or \
                 re.search(r"--(target|virtual-gpus)", lines[0]):

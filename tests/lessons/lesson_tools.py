@@ -39,7 +39,8 @@ SANITIZE = LESSONS / "sanitize.cfg"
 REGISTRY_ENV = "TFTEACH_REGISTRY_DIR"
 _SVG = re.compile(r'src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"')
 _UNSET = ("CUDA_VISIBLE_DEVICES", "TFTEACH_VIRTUAL_GPUS", "TFTEACH_DEVICE_SPEED",
-          "TFTEACH_CLUSTER_TOKEN", "TFTEACH_LANG", "LANGUAGE", "LC_ALL", "LC_MESSAGES")
+          "TFTEACH_CLUSTER_TOKEN", "TFTEACH_LANG", "LANGUAGE", "LC_ALL", "LC_MESSAGES",
+          "TFTEACH_RUN_SOLUTIONS")
 
 
 def lesson_path(name: str, lang: str = "en") -> Path:
@@ -100,7 +101,9 @@ def runnable_here(notebook: Path, workdir: Path) -> Path:
 
 def assert_passes_nbval(notebook: Path, workdir: Path) -> Path:
     """Run ``notebook`` under nbval with the lessons' sanitizers in a fresh pytest process
-    (cells that need a package this Python lacks are skipped).
+    (cells that need a package this Python lacks are skipped). Its solution cells run too
+    (``TFTEACH_RUN_SOLUTIONS=1``; their stored outputs are Run All's notes, which nbval does
+    not compare), and fail where a solution does not pass its check.
 
     Returns the registry folder the run used (``workdir/registry``)."""
     registry = workdir / "registry"
@@ -109,8 +112,8 @@ def assert_passes_nbval(notebook: Path, workdir: Path) -> Path:
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--nbval", str(notebook), "--nbval-sanitize-with",
          str(SANITIZE), "-q", "-p", "no:cacheprovider", "--rootdir", str(workdir)],
-        check=False, cwd=ROOT, env=lesson_env(registry, lang), capture_output=True, text=True,
-        timeout=600)
+        check=False, cwd=ROOT, env={**lesson_env(registry, lang), "TFTEACH_RUN_SOLUTIONS": "1"},
+        capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert re.search(r"\b\d+ passed\b", done.stdout)
     return registry
@@ -218,6 +221,12 @@ def timeline_transfers(text: str, lang: str) -> list[tuple[str, str, str, str]]:
 def correct(what: str, lang: str) -> str:
     """The feedback of a passed check of ``what`` (an English msgid), in ``lang``."""
     return tr("Correct: {what}. Well done!", lang=lang, what=tr(what, lang=lang))
+
+
+def not_yet(what: str, lang: str) -> str:
+    """The first line of a failed check of ``what`` (an English msgid), in ``lang``: what Run
+    All leaves under an exercise's check cell."""
+    return tr("Not yet: {what}.", lang=lang, what=tr(what, lang=lang))
 
 
 def hint_label(lang: str) -> str:

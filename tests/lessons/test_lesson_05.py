@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from lesson_tools import (assert_passes_nbval, assert_tf_section_ends_the_lesson, correct,
-                          output_texts, printed, shown, stored_outputs)
+from lesson_tools import (assert_passes_nbval, assert_tf_section_ends_the_lesson, not_yet,
+                          printed, shown, stored_outputs)
 
 LESSON_NAME = "05_data_parallelism.ipynb"
 
@@ -30,7 +30,7 @@ def test_export_shows_scaling_and_the_slow_gpu(exported, lang):
     assert "0.3x" in exported                                  # the slow GPU in the table
     assert re.search(r"<td>GPU:0</td>(\s*<td>[\d.]+ (µs|ms|s)</td>){3}", exported)
     assert exported.count('src="data:image/png;base64,') >= 3   # digits, loss, bar chart
-    assert shown(exported, correct("the slow GPU's share of the batch", lang))
+    assert shown(exported, not_yet("the slow GPU's share of the batch", lang))
 
 
 def test_the_lesson_ends_with_the_tower_code_for_real_tensorflow(lesson, exported):
@@ -74,12 +74,3 @@ def test_the_fast_gpu_waits_for_most_of_the_step_beside_the_slow_one(lesson):
     assert idle > busy
     assert rows["GPU:1"][1] > rows["GPU:1"][2]
 
-
-def test_the_exercise_checks_compare_with_the_lessons_own_average_and_split(lesson, lang):
-    import nbformat
-
-    cells = [c for c in nbformat.read(lesson, as_version=4).cells
-             if c.metadata.get("tfteach", {}).get("solution") in ("5.3", "5.4")
-             and "check(" in c.source]
-    assert [output_texts(c.outputs).strip() for c in cells] == [
-        correct("the averaged gradients", lang), correct("the rows each tower gets", lang)]

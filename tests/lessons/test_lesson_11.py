@@ -2,7 +2,6 @@
 explained, in every language."""
 from __future__ import annotations
 
-import html
 import re
 
 import pytest
@@ -33,8 +32,6 @@ def test_export_shows_every_failure_with_its_hint(exported, lang):
                          re.S), error
     assert "restoring model.ckpt-20" in exported and "step 20: w = 2.312" in exported
     assert re.search(r"25 ps restarted\s+21 22 .* 40\b", exported), "MonitoredTrainingSession"
-    passed = message_pattern("Correct: {what}. Well done!", lang, what=r"[^<\n]+?")
-    assert len(re.findall(passed, html.unescape(exported))) == 2, "both exercises' solutions"
     assert shown(exported, tr("Stopped the cluster", lang=lang))
     assert "TFTEACH_CLUSTER_TOKEN=" not in exported, "the token is never shown"
 

@@ -9,6 +9,10 @@ The answer is shown only on request, with ``tfteach.lessons.solution("5.2")``, w
 the lesson's solution cells: the cells whose metadata says
 ``{"tfteach": {"solution": "5.2"}}`` (collapsed in JupyterLab, and left out by ``tfteach
 lessons copy --no-solutions``, whose copy turns the request off: ``solutions_allowed``).
+A solution code cell starts with ``%%solution 5.2`` (``SOLUTION_MAGIC``): Run All does not run
+its code, only a note, until the learner asked for that solution (``revealed``), so nobody
+gets answers computed for them; ``TFTEACH_RUN_SOLUTIONS=1`` runs them all (a teacher checking
+the solutions, and the lesson tests), and each must then pass its check.
 Wrong tries are counted per exercise for as long as the kernel runs; a submission equal to
 the previous one, or to the exercise's untouched ``starter``, is not a try.
 """
@@ -28,9 +32,13 @@ TRIES_BEFORE_WORKED_HINT = 3
 SOLUTION_KEY = "solution"
 NO_SOLUTIONS_FILE = ".tfteach-no-solutions"    # written by ``lessons copy --no-solutions``
 NO_SOLUTIONS_ENV = "TFTEACH_NO_SOLUTIONS"
+RUN_SOLUTIONS_ENV = "TFTEACH_RUN_SOLUTIONS"
+SOLUTION_MAGIC = "%%solution"
 
 _wrong_tries: dict[str, int] = {}
 _last_seen: dict[str, str] = {}
+_passed: dict[str, bool] = {}
+_revealed: set[str] = set()
 
 
 @lru_cache(maxsize=1)
@@ -68,6 +76,7 @@ def count_try(name: str, passed: bool, seen: str | None = None) -> int:
     starter = seen is not None and seen == fingerprint(exercise(name).get("starter"))
     if seen is not None:
         _last_seen[name] = seen
+    _passed[name] = passed
     if not passed and not repeat and not starter:
         _wrong_tries[name] = _wrong_tries.get(name, 0) + 1
     return 0 if passed else max(_wrong_tries.get(name, 0), 1)
@@ -91,12 +100,18 @@ def _code_print(func: Any) -> str:
 
 def forget_tries(name: str | None = None) -> None:
     """Start counting again, for one exercise or (``None``) for all."""
-    if name is None:
-        _wrong_tries.clear()
-        _last_seen.clear()
-    else:
-        _wrong_tries.pop(name, None)
-        _last_seen.pop(name, None)
+    for state in (_wrong_tries, _last_seen, _passed):
+        if name is None:
+            state.clear()
+        else:
+            state.pop(name, None)
+
+
+def progress() -> dict[str, dict[str, Any]]:
+    """Every exercise checked in this kernel: ``{name: {"passed": the last check passed,
+    "tries": wrong tries}}`` (what ``tfteach lessons grade`` reads from a learner's run)."""
+    return {name: {"passed": passed, "tries": wrong_tries(name)}
+            for name, passed in sorted(_passed.items())}
 
 
 def solutions_allowed() -> bool:
@@ -109,6 +124,35 @@ def solutions_allowed() -> bool:
         return False
     here = Path.cwd()
     return not any((folder / NO_SOLUTIONS_FILE).exists() for folder in (here, *here.parents))
+
+
+def revealed(name: str) -> bool:
+    """Whether the solution cells of ``name`` may run: the learner asked for the solution in
+    this kernel (``solution``), or ``TFTEACH_RUN_SOLUTIONS`` asks to run every solution."""
+    return solutions_allowed() and (name in _revealed or running_every_solution())
+
+
+def running_every_solution() -> bool:
+    """Whether ``TFTEACH_RUN_SOLUTIONS`` asks to run every solution cell."""
+    import os
+
+    return os.environ.get(RUN_SOLUTIONS_ENV, "") not in ("", "0")
+
+
+def hidden_solution_note(name: str) -> str:
+    """What a solution cell prints instead of running, while ``name`` is not ``revealed``."""
+    if not solutions_allowed():
+        return tr("The solution of exercise {name} is not available in this copy of the "
+                  "lessons; this cell did not run.", name=name)
+    return tr("This cell holds the solution of exercise {name} and did not run. Try the "
+              "exercise first; to see and run the solution, call {ask}, then run this cell "
+              "again.", name=name, ask=f"`tfteach.lessons.solution('{name}')`")
+
+
+def without_magic(source: str) -> str:
+    """A solution cell's code without its ``%%solution`` line."""
+    first, _, rest = source.partition("\n")
+    return rest if first.startswith(SOLUTION_MAGIC) else source
 
 
 def lessons_folder(lang: str = "en") -> Path:
@@ -143,6 +187,9 @@ class Solution:
             parts.append(f"```python\n{source}\n```" if kind == "code" else source)
         if self.answer is not None:
             parts.append(tr("The answer: {answer}", answer=f"`{self.answer!r}`"))
+        if any(kind == "code" for kind, _ in self.cells):
+            parts.append(tr("The lesson's solution cells of exercise {name} (they start with "
+                            "`%%solution`) now run when you run them.", name=self.name))
         return "\n\n".join(parts)
 
     def _repr_markdown_(self) -> str:
@@ -161,14 +208,15 @@ def solution(name: str) -> Solution:
             f"The solution of exercise {name} is not available in this copy of the lessons",
             hint=tr("your teacher made this copy without solutions: ask them, or use the "
                     "feedback of the check and the lesson's sections"))
+    _revealed.add(str(name))
     lesson = int(str(name).split(".")[0])
     found = Solution(str(name), answer=info.get("answer"))
     for path in sorted(_lessons_in_language().glob(f"{lesson:02d}_*.ipynb")):
         for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
             if cell.get("metadata", {}).get("tfteach", {}).get(SOLUTION_KEY) == str(name):
                 source = cell["source"]
-                found.cells.append((cell["cell_type"],
-                                    "".join(source) if isinstance(source, list) else source))
+                source = "".join(source) if isinstance(source, list) else source
+                found.cells.append((cell["cell_type"], without_magic(source)))
     return found
 
 

@@ -15,6 +15,11 @@ tfteach's GPUs onto TF CPUs standing in for them); ``--backend compare`` runs it
 shows both, then the differences (``backend_compare``; TF's result in ``_placement_tf``, the
 differences in ``_comparison``).
 
+``%%solution 5.2`` starts an exercise's solution cell: the cell's code runs only once the
+learner asked for that solution (``tfteach.lessons.solution("5.2")``), so Run All computes no
+answers; until then it prints a note (``exercises.revealed``). Where every solution runs
+(``TFTEACH_RUN_SOLUTIONS=1``), a solution whose check does not pass raises AssertionError.
+
 ``%tfteach devices [--virtual-gpus N]`` shows the device table.
 ``%tfteach cluster start [--ps N] [--workers N] [--gpus-per-task N] [--speeds 1,1,0.3]``,
 ``status``, ``kill worker:1``, ``restart worker:1``, ``stop`` drive the kernel's LocalCluster
@@ -41,7 +46,7 @@ from IPython.display import display
 
 from tfteach.errors import OpError
 from tfteach.i18n import tr
-from tfteach.notebook import graphviz_svg
+from tfteach.notebook import exercises, graphviz_svg
 from tfteach.notebook.cluster_view import ClusterController, parse_task
 from tfteach.notebook.backend_compare import compare
 from tfteach.notebook.displays import DeviceTable, ErrorBox, Heading, Note
@@ -233,6 +238,20 @@ class TfteachMagics(Magics):
         value = result.last_value
         if value is not None and not is_fetchable(value) and result.backend == "tfteach":
             display(value)
+
+    # -- %%solution ---------------------------------------------------------------------
+    @cell_magic
+    def solution(self, line: str, cell: str) -> None:
+        """An exercise's solution: runs only after the learner asked for it."""
+        name = line.strip()
+        if not exercises.revealed(name):
+            print(exercises.hidden_solution_note(name))
+            return
+        result = self.shell.run_cell(cell, store_history=False)
+        result.raise_error()
+        failed = getattr(result.result, "passed", True) is False
+        if failed and exercises.running_every_solution():
+            raise AssertionError(f"the solution of exercise {name} does not pass its check")
 
     # -- %tfteach -----------------------------------------------------------------------
     @line_magic
