@@ -32,7 +32,12 @@ from tfteach.ops.data_flow_ops import (_HANDLE, _HANDLE_OP, _NO_OUTPUT, _USES_HA
 
 # ---- the queue ---------------------------------------------------------------------------------
 class FIFOQueueResource(_Waitable):
-    """A first-in first-out queue of component tuples (see the module docstring)."""
+    """A first-in first-out queue of component tuples (see the module docstring).
+
+    Subclasses change which elements a dequeue takes (``_ready``: how many it may take now;
+    ``_take``: take them), as ``RandomShuffleQueue`` does."""
+
+    KIND = "FIFOQueue"
 
     def __init__(self, name: str, capacity: int, component_types: list, shapes: list) -> None:
         super().__init__(name)
@@ -101,17 +106,28 @@ class FIFOQueueResource(_Waitable):
         moved = False
         while self.dequeuers:
             attempt = self.dequeuers[0]
-            if len(self.items) < attempt.need:
-                if self.closed and not self.enqueuers:
-                    self.dequeuers.popleft()
+            need = attempt.need
+            if self._ready() < need:
+                if not (self.closed and not self.enqueuers):
+                    break
+                self.dequeuers.popleft()
+                if not (isinstance(attempt, UpToAttempt) and self.items):
                     done.append(self._finish(attempt, None, self._insufficient(attempt)))
                     continue
-                break
-            self.dequeuers.popleft()
-            taken = [self.items.popleft() for _ in range(attempt.need)]
+                need = len(self.items)
+            else:
+                self.dequeuers.popleft()
+            taken = self._take(need)
             moved = True
             done.append(self._finish(attempt, self._value(attempt, taken), None))
         return moved
+
+    def _ready(self) -> int:
+        """How many elements a dequeue may take now."""
+        return len(self.items)
+
+    def _take(self, n: int) -> list:
+        return [self.items.popleft() for _ in range(n)]
 
     @staticmethod
     def _finish(attempt: _Attempt, value: Any, error: BaseException | None) -> tuple:
@@ -129,15 +145,21 @@ class FIFOQueueResource(_Waitable):
 
     def _closed_error(self) -> errors.CancelledError:
         return errors.CancelledError(
-            f"FIFOQueue '{self.name}' is closed.",
+            f"{self.KIND} '{self.name}' is closed.",
             hint=tr("nothing can be enqueued after queue.close(); create a new queue."))
 
     def _insufficient(self, attempt: _Attempt) -> errors.OutOfRangeError:
         return errors.OutOfRangeError(
-            f"FIFOQueue '{self.name}' is closed and has insufficient elements (requested "
+            f"{self.KIND} '{self.name}' is closed and has insufficient elements (requested "
             f"{attempt.need}, current size {len(self.items)})",
             hint=tr("the queue was closed and emptied: this is how input pipelines say "
                     "'end of data'; catch tf.errors.OutOfRangeError to stop."))
+
+
+class UpToAttempt(_Attempt):
+    """A dequeue_up_to: once the queue is closed, it takes what is left (at least one)."""
+
+    __slots__ = ()
 
 
 # ---- kernels ---------------------------------------------------------------------------------
@@ -179,9 +201,11 @@ def _dequeue_kernel(ctx: Any, queue: FIFOQueueResource) -> Any:
 def _dequeue_many_kernel(ctx: Any, queue: FIFOQueueResource, n: Any) -> Any:
     count = int(ctx.device.to_host(n))
     if count < 0:
-        raise errors.InvalidArgumentError(f"DequeueMany requested {count} < 0 elements",
+        what = "DequeueUpTo" if ctx.op.type == "QueueDequeueUpToV2" else "DequeueMany"
+        raise errors.InvalidArgumentError(f"{what} requested {count} < 0 elements",
                                           op=ctx.op, hint=tr("ask for 0 or more elements."))
-    attempt = _Attempt(_new_pending(), count, ctx.op.name, [])
+    kind = UpToAttempt if ctx.op.type == "QueueDequeueUpToV2" else _Attempt
+    attempt = kind(_new_pending(), count, ctx.op.name, [])
     return _start_waiting(ctx, queue, attempt, queue.dequeuers)
 
 
@@ -207,6 +231,11 @@ def _dequeue_many_shape(op: Operation) -> list:
             for dt, s in _dequeue_shape(op)]
 
 
+def _dequeue_up_to_shape(op: Operation) -> list:
+    return [(dt, TensorShape([None] + list(s.dims)) if s.dims is not None else unknown_shape())
+            for dt, s in _dequeue_shape(op)]
+
+
 register_op("FIFOQueueV2", lambda op: _HANDLE, _queue_kernel, **_HANDLE_OP)
 register_op("QueueEnqueueV2", _NO_OUTPUT, _enqueue_kernel, is_async=True, **_USES_HANDLE)
 register_op("QueueEnqueueManyV2", _NO_OUTPUT, _enqueue_many_kernel, is_async=True,
@@ -214,11 +243,13 @@ register_op("QueueEnqueueManyV2", _NO_OUTPUT, _enqueue_many_kernel, is_async=Tru
 register_op("QueueDequeueV2", _dequeue_shape, _dequeue_kernel, is_async=True, **_USES_HANDLE)
 register_op("QueueDequeueManyV2", _dequeue_many_shape, _dequeue_many_kernel, is_async=True,
             **_USES_HANDLE)
+register_op("QueueDequeueUpToV2", _dequeue_up_to_shape, _dequeue_many_kernel, is_async=True,
+            **_USES_HANDLE)
 register_op("QueueCloseV2", _NO_OUTPUT, _close_kernel, **_USES_HANDLE)
 register_op("QueueSizeV2", lambda op: [(_dtypes.int32, TensorShape([]))], _size_kernel,
             **_USES_HANDLE)
 not_differentiable("FIFOQueueV2", "QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2",
-                   "QueueDequeueManyV2", "QueueCloseV2", "QueueSizeV2")
+                   "QueueDequeueManyV2", "QueueDequeueUpToV2", "QueueCloseV2", "QueueSizeV2")
 
 
 # ---- Python API ------------------------------------------------------------------------------
@@ -285,12 +316,19 @@ class QueueBase:
         return self._unpacked(op)
 
     def dequeue_many(self, n: Any, name: str | None = None) -> Any:
+        return self._dequeue_n("QueueDequeueManyV2", n, name or f"{self._name}_DequeueMany")
+
+    def dequeue_up_to(self, n: Any, name: str | None = None) -> Any:
+        """Like dequeue_many, but once the queue is closed it gives what is left (fewer
+        than ``n``) before OutOfRangeError."""
+        return self._dequeue_n("QueueDequeueUpToV2", n, name or f"{self._name}_DequeueUpTo")
+
+    def _dequeue_n(self, op_type: str, n: Any, name: str) -> Any:
         g = self._queue_ref.graph
         with g.as_default():
             count = convert_to_tensor(n, dtype=_dtypes.int32, name="n")
-        op = self._op("QueueDequeueManyV2", [count], {"component_types": list(self._dtypes),
-                                                      "timeout_ms": -1},
-                      name or f"{self._name}_DequeueMany")
+        op = self._op(op_type, [count], {"component_types": list(self._dtypes),
+                                         "timeout_ms": -1}, name)
         return self._unpacked(op)
 
     def _unpacked(self, op: Operation) -> Any:
@@ -316,18 +354,24 @@ class FIFOQueue(QueueBase):
 
     def __init__(self, capacity: int, dtypes: Any, shapes: Any = None, names: Any = None,
                  shared_name: str | None = None, name: str = "fifo_queue") -> None:
-        types = [_dtypes.as_dtype(d) for d in _as_list(dtypes)]
-        shape_list = ([as_shape(s) for s in _as_list_of_shapes(shapes)] if shapes is not None
-                      else [unknown_shape()] * len(types))
-        if len(shape_list) != len(types):
-            raise ValueError(f"Queue shapes must have the same length as dtypes: "
-                             f"{len(shape_list)} vs {len(types)}")
+        types, shape_list = types_and_shapes(dtypes, shapes)
         g = get_default_graph()
         ref = g.create_op("FIFOQueueV2", [], {
             "component_types": types, "shapes": shape_list if shapes is not None else [],
             "capacity": int(capacity), "container": "", "shared_name": shared_name or ""},
             name=name).outputs[0]
         super().__init__(types, shape_list, _as_list(names) if names else None, ref)
+
+
+def types_and_shapes(dtypes: Any, shapes: Any) -> tuple[list, list]:
+    """A queue's component dtypes and shapes (unknown where ``shapes`` is None)."""
+    types = [_dtypes.as_dtype(d) for d in _as_list(dtypes)]
+    shape_list = ([as_shape(s) for s in _as_list_of_shapes(shapes)] if shapes is not None
+                  else [unknown_shape()] * len(types))
+    if len(shape_list) != len(types):
+        raise ValueError(f"Queue shapes must have the same length as dtypes: "
+                         f"{len(shape_list)} vs {len(types)}")
+    return types, shape_list
 
 
 def _as_list_of_shapes(shapes: Any) -> list:

@@ -43,6 +43,7 @@ from tfteach.train.monitored_session import (ChiefSessionCreator, MonitoredSessi
 from tfteach.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from tfteach.train.input import (input_producer, limit_epochs, range_input_producer,
                                  slice_input_producer, string_input_producer)
+from tfteach.train.batch_input import batch, batch_join, shuffle_batch, shuffle_batch_join
 from tfteach.train.supervisor import Supervisor
 from tfteach.train.sync_replicas_optimizer import SyncReplicasOptimizer
 
@@ -55,7 +56,8 @@ __all__ += ["CheckpointSaverHook", "ChiefSessionCreator", "Coordinator",
             "SyncReplicasOptimizer", "WorkerSessionCreator", "add_queue_runner",
             "byte_size_load_fn", "input_producer", "limit_epochs", "range_input_producer",
             "replica_device_setter", "slice_input_producer", "start_queue_runners",
-            "string_input_producer"]
+            "string_input_producer", "batch", "batch_join", "shuffle_batch",
+            "shuffle_batch_join"]
 
 
 def __getattr__(name):
