@@ -69,6 +69,9 @@ from tfteach.ops.state_ops import (Variable, all_variables, assign, assign_add, 
                                    initialize_all_variables, is_variable_initialized,
                                    local_variables, local_variables_initializer,
                                    trainable_variables, variables_initializer)
+from tfteach.ops.partitioned_variables import (fixed_size_partitioner,
+                                               min_max_variable_partitioner,
+                                               variable_axis_size_partitioner)
 from tfteach.ops.variable_scope import (AUTO_REUSE, VariableScope, get_local_variable,
                                         get_variable, get_variable_scope, variable_scope)
 from tfteach.runtime.config import (ConfigProto, GPUOptions, GraphOptions, RunMetadata,
@@ -90,7 +93,7 @@ __all__ = [
     "constant", "constant_initializer", "container", "control_dependencies", "convert_to_tensor", "cos",
     "count_up_to", "device", "div_no_nan", "DeviceSpec", "div", "divide", "double", "DType", "dtypes",
     "dynamic_partition", "dynamic_stitch", "equal", "errors", "exp", "expand_dims", "FIFOQueue", "RandomShuffleQueue",
-    "fill", "float16", "float32", "float64", "floor", "floordiv", "floormod", "gather",
+    "fill", "fixed_size_partitioner", "float16", "float32", "float64", "floor", "floordiv", "floormod", "gather",
     "get_collection", "get_collection_ref", "get_default_graph", "get_default_session",
     "get_local_variable", "get_seed", "get_variable", "get_variable_scope", "global_norm", "global_variables",
     "global_variables_initializer", "glorot_normal_initializer", "glorot_uniform_initializer",
@@ -100,7 +103,7 @@ __all__ = [
     "int32", "int64", "InteractiveSession", "invert_permutation", "is_variable_initialized",
     "layers", "less", "less_equal", "local_variables", "local_variables_initializer", "log",
     "log1p", "logical_and", "losses", "logical_not", "logical_or", "matmul", "maximum", "metrics", "minimum", "mod",
-    "mul", "multiply", "name_scope", "neg", "negative", "newaxis", "nn", "no_op", "NodeDef", "not_equal", "one_hot",
+    "min_max_variable_partitioner", "mul", "multiply", "name_scope", "neg", "negative", "newaxis", "nn", "no_op", "NodeDef", "not_equal", "one_hot",
     "ones", "ones_initializer", "ones_like", "Operation", "pad", "parallel_dynamic_stitch",
     "placeholder", "placeholder_with_default", "pow", "QueueBase", "random_normal",
     "random_normal_initializer", "random_shuffle", "random_uniform", "random_uniform_initializer",
@@ -114,7 +117,7 @@ __all__ = [
     "trainable_variables", "transpose", "truediv", "truncated_normal",
     "truncated_normal_initializer", "tuple", "UnconnectedGradients", "unique",
     "unsorted_segment_sum", "unstack", "Variable", "variable_scope", "variables_initializer",
-    "VariableScope", "variance_scaling_initializer", "where", "zeros", "zeros_initializer",
+    "variable_axis_size_partitioner", "VariableScope", "variance_scaling_initializer", "where", "zeros", "zeros_initializer",
     "zeros_like",
 ]
 

@@ -1,6 +1,6 @@
 """``tf.nn.embedding_lookup``: rows of one embedding table, or of a table split in parts.
 
-One table: a ``GatherV2`` named ``embedding_lookup`` beside the table, then an Identity (as
+A ``PartitionedVariable`` is its list of parts, as in TF. One table: a ``GatherV2`` named ``embedding_lookup`` beside the table, then an Identity (as
 TF builds it). A list of tables is one table split by rows across them (often one part per
 parameter server): with ``partition_strategy='mod'`` id ``i`` lives in part ``i % n`` at
 row ``i // n``; with ``'div'`` the parts hold consecutive ranges (the first
@@ -19,13 +19,15 @@ from tfteach.ops import array_ops, math_ops
 from tfteach.ops.common import convert_to_tensor, graph_of
 from tfteach.ops.data_flow_ops import dynamic_partition
 from tfteach.ops.gather_ops import gather, parallel_dynamic_stitch
+from tfteach.ops.partitioned_variables import PartitionedVariable
 
 
 def embedding_lookup(params: Any, ids: Any, partition_strategy: str = "mod",
                      name: str | None = None, validate_indices: bool = True,
                      max_norm: Any = None) -> Tensor:
     """The rows ``ids`` of ``params`` (one tensor/variable, or a list of row-wise parts)."""
-    parts = list(params) if isinstance(params, (list, tuple)) else [params]
+    parts = list(params) if isinstance(params, (list, tuple, PartitionedVariable)) \
+        else [params]
     if not parts:
         raise ValueError("Need at least one param")
     if max_norm is not None:

@@ -126,7 +126,9 @@ class VarianceScaling(Initializer):
     def __call__(self, shape, dtype=None, partition_info=None):
         dt = self._float_dtype(dtype)
         dims = [int(d) for d in shape]
-        fan_in, fan_out = _fans(dims)
+        # a part of a partitioned variable scales by the whole variable's fans, as in TF
+        full = [int(d) for d in partition_info.full_shape] if partition_info else dims
+        fan_in, fan_out = _fans(full)
         n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2}[self.mode]
         scale = self.scale / max(1.0, n)
         if self.distribution == "normal":

@@ -33,6 +33,7 @@ from tfteach.framework.graph import Graph, GraphKeys, Tensor, get_default_graph
 from tfteach.framework.tensor_shape import as_shape, unknown_shape
 from tfteach.i18n import tr
 from tfteach.ops import init_ops
+from tfteach.ops.partitioned_variables import PartitionedVariable, get_partitioned_variable
 from tfteach.ops.state_ops import Variable
 
 _STORE_KEY = "__variable_store"
@@ -55,13 +56,14 @@ class VariableScope:
 
     def __init__(self, reuse: Any, name: str = "", initializer: Any = None,
                  regularizer: Callable | None = None, dtype: Any = dtypes.float32,
-                 name_scope: str = "") -> None:
+                 name_scope: str = "", partitioner: Callable | None = None) -> None:
         self._name = name
         self._reuse = reuse
         self._initializer = initializer
         self._regularizer = regularizer
         self._dtype = dtypes.as_dtype(dtype)
         self._name_scope = name_scope
+        self._partitioner = partitioner
 
     name = property(lambda self: self._name)
     reuse = property(lambda self: self._reuse)
@@ -69,6 +71,7 @@ class VariableScope:
     regularizer = property(lambda self: self._regularizer)
     dtype = property(lambda self: self._dtype)
     original_name_scope = property(lambda self: self._name_scope)
+    partitioner = property(lambda self: self._partitioner)
 
     def reuse_variables(self) -> None:
         """From now on, ``get_variable`` in this scope returns existing variables."""
@@ -83,21 +86,35 @@ class VariableScope:
     def set_dtype(self, dtype: Any) -> None:
         self._dtype = dtypes.as_dtype(dtype)
 
+    def set_partitioner(self, partitioner: Callable | None) -> None:
+        self._partitioner = partitioner
+
     def get_variable(self, name: str, shape: Any = None, dtype: Any = None,
                      initializer: Any = None, regularizer: Callable | None = None,
                      trainable: bool = True, collections: list | None = None,
-                     validate_shape: bool = True, **unused: Any) -> Variable:
+                     validate_shape: bool = True, partitioner: Callable | None = None,
+                     **unused: Any) -> Variable | PartitionedVariable:
         full = f"{self._name}/{name}" if self._name and name else (name or self._name)
         # get_variable("") names the variable after the scope itself (optimizer slots); the
         # trailing '/' uses that name verbatim, as TF does.
         op_name = full if name else full + "/"
         g = get_default_graph()
+        dtype = dtypes.as_dtype(dtype) if dtype is not None else self._dtype
+        initializer = initializer if initializer is not None else self._initializer
+        regularizer = regularizer or self._regularizer
+        store = _store(g)
+
+        def make(part_name: str, part_shape: Any, part_init: Any) -> Variable:
+            return store.get_variable(part_name, part_shape, dtype, part_init, regularizer,
+                                      self._reuse, trainable, collections, validate_shape)
         with g.name_scope(None):
-            return _store(g).get_variable(
-                full, shape, dtypes.as_dtype(dtype) if dtype is not None else self._dtype,
-                initializer if initializer is not None else self._initializer,
-                regularizer or self._regularizer, self._reuse, trainable, collections,
-                validate_shape, op_name)
+            partitioner = partitioner or self._partitioner
+            if partitioner is not None and name:
+                reuse = (self._reuse is True or self._reuse is AUTO_REUSE, self._reuse is True)
+                return get_partitioned_variable(store, full, shape, dtype, initializer,
+                                                partitioner, reuse, make)
+            return store.get_variable(full, shape, dtype, initializer, regularizer, self._reuse,
+                                      trainable, collections, validate_shape, op_name)
 
     def __repr__(self) -> str:
         return f"<tf.VariableScope '{self._name}' reuse={self._reuse!r}>"
@@ -110,6 +127,7 @@ class _VariableStore:
         self.vars: dict[str, Variable] = {}
         self.created_at: dict[str, str] = {}
         self.scope_counts: dict[str, int] = {}
+        self.partitioned: dict[str, PartitionedVariable] = {}
 
     def get_variable(self, name: str, shape: Any, dtype: dtypes.DType, initializer: Any,
                      regularizer: Callable | None, reuse: Any, trainable: bool,
@@ -223,10 +241,14 @@ def get_variable_scope() -> VariableScope:
 def get_variable(name: str, shape: Any = None, dtype: Any = None, initializer: Any = None,
                  regularizer: Callable | None = None, trainable: bool = True,
                  collections: list | None = None, validate_shape: bool = True,
-                 **unused: Any) -> Variable:
-    """Get the variable ``<scope>/name``, or create it (see the module docstring for reuse)."""
+                 partitioner: Callable | None = None,
+                 **unused: Any) -> Variable | PartitionedVariable:
+    """Get the variable ``<scope>/name``, or create it (see the module docstring for reuse);
+    with a ``partitioner`` (or the scope's), a PartitionedVariable of parts
+    (``tfteach.ops.partitioned_variables``)."""
     return get_variable_scope().get_variable(
-        name, shape, dtype, initializer, regularizer, trainable, collections, validate_shape)
+        name, shape, dtype, initializer, regularizer, trainable, collections, validate_shape,
+        partitioner)
 
 
 @contextlib.contextmanager
@@ -255,7 +277,8 @@ def _unique_default(g: Graph, parent: VariableScope, prefix: str) -> str:
 def variable_scope(name_or_scope: Any = None, default_name: str | None = None,
                    values: Any = None, initializer: Any = None,
                    regularizer: Callable | None = None, reuse: Any = None, dtype: Any = None,
-                   auxiliary_name_scope: bool = True, **unused: Any) -> Iterator[VariableScope]:
+                   partitioner: Callable | None = None, auxiliary_name_scope: bool = True,
+                   **unused: Any) -> Iterator[VariableScope]:
     """Open a variable scope (and a name scope) for ``get_variable``; yields the scope."""
     if name_or_scope is None and default_name is None:
         raise TypeError("If default_name is None then name_or_scope is required")
@@ -282,7 +305,8 @@ def variable_scope(name_or_scope: Any = None, default_name: str | None = None,
                               initializer if initializer is not None else base.initializer,
                               regularizer or base.regularizer,
                               dtype if dtype is not None else base.dtype,
-                              base.original_name_scope if reopened else opened)
+                              base.original_name_scope if reopened else opened,
+                              partitioner if partitioner is not None else base.partitioner)
         with _current_scope(g, scope):
             yield scope
 

@@ -58,6 +58,7 @@ import numpy as np
 from tfteach.errors import (DataLossError, InvalidArgumentError, NotFoundError,
                             ResourceExhaustedError)
 from tfteach.i18n import tr
+from tfteach.train import checkpoint_slices as slices
 from tfteach.train import legacy_checkpoint as legacy
 from tfteach.train import tensor_bundle as bundle
 from tfteach.train.tensor_bundle import TensorEntry
@@ -173,8 +174,12 @@ def _savable(name: object, value: object) -> np.ndarray:
     return np.asarray(array.astype(array.dtype.newbyteorder("<"), copy=False), order="C")
 
 
-def write_checkpoint(prefix: str | os.PathLike, tensors: Mapping[str, np.ndarray]) -> str:
+def write_checkpoint(prefix: str | os.PathLike, tensors: Mapping[str, np.ndarray],
+                     sliced: Mapping[str, tuple] | None = None) -> str:
     """Save ``tensors`` (name -> array) as checkpoint ``prefix``, atomically; returns prefix.
+
+    ``sliced`` holds partitioned variables, saved in slices as TF saves them:
+    name -> (full shape, [(extents, array)]), extents ``((start, length), ...)`` per axis.
 
     Overwriting an existing prefix keeps the old checkpoint whole until the new index
     replaces it, so a crash leaves either the old checkpoint or the new one, never a mix
@@ -182,6 +187,13 @@ def write_checkpoint(prefix: str | os.PathLike, tensors: Mapping[str, np.ndarray
     """
     prefix = os.fspath(prefix)
     arrays = {name: _savable(name, value) for name, value in tensors.items()}
+    full_entries = {}
+    for name, (full_shape, parts) in (sliced or {}).items():
+        for extents, value in parts:
+            arrays[slices.slice_key(name, extents)] = _savable(name, value)
+        full_entries[name] = TensorEntry(name, _savable(name, parts[0][1]).dtype.name,
+                                         tuple(full_shape), 0,
+                                         slices=tuple(tuple(e) for e, _ in parts))
     # TF's SaveV2 creates the prefix's directory (tf.compat.v1 Saver.save into a new folder
     # works); a path that cannot be a directory still fails there, as below.
     parent = os.path.dirname(prefix) or "."
@@ -200,7 +212,7 @@ def write_checkpoint(prefix: str | os.PathLike, tensors: Mapping[str, np.ndarray
         _atomic_write(data_files[0], lambda f: bundle.write_data(f, arrays))
         for empty in data_files[1:]:
             _atomic_write(empty, lambda f: None)
-        index = bundle.index_bytes(bundle.layout(arrays), num_shards)
+        index = bundle.index_bytes({**bundle.layout(arrays), **full_entries}, num_shards)
         _atomic_write(prefix + INDEX_SUFFIX, lambda f: f.write(index))
     except BaseException:   # no index names these names (they are the other ones): drop them
         for path in data_files:
@@ -294,13 +306,15 @@ def data_files(prefix: str | os.PathLike) -> list[str]:
 
 
 def read_index(prefix: str | os.PathLike) -> dict[str, TensorEntry]:
-    """Name -> TensorEntry (dtype, shape, checksum) of checkpoint ``prefix``, without data."""
-    return _load_index(os.fspath(prefix)).entries
+    """Name -> TensorEntry (dtype, shape, checksum) of checkpoint ``prefix``, without data
+    (a sliced tensor once, with its full shape; not its slices)."""
+    return {name: e for name, e in _load_index(os.fspath(prefix)).entries.items()
+            if isinstance(name, str)}
 
 
 def _read_shard(path: str, entries: list[TensorEntry]) -> dict[str, np.ndarray]:
     with open(path, "rb") as f:
-        return {e.name: bundle.read_tensor(f, e) for e in entries}
+        return {e.name: bundle.read_tensor(f, e) for e in entries if not e.slices}
 
 
 def read_checkpoint(prefix: str | os.PathLike) -> dict[str, np.ndarray]:
@@ -318,6 +332,18 @@ def read_checkpoint(prefix: str | os.PathLike) -> dict[str, np.ndarray]:
             raise _corrupt(path, "the file is missing although its index exists") from None
         except (zipfile.BadZipFile, ValueError, OSError, EOFError) as err:
             raise _corrupt(path, err) from None
+    return _assembled(prefix, index, out)
+
+
+def _assembled(prefix: str | os.PathLike, index: _Index, read: dict) -> dict[str, np.ndarray]:
+    """The tensors by name, a sliced one put back together from its slices."""
+    out = {name: value for name, value in read.items() if isinstance(name, str)}
+    for e in index.entries.values():
+        if e.slices:
+            try:
+                out[e.name] = slices.assemble(e.name, e.dtype, e.shape, e.slices, read)
+            except ValueError as err:
+                raise _corrupt(os.fspath(prefix) + INDEX_SUFFIX, err) from None
     return out
 
 

@@ -18,6 +18,11 @@ restore ops to the graph, under ``save/``: one placeholder and one ``Assign`` pe
   dtype: ``InvalidArgumentError``, both naming the variable), and only then assigns them
   all in one run.
 
+A partitioned variable (``get_variable(..., partitioner=...)``) is saved under its full name
+in slices, one per part, as TF saves it (``tfteach.train.checkpoint_slices``); a restore
+cuts each part out of the saved whole, so the number of parts may change between save and
+restore, as in TF.
+
 State: ``_last_checkpoints`` ([(prefix, time saved)], oldest first) and the time of the
 last checkpoint kept by ``keep_checkpoint_every_n_hours``.
 """
@@ -34,8 +39,10 @@ from tfteach.framework.graph import GraphKeys, Tensor, get_default_graph
 from tfteach.i18n import tr
 from tfteach.ops import array_ops, state_ops
 from tfteach.ops.control_ops import group
+from tfteach.ops.partitioned_variables import PartitionedVariable, save_slice_info
 from tfteach.ops.state_ops import Variable
 from tfteach.train import checkpoint_format as ckpt
+from tfteach.train.checkpoint_slices import extents_of, index_of
 
 
 class Saver:
@@ -49,26 +56,32 @@ class Saver:
                  pad_step_number: bool = False, save_relative_paths: bool = False,
                  filename: str | None = None) -> None:
         self._graph = get_default_graph()
-        self._vars = _named_variables(var_list, self._graph)
-        if not self._vars and not allow_empty:
+        self._vars, self._parts = _named_variables(var_list, self._graph)
+        if not self._vars and not self._parts and not allow_empty:
             raise ValueError("No variables to save")
         self._max_to_keep = max_to_keep
         self._keep_every_s = keep_checkpoint_every_n_hours * 3600.0
         self._next_keep_time = time.time() + self._keep_every_s
         self._pad_step_number = pad_step_number
         self._last_checkpoints: list[tuple[str, float]] = []
-        self._placeholders: dict[str, Tensor] = {}
-        self._restore_op = self._build_restore(name or "save") if self._vars else None
+        self._placeholders: dict[Variable, Tensor] = {}
+        self._restore_op = self._build_restore(name or "save") \
+            if self._vars or self._parts else None
 
     def _build_restore(self, name: str) -> Any:
         g = self._graph
         assigns = []
         with g.as_default(), g.name_scope(name):
-            for key, var in self._vars.items():
+            for _, var in self._slots():
                 value = array_ops.placeholder(var.dtype, var.shape, name="restore_value")
-                self._placeholders[key] = value
+                self._placeholders[var] = value
                 assigns.append(state_ops.assign(var, value))
             return group(*assigns, name="restore_all")
+
+    def _slots(self) -> list[tuple[str, Variable]]:
+        """(checkpoint name, variable) of every whole variable, then of every part."""
+        return list(self._vars.items()) + \
+            [(key, part) for key, parts in self._parts.items() for part in parts]
 
     # ---- saving -------------------------------------------------------------------------
     def save(self, sess: Any, save_path: str, global_step: Any = None,
@@ -80,10 +93,18 @@ class Saver:
             step = global_step if isinstance(global_step, (int, np.integer)) else \
                 int(sess.run(global_step))
             prefix = f"{prefix}-{step:08d}" if self._pad_step_number else f"{prefix}-{step}"
-        names = list(self._vars)
-        values = sess.run([self._vars[n]._ref() for n in names]) if names else []
+        slots = self._slots()
+        values = sess.run([var._ref() for _, var in slots]) if slots else []
+        whole, sliced = {}, {}
+        for (key, var), value in zip(slots, values, strict=True):
+            if key not in self._parts:
+                whole[key] = value
+                continue
+            info = save_slice_info(var)
+            sliced.setdefault(key, (info.full_shape, []))[1].append(
+                (extents_of(info.var_offset, info.var_shape), value))
         new = not ckpt.checkpoint_exists(prefix)
-        ckpt.write_checkpoint(prefix, dict(zip(names, values, strict=True)))
+        ckpt.write_checkpoint(prefix, whole, sliced)
         kept = list(self._last_checkpoints)
         doomed = self._remember(prefix)
         if write_state:
@@ -137,8 +158,9 @@ class Saver:
                    "'train/model.ckpt-100', without a suffix); "
                    "tf.train.latest_checkpoint(directory) finds the newest one.")))
         stored = ckpt.read_checkpoint(save_path)
-        feeds = {self._placeholders[key]: _checked(key, var, stored, save_path)
-                 for key, var in self._vars.items()}
+        feeds = {self._placeholders[var]: _checked(key, var, stored, save_path,
+                                                   key in self._parts)
+                 for key, var in self._slots()}
         if self._restore_op is not None:
             sess.run(self._restore_op, feed_dict=feeds)
 
@@ -147,8 +169,9 @@ class Saver:
                 "max_to_keep": self._max_to_keep, "version": 2}
 
 
-def _checked(key: str, var: Variable, stored: dict, path: str) -> np.ndarray:
-    """The checkpoint's value for ``var``, or a learner-readable error naming it."""
+def _checked(key: str, var: Variable, stored: dict, path: str, part: bool = False) -> np.ndarray:
+    """The checkpoint's value for ``var`` (a part: its slice of the saved whole), or a
+    learner-readable error naming it."""
     if key not in stored:
         near = ", ".join(sorted(stored)[:10]) or tr("(none)")
         raise NotFoundError(
@@ -158,6 +181,8 @@ def _checked(key: str, var: Variable, stored: dict, path: str) -> np.ndarray:
                 "checkpoint names to variables, e.g. Saver({{'old_name': v}}), or build the "
                 "same model (same variable names) that wrote the checkpoint.", names=near))
     value = stored[key]
+    if part:
+        value = _slice_of(key, save_slice_info(var), value, path)
     want = var.shape.as_list() if var.shape.dims is not None else None
     if want is not None and not var.shape.is_compatible_with(value.shape):
         raise InvalidArgumentError(
@@ -176,27 +201,62 @@ def _checked(key: str, var: Variable, stored: dict, path: str) -> np.ndarray:
     return value
 
 
-def _named_variables(var_list: Any, g: Any) -> dict:
-    """Checkpoint name -> Variable, from None (all globals), a list or a dict."""
+def _slice_of(key: str, info: Any, value: np.ndarray, path: str) -> np.ndarray:
+    """A part's slice of the saved whole tensor ``key`` (its full shape checked first)."""
+    if list(value.shape) != list(info.full_shape):
+        raise InvalidArgumentError(
+            f"tensor_name = {key}; shape in shape_and_slice spec {list(info.full_shape)} does "
+            f"not match the shape stored in checkpoint: {list(value.shape)} ({path})",
+            hint=tr("the partitioned variable '{name}' has another full shape than when it was "
+                    "saved; build it with the saved shape.", name=key))
+    return value[index_of(extents_of(info.var_offset, info.var_shape))]
+
+
+def _named_variables(var_list: Any, g: Any) -> tuple[dict, dict]:
+    """(name -> Variable saved whole, name -> [parts saved as slices]), from None (all
+    globals), a list or a dict. In a list, a part of a partitioned variable (or the
+    PartitionedVariable) goes under the full name; in a dict, a PartitionedVariable or a
+    list of parts does."""
     if var_list is None:
         var_list = g.get_collection(GraphKeys.GLOBAL_VARIABLES) + \
             g.get_collection("saveable_objects")
     if isinstance(var_list, dict):
-        items = list(var_list.items())
+        items = [(key, list(v) if isinstance(v, (list, tuple, PartitionedVariable)) else v)
+                 for key, v in var_list.items()]
     else:
-        items = [(_op_name(v), v) for v in var_list]
-    out: dict[str, Variable] = {}
+        items = [(_op_name(v), list(v) if isinstance(v, PartitionedVariable) else
+                  [v] if save_slice_info(v) else v) for v in var_list]
+    whole: dict[str, Variable] = {}
+    parts: dict[str, list[Variable]] = {}
     for key, v in items:
-        if not isinstance(v, Variable):
-            raise TypeError(with_hint(f"Variable to save is not a Variable: {v!r}", tr(
-                "pass tf.Variable objects (or a dict of name -> tf.Variable).")))
-        if key in out:
+        for var in v if isinstance(v, list) else [v]:
+            _check_savable(var, isinstance(v, list))
+        if key in whole or key in parts and not isinstance(v, list):
             raise ValueError(f"At least two variables have the same name: {key}")
-        out[key] = v
-    return out
+        if isinstance(v, list):
+            parts.setdefault(key, []).extend(v)
+        else:
+            whole[key] = v
+    return whole, parts
+
+
+def _check_savable(var: Any, part: bool) -> None:
+    if not isinstance(var, Variable):
+        raise TypeError(with_hint(f"Variable to save is not a Variable: {var!r}", tr(
+            "pass tf.Variable objects (or a dict of name -> tf.Variable).")))
+    if part and save_slice_info(var) is None:
+        raise ValueError(with_hint(
+            f"Slices must all be from the same partitioned variable: {var.name} is not a part "
+            "of one.", tr("list the parts of one partitioned variable under one name, or pass "
+                          "the PartitionedVariable itself.")))
 
 
 def _op_name(v: Any) -> str:
+    if isinstance(v, PartitionedVariable):
+        return v.name
+    info = save_slice_info(v)
+    if info is not None:
+        return info.full_name
     return v.op.name if hasattr(v, "op") else str(v)
 
 

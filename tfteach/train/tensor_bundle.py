@@ -14,7 +14,9 @@ A checkpoint with prefix ``P`` is::
 CRC32C (``tfteach.framework.record_io``) of those bytes. The messages are TF's own
 (``tfteach.framework.protos``), so TF reads these files with ``tf.train.Saver.restore``
 and ``tf.train.load_checkpoint``, and tfteach reads the ones TF writes. Only bool and
-numeric tensors are supported (no strings, no partitioned-variable slices).
+numeric tensors are supported (no strings). A partitioned variable is saved in slices
+(``tfteach.train.checkpoint_slices``): its entry has ``slices`` and no data, and each slice
+is an ordinary entry whose key is bytes (TF's encoded slice key), not a name.
 
 This module only encodes and decodes; ``tfteach.train.checkpoint_format`` writes the files
 (atomically) and names them. Problems in the bytes are ``ValueError``.
@@ -46,6 +48,12 @@ class TensorEntry(NamedTuple):
     shard_id: int = 0
     offset: int = 0
     size: int = 0
+    slices: tuple = ()        # a sliced tensor's ((start, length) per axis) per slice
+
+
+def _key(name: str | bytes) -> bytes:
+    """The index key of an entry: its name, or a slice's encoded key as it is."""
+    return name if isinstance(name, bytes) else name.encode()
 
 
 def data_filename(prefix: str, shard: int = 0, num_shards: int = 1) -> str:
@@ -84,15 +92,26 @@ def index_bytes(entries: Mapping[str, TensorEntry], num_shards: int = 1) -> byte
     header = pb.BundleHeaderProto(num_shards=num_shards, endianness=pb.BundleHeaderProto.LITTLE,
                                   version=pb.VersionDef(producer=PRODUCER))
     items = [(HEADER_KEY, header.SerializeToString())]
-    for name in sorted(entries, key=str.encode):
-        e = entries[name]
-        proto = pb.BundleEntryProto(dtype=tensor_proto.datatype_of(e.dtype),
-                                    shard_id=e.shard_id, offset=e.offset, size=e.size,
-                                    crc32c=e.checksum)
-        proto.shape.SetInParent()        # present even for a scalar, as TF writes it
-        tensor_proto.shape_proto(e.shape, proto.shape)
-        items.append((name.encode(), proto.SerializeToString()))
+    for name in sorted(entries, key=_key):
+        items.append((_key(name), _entry_proto(entries[name]).SerializeToString()))
     return build_table(items)
+
+
+def _entry_proto(e: TensorEntry) -> pb.BundleEntryProto:
+    """An entry's proto; a sliced tensor's has its slices and no place in the data."""
+    proto = pb.BundleEntryProto(dtype=tensor_proto.datatype_of(e.dtype))
+    if not e.slices:
+        proto.shard_id, proto.offset, proto.size, proto.crc32c = \
+            e.shard_id, e.offset, e.size, e.checksum
+    proto.shape.SetInParent()        # present even for a scalar, as TF writes it
+    tensor_proto.shape_proto(e.shape, proto.shape)
+    for extents in e.slices:
+        slice_proto = proto.slices.add()
+        for start, length in extents:
+            extent = slice_proto.extent.add()
+            if length >= 0:          # no length: the whole axis
+                extent.start, extent.length = start, length
+    return proto
 
 
 def parse_index(raw: bytes) -> tuple[pb.BundleHeaderProto, dict[str, TensorEntry]]:
@@ -107,11 +126,10 @@ def parse_index(raw: bytes) -> tuple[pb.BundleHeaderProto, dict[str, TensorEntry
     return header, dict(_entry(k, v, header) for k, v in items)
 
 
-def _entry(key: bytes, value: bytes, header: pb.BundleHeaderProto) -> tuple[str, TensorEntry]:
-    name, proto = key.decode(errors="replace"), pb.BundleEntryProto.FromString(value)
-    if proto.slices:
-        raise ValueError(f"tensor '{name}' is saved in slices (a partitioned variable); "
-                         "tfteach reads whole tensors only")
+def _entry(key: bytes, value: bytes,
+           header: pb.BundleHeaderProto) -> tuple[str | bytes, TensorEntry]:
+    name = key if key.startswith(b"\x00") else key.decode(errors="replace")
+    proto = pb.BundleEntryProto.FromString(value)
     dtype = tensor_proto.numpy_dtype(proto.dtype)
     if dtype == object:
         raise ValueError(f"tensor '{name}' holds strings; tfteach checkpoints hold bool and "
@@ -122,6 +140,10 @@ def _entry(key: bytes, value: bytes, header: pb.BundleHeaderProto) -> tuple[str,
                          f" of {header.num_shards}")
     if header.endianness == pb.BundleHeaderProto.BIG:
         dtype = dtype.newbyteorder(">")
+    if proto.slices:
+        return name, TensorEntry(name, dtype.name, shape, 0, slices=tuple(
+            tuple((e.start, e.length if e.HasField("length") else -1) for e in s.extent)
+            for s in proto.slices))
     if proto.size != dtype.itemsize * int(np.prod(shape, dtype=np.int64)):
         raise ValueError(f"tensor '{name}' has {proto.size} bytes, not those of "
                          f"{dtype.name}{list(shape)}")
