@@ -87,14 +87,34 @@ def _devices() -> None:
         print(f"{d.name}  {d.memory_limit >> 20} MiB  {d.description or d.device_type}")
 
 
+_DESCRIPTION = "Hand out tfteach's lesson notebooks and show the devices a session gets here."
+_EPILOG = """examples:
+  tfteach lessons copy ~/tfteach-lessons               fresh copies of the English lessons
+  tfteach lessons copy --lang ko --no-solutions DIR    Korean, without the solution cells
+  tfteach lessons copy --keep-existing DIR             only the lessons missing in DIR
+  tfteach lessons path                                 where the lessons are installed
+  tfteach devices                                      the devices a session would get
+Run 'tfteach lessons copy --help' for every option of a command."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    from tfteach import __version__
+
+    parser = argparse.ArgumentParser(prog="tfteach", description=_DESCRIPTION, epilog=_EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"tfteach {__version__}")
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tfteach", description=__doc__.splitlines()[0])
+    parser = _parser()
     sub = parser.add_subparsers(dest="command", required=True)
     lessons = sub.add_parser("lessons", help="the lesson notebooks")
     lsub = lessons.add_subparsers(dest="action", required=True)
     copy = lsub.add_parser("copy", help="copy the lessons, without outputs, into DIR")
-    copy.add_argument("dir", type=Path)
-    copy.add_argument("--overwrite", action="store_true")
+    copy.add_argument("dir", type=Path, help="the folder to copy the lessons into")
+    copy.add_argument("--overwrite", action="store_true",
+                      help="replace notebooks already in DIR (their work is lost)")
     copy.add_argument("--no-solutions", dest="solutions", action="store_false",
                       help="leave out the exercises' solution cells (for a class)")
     copy.add_argument("--keep-existing", action="store_true",

@@ -128,3 +128,42 @@ def test_copy_of_every_language_puts_the_translations_in_their_folders(tmp_path)
         notebook = json.loads(next(folder.glob("01_*.ipynb")).read_text(encoding="utf-8"))
         assert notebook["metadata"].get("tfteach", {}).get("lang", "en") == lang
     assert not list((tmp_path / "ko").glob("ko"))
+
+
+def _console_script(name: str, *args: str) -> subprocess.CompletedProcess:
+    """Run the installed console script ``name`` (next to this Python) as a process."""
+    from pathlib import Path
+
+    script = Path(sys.executable).parent / name
+    if not script.exists():
+        pytest.skip(f"{name} is not installed in this environment")
+    return subprocess.run([str(script), *args], capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("name", ["tfteach", "tfteach-server"])
+def test_version_prints_the_installed_version_and_exits_0(name):
+    from importlib import metadata
+
+    done = _console_script(name, "--version")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"{name} {metadata.version('tfteach')}"
+
+
+def test_tfteach_help_shows_every_command_with_examples_and_exits_0():
+    done = _console_script("tfteach", "--help")
+    assert done.returncode == 0, done.stderr
+    for text in ("usage: tfteach", "lessons", "devices", "tfteach lessons copy --lang ko",
+                 "tfteach lessons path", "--version"):
+        assert text in done.stdout
+    assert "``" not in done.stdout
+    assert done.stdout.rstrip().endswith("every option of a command.")
+
+
+def test_tfteach_server_help_shows_its_flags_and_examples_and_exits_0():
+    done = _console_script("tfteach-server", "--help")
+    assert done.returncode == 0, done.stderr
+    for text in ("usage: tfteach-server", "--cluster", "--job", "--task_index", "--insecure",
+                 "--ps_hosts=localhost:2222", "TFTEACH_CLUSTER_TOKEN", "--version"):
+        assert text in done.stdout
+    assert "``" not in done.stdout
+    assert "Started server" not in done.stderr       # help starts no task

@@ -29,9 +29,33 @@ EXIT_GRACE_S = 10.0      # a task told to stop leaves after this long even if st
 _HOSTS_FLAG = re.compile(r"^--(\w+)_hosts(?:=(.*))?$")
 
 
+_DESCRIPTION = "Run one task of a cluster in this process until SIGINT or SIGTERM."
+_EPILOG = """examples:
+  tfteach-server --cluster cluster.json --job worker --task 0
+  tfteach-server --ps_hosts=localhost:2222 --worker_hosts=localhost:2223,localhost:2224 \\
+                 --job_name=worker --task_index=1
+
+cluster.json holds {"cluster": {"ps": [...], "worker": [...]}} or just the cluster dict;
+any --<job>_hosts=a,b flag adds a job. The cluster token comes only from the environment
+(TFTEACH_CLUSTER_TOKEN). Exit status: 0 after SIGINT/SIGTERM, 1 when the task cannot start."""
+
+
+def _version() -> str:
+    """The installed tfteach's version (``0+unknown`` from a source tree)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("tfteach")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
 def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, list[str]]]:
     """Parse the command line; return the options and the ``--<job>_hosts`` jobs."""
-    parser = argparse.ArgumentParser(prog="tfteach-server", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="tfteach-server", description=_DESCRIPTION,
+                                     epilog=_EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"tfteach-server {_version()}")
     parser.add_argument("--cluster", help="JSON file with the cluster spec")
     parser.add_argument("--job", "--job_name", dest="job", help="this task's job name")
     parser.add_argument("--task", "--task_index", dest="task", type=int,
