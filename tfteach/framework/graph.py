@@ -134,7 +134,7 @@ class Operation:
     """A node of the graph: type, inputs, attrs, outputs and a requested device."""
 
     __slots__ = ("graph", "type", "name", "_id", "inputs", "outputs", "control_inputs",
-                 "attrs", "_device", "op_def", "_colocation", "__weakref__")
+                 "attrs", "_device", "op_def", "_colocation", "_flow_context", "__weakref__")
 
     def __init__(self, graph: "Graph", op_type: str, name: str, inputs: list[Tensor],
                  attrs: dict, op_def: registry.OpDef) -> None:
@@ -149,6 +149,8 @@ class Operation:
         self._device = ""
         self._colocation: list[str] = []
         self._id = -1
+        # The cond or while_loop context the op was built in (tfteach.ops.flow_context)
+        self._flow_context: Any = None
 
     @property
     def device(self) -> str:
@@ -277,6 +279,9 @@ class Graph:
         self._container = ""
         self.seed: int | None = None
         self._lock = threading.RLock()
+        # The control-flow context new ops are built in (a cond branch, a while loop's
+        # body): it rewrites their inputs (``prepare_inputs``) and adopts them (``add_op``).
+        self._flow_context: Any = None
 
     # ---- building ------------------------------------------------------------------
     @property
@@ -296,6 +301,8 @@ class Graph:
         if self._finalized:
             raise RuntimeError("Graph is finalized and cannot be modified.")
         op_def = registry.get(op_type)
+        if self._flow_context is not None:
+            inputs = self._flow_context.prepare_inputs(list(inputs))
         with self._lock:
             for t in inputs:
                 self._check_input(t, op_type, name)
@@ -310,6 +317,8 @@ class Graph:
             self._add_control_inputs(op)
             self._apply_device_and_colocation(op)
             self._register(op)
+        if self._flow_context is not None:
+            self._flow_context.add_op(op)
         return op
 
     def _op_name(self, name: str) -> str:
@@ -362,6 +371,19 @@ class Graph:
                               "Ignoring colocation property.", stacklevel=4)
             else:
                 op._device = target._device
+
+    def _update_input(self, op: Operation, index: int, t: Tensor) -> None:
+        """Replace ``op``'s input ``index`` by ``t``: a while loop's back edge (its
+        ``NextIteration`` is built after the ``Merge`` it feeds), as TF's ``_update_input``."""
+        inputs = list(op.inputs)
+        old = inputs[index]
+        inputs[index] = t
+        op.inputs = tuple(inputs)
+        if old.op not in {i.op for i in inputs}:
+            users = self._consumers.get(old.op._id, [])
+            if op in users:
+                users.remove(op)
+        self._consumers.setdefault(t.op._id, []).append(op)
 
     def _add_control_input(self, op: Operation, dep: Operation) -> None:
         if dep not in op.control_inputs:
@@ -632,7 +654,7 @@ def _problems(g: Graph) -> Iterator[str]:
         for t in op.inputs:
             if t.graph is not g:
                 yield f"op '{op.name}' has input {t.name} from another graph"
-            elif t.op._id >= op._id:
+            elif t.op._id >= op._id and t.op.op_def.extra.get("flow") != "next":
                 yield f"op '{op.name}' uses {t.name}, created after it (a cycle?)"
         for c in op.control_inputs:
             if c.graph is not g:

@@ -50,7 +50,7 @@ from tfteach.errors import (CancelledError, DeadlineExceededError, OpError,
                             ResourceExhaustedError, UnknownError)
 from tfteach.framework.kernel import Pending  # also imported from here (transport ops, tests)
 from tfteach.i18n import tr
-from tfteach.runtime import blas, host_memory
+from tfteach.runtime import blas, frames, host_memory
 from tfteach.runtime.config import NodeExecStats, StepStats, TransferStats
 from tfteach.runtime.plan import Plan, PlanNode
 
@@ -152,6 +152,8 @@ class Executor:
 
         ``timeout_s``: the step's deadline (see the module docstring); ``step_id``: the id
         ``cancel`` knows the step by (a cluster step's; None: it cannot be cancelled so)."""
+        if plan.has_flow:
+            return self._run_frames(plan, feeds, resources, trace, timeout_s)
         path = self._path(plan)
         step = _Step(plan, resources, trace, _program(plan, trace) if path == "program" else None)
         for slot, value in feeds.items():
@@ -169,6 +171,14 @@ class Executor:
             fetched = [None if s is None else step.values[s] for s in slots]
         finally:
             _release(step)
+        return fetched, (_stats(step) if trace else None)
+
+    @staticmethod
+    def _run_frames(plan: Plan, feeds: dict, resources: Any, trace: bool,
+                    timeout_s: float | None) -> tuple[list, StepStats | None]:
+        """A plan with control flow runs on the caller's thread (``tfteach.runtime.frames``)."""
+        step = _Step(plan, resources, trace, None)
+        fetched = frames.run(step, feeds, _as_op_error, timeout_s)
         return fetched, (_stats(step) if trace else None)
 
     def cancel(self, step_id: Any, error: BaseException) -> None:

@@ -92,6 +92,8 @@ class Plan:
     uses_virtual_blas: bool = False
     uses_cpu_blas: bool = False
     slot_names: list = field(default_factory=list)
+    has_flow: bool = False    # control flow (cond, while_loop): runs in ``frames``
+    flow: Any = None          # ... with its ``frames.FlowInfo``, built on first run
 
 
 def needed_ops(fetch_ops: list[Operation], fed: set[Tensor]) -> set[int]:
@@ -153,6 +155,9 @@ class _Builder:
 
     def add_op(self, op: Operation, fed: set[Tensor]) -> None:
         dev = self.placement[op.name]
+        for t in op.inputs:     # a loop's back edge: NextIteration comes after its Merge
+            if t not in self.slots and t.op.op_def.extra.get("flow") == "next":
+                self.slot_for(t, self.placement[t.op.name])
         in_slots, deref = [], []
         for i, t in enumerate(op.inputs):
             ref_in = i in op.op_def.ref_inputs
@@ -214,14 +219,15 @@ class _Builder:
             if n.device not in devices:
                 devices.append(n.device)
         has_async = any(n.is_async for n in self.nodes)
+        has_flow = any(n.op_def is not None and "flow" in n.op_def.extra for n in self.nodes)
         plan = Plan(self.nodes, len(self.slot_device), {t: self.slots[t] for t in feeds},
                     fetch_slots, [t is not None and t.is_ref for t in fetches], self.uses,
                     devices, self.slot_device, single_device=len(devices) <= 1,
                     has_async=has_async,
-                    run_inline=not has_async and _inline(self.nodes, devices),
+                    run_inline=not has_async and not has_flow and _inline(self.nodes, devices),
                     uses_virtual_blas=_expensive_on(self.nodes, lambda d: d.blas_threads == 1),
                     uses_cpu_blas=_expensive_on(self.nodes, lambda d: d.device_type == "CPU"),
-                    slot_names=self.slot_names,
+                    slot_names=self.slot_names, has_flow=has_flow,
                     ready=[n.index for n in self.nodes if n.pending == 0])
         if plan.run_inline:
             order = depth_first_order(plan)
