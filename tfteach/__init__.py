@@ -36,6 +36,9 @@ from tfteach.ops.cond_ops import case, cond
 from tfteach.ops.while_ops import while_loop
 from tfteach.ops.data_flow_ops import FIFOQueue, QueueBase, dynamic_partition
 from tfteach.ops.shuffle_queue_ops import RandomShuffleQueue
+from tfteach.ops.io_ops import (FixedLengthRecordReader, ReaderBase, TextLineReader,
+                             WholeFileReader)
+from tfteach.ops.parsing_ops import decode_csv, decode_raw
 from tfteach.ops.math_ops import (abs, add, add_n, argmax, argmin, div, divide, equal, exp,
                                   floordiv, greater, greater_equal, less, less_equal, log,
                                   log1p, logical_and, logical_not, logical_or, matmul, maximum,
@@ -95,7 +98,8 @@ __all__ = [
     "clip_by_value", "colocate_with", "concat", "ConditionalAccumulator", "ConfigProto",
     "constant", "constant_initializer", "container", "control_dependencies", "convert_to_tensor", "cos",
     "count_up_to", "device", "div_no_nan", "DeviceSpec", "div", "divide", "double", "DType", "dtypes",
-    "dynamic_partition", "dynamic_stitch", "equal", "errors", "exp", "expand_dims", "FIFOQueue", "RandomShuffleQueue",
+    "dynamic_partition", "dynamic_stitch", "equal", "errors", "exp", "expand_dims", "FIFOQueue", "RandomShuffleQueue", "TextLineReader",
+    "FixedLengthRecordReader", "WholeFileReader", "ReaderBase", "decode_csv", "decode_raw",
     "fill", "fixed_size_partitioner", "float16", "float32", "float64", "floor", "floordiv", "floormod", "gather",
     "get_collection", "get_collection_ref", "get_default_graph", "get_default_session",
     "get_local_variable", "get_seed", "get_variable", "get_variable_scope", "global_norm", "global_variables",
