@@ -24,6 +24,7 @@ from tfteach.ops.constant_op import constant
 from tfteach.ops.manip_ops import (concat as concat, pad as pad, slice_ as slice_,
                                    split as split, stack as stack, tile as tile,
                                    unstack as unstack)
+from tfteach.ops.range_ops import range_ as range_
 
 
 # ---- Placeholder ---------------------------------------------------------------------------
@@ -328,33 +329,7 @@ def squeeze(input: Any, axis: Any = None, name: str | None = None) -> Tensor:
                    name or "Squeeze").outputs[0]
 
 
-# ---- Range ---------------------------------------------------------------------------------
-def _range_shape(op):
-    s, l, d = (const_value(t) for t in op.inputs)
-    dt = op.inputs[0].dtype
-    if s is None or l is None or d is None:
-        return [(dt, unknown_shape(1))]
-    return [(dt, TensorShape([len(np.arange(s, l, d))]))]
-
-
-register_op("Range", _range_shape,
-            lambda ctx, s, l, d: np.arange(s, l, d, dtype=ctx.attrs["Tidx"].np),
-            dtype_attr="Tidx")
-
-
-def range_(start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None,
-           name: str = "range") -> Tensor:
-    """``tf.range``: like Python's range, as a tensor."""
-    if limit is None:
-        start, limit = 0, start
-    g = graph_of([start, limit, delta])
-    with g.as_default(), g.name_scope(name) as scope:
-        dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.int32
-        ts = [convert_to_tensor(v, dtype=dt, name=n) for v, n in
-              ((start, "start"), (limit, "limit"), (delta, "delta"))]
-        return g.create_op("Range", ts, {"Tidx": dt}, name=scope).outputs[0]
-
-
+# ---- Range: range_ops ----------------------------------------------------------------
 def range_to_rank(t: Tensor) -> Tensor:
     """All axes of ``t`` as a tensor, for reductions over a tensor of unknown rank."""
     return range_(0, rank(t), 1)
