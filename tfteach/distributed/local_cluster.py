@@ -39,6 +39,16 @@ class LocalCluster:
     ``TFTEACH_VIRTUAL_GPUS`` / ``TFTEACH_DEVICE_SPEED``; ``engine`` (``"module:attr"``) as
     ``TFTEACH_ENGINE``.
 
+    ``network`` models the network between the tasks, as if each ran on a host of its own:
+    a ``tfteach.hardware`` profile's name (its link between hosts), a link's name
+    ("1 Gbit Ethernet", "10 Gbit Ethernet", ...), a ``MachineProfile`` or ``LinkProfile``.
+    Every tensor one task reads from another then arrives when a transfer of its size over
+    that link would end (``latency + bytes / bandwidth``, queued behind other transfers
+    through either task's port; see ``modelled_network``), so a step's transfer times show
+    what a slow network costs. ``cluster.network`` is the link (None: loopback only),
+    ``cluster.network_ledger`` when each task's ports are next free
+    (``tfteach.hardware.network.LinkLedger``).
+
     ``backend="tensorflow"`` runs each task as a real TensorFlow server
     (``tf.train.Server``, one process per task; TensorFlow must be installed:
     ``pip install "tfteach[conformance]"``), so lessons 7-12 can run on TF's own distributed
@@ -74,15 +84,19 @@ class LocalCluster:
 
     def __init__(self, ps: int = 1, workers: int = 2, gpus_per_task: int = 0,
                  worker_speeds: Sequence[float] | None = None, *, engine: str | None = None,
-                 startup_timeout: float = STARTUP_TIMEOUT_S, backend: str = "tfteach") -> None:
+                 startup_timeout: float = STARTUP_TIMEOUT_S, backend: str = "tfteach",
+                 network: Any = None) -> None:
         _check_sizes(ps, workers, worker_speeds)
-        _check_backend(backend, gpus_per_task, worker_speeds, engine)
+        _check_backend(backend, gpus_per_task, worker_speeds, engine or network)
         self.backend = backend
+        self.network = _network_link(network)
+        self.network_ledger: Any = None
         self._dir = Path(tempfile.mkdtemp(prefix="tfteach-cluster-"))
         self._token = secrets.token_urlsafe(32)
         self.id = f"{os.getpid()}-{secrets.token_hex(4)}"
         self._logs_at_close: dict[tuple[str, int], str] | None = None
         self._entry = self._make_entry(ps, workers, gpus_per_task, worker_speeds, engine)
+        self._model_network()
         self._closer = weakref.finalize(self, _close_quietly, self.id, self._dir)
         lifetime.closing(self, LocalCluster.close, "cluster")
         shm.sweep_dead()            # what earlier, killed clusters left behind
@@ -124,6 +138,21 @@ class LocalCluster:
         return {"job": job, "task": index, "address": address, "pid": 0, "argv": argv,
                 "env": env, "log": str(self._dir / f"{job}-{index}.log")}
 
+    def _model_network(self) -> None:
+        """Give every task the modelled link and one shared ledger of its ports."""
+        if self.network is None:
+            return
+        from tfteach.hardware.network import LinkLedger
+
+        from . import modelled_network
+
+        tasks = [f"/job:{r['job']}/replica:0/task:{r['task']}" for r in self._entry["tasks"]]
+        ledger = str(self._dir / "network.ledger")
+        self.network_ledger = LinkLedger.create(ledger, tasks, self.network)
+        value = modelled_network.task_env(self.network, ledger, tasks)
+        for record in self._entry["tasks"]:
+            record["env"][modelled_network.ENV] = value
+
     def _introduce(self, record: dict[str, Any], running: bool) -> None:
         """Tell sessions of this process about a task: its token (tfteach), or that it
         runs TensorFlow's server, which they must not call (``running=False``: forget)."""
@@ -141,7 +170,8 @@ class LocalCluster:
         state = "closed" if self._logs_at_close is not None else \
             f"{sum(self._alive(r) for r in self._entry['tasks'])}/{len(self._entry['tasks'])} alive"
         backend = f", backend={self.backend!r}" if self.backend != "tfteach" else ""
-        return f"LocalCluster(id={self.id!r}, jobs={jobs}{backend}, {state})"
+        network = f", network={self.network.name!r}" if self.network is not None else ""
+        return f"LocalCluster(id={self.id!r}, jobs={jobs}{backend}{network}, {state})"
 
     @property
     def spec(self) -> ClusterSpec:
@@ -196,6 +226,8 @@ class LocalCluster:
                                for r in self._entry["tasks"]}
         for record in self._entry["tasks"]:
             self._introduce(record, False)
+        if self.network_ledger is not None:
+            self.network_ledger.close()
         shutil.rmtree(self._dir, ignore_errors=True)
 
     def __enter__(self) -> "LocalCluster":
@@ -241,15 +273,24 @@ def _pythonpath() -> str:
     return os.pathsep.join([root] + ([rest] if rest else []))
 
 
+def _network_link(network: Any) -> Any:
+    """The modelled link ``network`` names (None: none)."""
+    if network is None:
+        return None
+    from tfteach.hardware.network import network_link
+
+    return network_link(network)
+
+
 def _check_backend(backend: str, gpus: int, speeds: Sequence[float] | None,
-                   engine: str | None) -> None:
+                   engine: Any) -> None:
     if backend not in ("tfteach", tf_task.TENSORFLOW):
         raise ValueError(f"backend must be 'tfteach' or 'tensorflow', not {backend!r}")
     if backend == tf_task.TENSORFLOW:
         if gpus or speeds is not None or engine:
-            raise ValueError("gpus_per_task, worker_speeds and engine set tfteach's engine; "
-                             "TensorFlow's servers use this machine's real devices. Leave "
-                             "them out with backend='tensorflow'.")
+            raise ValueError("gpus_per_task, worker_speeds, engine and network set tfteach's "
+                             "engine; TensorFlow's servers use this machine's real devices "
+                             "and network. Leave them out with backend='tensorflow'.")
         tf_task.require_tensorflow("LocalCluster(backend='tensorflow')")
 
 

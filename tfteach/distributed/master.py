@@ -40,7 +40,7 @@ from tfteach.runtime.config import ConfigProto
 from tfteach.runtime.plan import needed_ops
 from tfteach.runtime.session import device_mapping_text
 
-from . import step_args
+from . import modelled_network, step_args
 from .engine_api import RunResult, as_run_result, current_cancellation
 from .partition import Partitioner
 from .phases import split_phases
@@ -256,9 +256,12 @@ class MasterSession:
 
     def _take_inputs(self, part: Any, step_id: int, feeds: dict, timeout_s: float) -> None:
         """Feed ``part`` the tensors it waits for (``part.inputs``: placeholder ->
-        rendezvous key), taken from this task's rendezvous."""
+        rendezvous key), taken from this task's rendezvous, once they would have crossed a
+        modelled network (``LocalCluster(network=...)``)."""
         for placeholder, key in part.inputs.items():
             feeds[placeholder] = self.engine.rendezvous.recv(step_id, key, timeout_s)[0]
+        modelled_network.hold_inputs([(key, feeds[p]) for p, key in part.inputs.items()],
+                                     part.task, timeout_s)
 
     def _start_remote(self, part: Any, timeout_s: float, call: tuple) -> Future:
         """``_call_remote`` on a pool thread; its outcome as a Future."""

@@ -9,7 +9,9 @@ RecvTensor). A ``_Send`` marked ``to_master`` leaves it in the step's ``outbox``
 goes back in the RunGraph answer and the master puts it in its own rendezvous, where the
 ``_Recv`` marked ``via_master`` waits (see ``partition``). ``_Recv`` is a waiting kernel: it
 returns a ``Pending`` that the call's answer (or a pool thread waiting on this task's
-rendezvous) resolves, so it never blocks a device thread.
+rendezvous) resolves, so it never blocks a device thread. On a modelled network
+(``LocalCluster(network=...)``: ``modelled_network``) the tensor reaches the ``_Recv`` when
+its modelled transfer ends.
 Kernels reach their task's engine through ``ctx.resources`` (a ``StepResources``: the
 partition's containers plus the current step id and outbox).
 """
@@ -20,6 +22,8 @@ from typing import Any
 from tfteach.framework.registry import ALL_TYPES, register_op
 from tfteach.ops.common import no_output_fn
 from tfteach.runtime.executor import Pending
+
+from . import modelled_network
 
 
 def _send_kernel(ctx: Any, value: Any) -> None:
@@ -33,7 +37,8 @@ def _send_kernel(ctx: Any, value: Any) -> None:
 def _recv_kernel(ctx: Any) -> Pending:
     res = ctx.resources
     pending = Pending()
-    res.engine.pull(res.step_id, ctx.attrs, ctx.device, pending, res.timeout_s)
+    arrived = modelled_network.shaped(pending, ctx.attrs, res.engine.task.task_name)
+    res.engine.pull(res.step_id, ctx.attrs, ctx.device, arrived, res.timeout_s)
     return pending
 
 
