@@ -42,7 +42,7 @@ from tfteach.framework.graph import Graph, Operation, Tensor
 from tfteach.framework.indexed_slices import IndexedSlices
 from tfteach.i18n import tr
 from tfteach.ops import array_grad, math_grad  # noqa: F401 (they register the gradients)
-from tfteach.ops import array_ops, gather_ops, math_ops
+from tfteach.ops import array_ops, gather_ops, math_ops, while_grad
 from tfteach.ops.common import as_tensor_or_none, convert_to_tensor
 from tfteach.ops.control_ops import group
 from tfteach.ops.unconnected_gradients import UnconnectedGradients
@@ -59,18 +59,34 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
     stops = _tensors(stop_gradients, "stop_gradients") if stop_gradients is not None else []
     g = ys[0].graph
     with g.as_default(), g.name_scope(name or "gradients"):
-        between = _between_ops(g, ys, xs)
-        run = _Backprop(g, xs, between, colocate_gradients_with_ops, gate_gradients)
-        run.stop_ops = {t.op for t in stops}
-        run.seed(ys, grad_ys)
-        for op in _backprop_order(between, ys):
-            run.visit(op)
-        grads = [run.total(x) for x in xs]
+        grads = _backprop(g, ys, xs, grad_ys, _Backprop(g, xs, set(), colocate_gradients_with_ops,
+                                                        gate_gradients), stops)
     if unconnected is UnconnectedGradients.ZERO:
         with g.as_default():      # TF builds them outside the gradients/ scope
             grads = [array_ops.zeros_like(x) if gr is None else gr
                      for x, gr in zip(xs, grads, strict=True)]
     return grads
+
+
+def _backprop(g: Graph, ys: list, xs: list, grad_ys: Any, run: "_Backprop", stops: list,
+              loop: Any = None) -> list:
+    """Differentiate: the ops between, in TF's order (a while loop other than ``loop`` as
+    one unit), then the xs' summed gradients."""
+    run.between = _between_ops(g, ys, xs, stop_at_xs=loop is not None)
+    run.stop_ops = {t.op for t in stops}
+    run.seed(ys, grad_ys)
+    for unit in _backprop_order(run.between, ys, loop):
+        if isinstance(unit, Operation):
+            run.visit(unit)
+        else:
+            run.visit_loop(unit)
+    return [run.total(x) for x in xs]
+
+
+def _body_gradients(ys: list, xs: list, grad_ys: list, loop: Any) -> list:
+    """A while loop body's gradients (results -> inputs), for ``while_grad``."""
+    g = ys[0].graph
+    return _backprop(g, ys, xs, grad_ys, _Backprop(g, xs, set(), False, False), [], loop)
 
 
 def _unconnected(value: Any) -> UnconnectedGradients:
@@ -99,8 +115,10 @@ def _tensors(values: Any, what: str) -> list[Tensor]:
     return out
 
 
-def _between_ops(g: Graph, ys: list[Tensor], xs: list[Tensor]) -> set:
-    """Ops on some path from an x to a y (TF's ``reached`` ∩ reverse reachability)."""
+def _between_ops(g: Graph, ys: list[Tensor], xs: list[Tensor], stop_at_xs: bool = False) -> set:
+    """Ops on some path from an x to a y (TF's ``reached`` ∩ reverse reachability);
+    ``stop_at_xs``: paths end at the xs (a loop body's, whose inputs come round again)."""
+    x_ops = {x.op for x in xs} if stop_at_xs else set()
     reached: set[Operation] = set()
     stack = [x.op for x in xs]
     while stack:
@@ -116,29 +134,53 @@ def _between_ops(g: Graph, ys: list[Tensor], xs: list[Tensor]) -> set:
         if op in between or op not in reached:
             continue
         between.add(op)
-        stack.extend(t.op for t in op.inputs)
+        if op not in x_ops:
+            stack.extend(t.op for t in op.inputs)
     return between
 
 
-def _backprop_order(between: set, ys: list[Tensor]) -> list[Operation]:
+def _backprop_order(between: set, ys: list[Tensor], loop: Any = None) -> list:
     """TF's visiting order over ``between``: an op is queued once all its consumers there
-    were visited; the queue starts with the ys' ops and is served first in, first out."""
-    pending: dict[Operation, int] = dict.fromkeys(between, 0)
-    for op in between:
-        for t in op.inputs:
-            if t.op in between:
-                pending[t.op] += 1
-    queue = collections.deque(dict.fromkeys(y.op for y in ys if pending.get(y.op) == 0))
+    were visited; the queue starts with the ys' ops and is served first in, first out.
+    A while loop's ops are one unit (its ``WhileContext``; inputs: its Enters'), except
+    ``loop``'s own (its body is being differentiated)."""
+    unit = {op: _unit(op, loop) for op in between}
+    inputs = {u: [] for u in unit.values()}
+    for op, u in unit.items():
+        inputs[u].extend(t.op for t in op.inputs if t.op in between and unit[t.op] is not u)
+    pending: dict[Any, int] = dict.fromkeys(inputs, 0)
+    for u, ins in inputs.items():
+        for i in ins:
+            pending[unit[i]] += 1
+    queue = collections.deque(dict.fromkeys(unit[y.op] for y in ys
+                                            if y.op in unit and pending[unit[y.op]] == 0))
     order = []
     while queue:
-        op = queue.popleft()
-        order.append(op)
-        for t in op.inputs:
-            if t.op in between:
-                pending[t.op] -= 1
-                if pending[t.op] == 0:
-                    queue.append(t.op)
+        u = queue.popleft()
+        order.append(u)
+        for i in inputs[u]:
+            pending[unit[i]] -= 1
+            if pending[unit[i]] == 0:
+                queue.append(unit[i])
     return order
+
+
+def _unit(op: Operation, loop: Any) -> Any:
+    ctx = while_grad.outermost_loop(op)
+    if ctx is None or ctx is loop:
+        if loop is not None and ctx is loop and _inner_loop(op, loop):
+            raise while_grad.nested_loop_error(op)
+        return op
+    return ctx
+
+
+def _inner_loop(op: Operation, loop: Any) -> bool:
+    ctx = op._flow_context
+    while ctx is not None and ctx is not loop:
+        if isinstance(ctx, while_grad.WhileContext):
+            return True
+        ctx = ctx.outer
+    return False
 
 
 class _Backprop:
@@ -230,6 +272,18 @@ class _Backprop:
                     in_grads[i] = gr
         for i in needed:
             self.parts.setdefault(op.inputs[i], []).append(in_grads[i])
+
+    def visit_loop(self, ctx: Any) -> None:
+        """A while loop: its outside inputs' gradients from a backward loop (``while_grad``)."""
+        exit_grads = [self.total(e) for e in ctx.exits]
+        if all(gr is None for gr in exit_grads):
+            return
+        if self.g._flow_context is not None:
+            raise while_grad.nested_loop_error(ctx.exits[0].op)
+        exit_grads = [_dense(gr) for gr in exit_grads]
+        for t, gr in while_grad.loop_gradient(ctx, exit_grads, _body_gradients).items():
+            if gr is not None and (t.op in self.between or t in self.xs):
+                self.parts.setdefault(t, []).append(gr)
 
     @staticmethod
     def _zeros_for_missing(op: Operation, out_grads: list) -> list:

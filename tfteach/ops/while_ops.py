@@ -26,7 +26,7 @@ from tfteach.ops.cond_ops import _unpack_if_singleton, flatten, pack, same_struc
 from tfteach.ops.control_flow_ops import enter, exit_, loop_cond, merge, next_iteration, switch
 from tfteach.ops.flow_context import WhileContext
 
-__all__ = ["while_loop"]
+__all__ = ["while_loop", "build_loop"]
 
 
 def while_loop(cond: Callable, body: Callable, loop_vars: Any, shape_invariants: Any = None,
@@ -96,6 +96,13 @@ def _invariants(flat: list[Tensor], shape_invariants: Any) -> list[TensorShape]:
                 f"initial shape of the loop variable. It enters the loop with shape "
                 f"{t.shape}, but the specified shape invariant is {s}.")
     return shapes
+
+
+def build_loop(ctx: WhileContext, cond: Callable, body: Callable, loop_vars: list) -> list:
+    """A loop in ``ctx`` (a context made by the caller, e.g. a gradient's) over the flat
+    list ``loop_vars``; returns its exits."""
+    flat = [convert_to_tensor(v) for v in loop_vars]
+    return _build(ctx, cond, body, flat, flat, [t.shape for t in flat])
 
 
 def _build(ctx: WhileContext, cond: Callable, body: Callable, structure: Any,

@@ -11,13 +11,14 @@ thread, with TF's rules:
 - Dead tensors: an untaken ``Switch`` output is ``DEAD``. A node with a dead input (data or
   control) does not run; its outputs are dead. A ``Merge`` runs on its first live input; it
   is dead once all its inputs from outside the loop are. A dead ``NextIteration`` ends its
-  frame's iterations (nothing is sent on).
+  frame's iterations (nothing is sent on); a dead ``Exit`` leaves a frame only if no live
+  value entered it (a loop in an untaken branch), else each iteration's dead exit is dropped.
 - Per (node, context) the step counts arrived inputs; at the node's input count it runs.
   Values are dropped after their last read in their context.
 
 State of a run (``_Run``): ``values`` ((slot, context) -> value), ``constants`` ((frame,
-slot) -> a constant Enter's value), ``frames`` (frame -> started iterations and constant
-Enters), ``arrived`` ((node, context) -> [inputs arrived, dead, dead merge inputs, done]),
+slot) -> a constant Enter's value), ``frames`` (frame -> started iterations, constant
+Enters, live), ``arrived`` ((node, context) -> [inputs arrived, dead, dead merge inputs, done]),
 ``ready`` (a stack of (node, context)). Waiting kernels (``Pending``) are waited for in place.
 Traced runs record every execution, so each iteration shows in the timeline.
 """
@@ -126,6 +127,10 @@ class _Run:
                     for a, d in zip(args, node.deref, strict=True)]
         if role == "merge":
             out = self._merge(args)
+        elif role == "history" and args[0] is not DEAD and args[1] is DEAD:
+            out = (args[0],)                # nothing to keep from an untaken branch
+        elif role == "history" and args[0] is not DEAD:
+            out = (self._call(node, args),)
         elif dead or any(a is DEAD for a in args):
             out = (DEAD,) * len(node.out_slots)
         else:
@@ -167,7 +172,11 @@ class _Run:
                 self._constant(node, child, out)
                 return
             ctx = (child, 0)
+            if out[0] is not DEAD:
+                self._frame(child)[2] = True
         elif role == "exit":
+            if out[0] is DEAD and self._frame(frame)[2]:
+                return                      # a live loop leaves only through live exits
             ctx = (frame[0], frame[1]) if frame is not ROOT else ctx
         elif role == "next":
             if out[0] is DEAD:
@@ -180,17 +189,24 @@ class _Run:
             self._start_iteration(ctx)
         self._deliver(node, ctx, out)
 
+    def _frame(self, frame: tuple) -> list:
+        """A frame's [started iterations, constant Enters, whether a live value entered]."""
+        state = self.frames.get(frame)
+        if state is None:
+            state = self.frames[frame] = [[], [], False]
+        return state
+
     def _constant(self, node: Any, child: tuple, out: tuple) -> None:
         s = node.out_slots[0]
         if s >= 0:
             self.constants[(child, s)] = out[0]
-        state = self.frames.setdefault(child, ([], []))
+        state = self._frame(child)
         state[1].append((node, out))
         for it in state[0]:
             self._deliver(node, (child, it), out)
 
     def _start_iteration(self, ctx: tuple) -> None:
-        state = self.frames.setdefault(ctx[0], ([], []))
+        state = self._frame(ctx[0])
         if ctx[1] in state[0]:
             return
         state[0].append(ctx[1])
