@@ -39,6 +39,8 @@ from tfteach.ops.shuffle_queue_ops import RandomShuffleQueue
 from tfteach.ops.io_ops import (FixedLengthRecordReader, ReaderBase, TextLineReader,
                              WholeFileReader)
 from tfteach.ops.parsing_ops import decode_csv, decode_raw
+from tfteach.ops.image_ops import random_crop
+from tfteach.ops.reverse_ops import reverse
 from tfteach.ops.math_ops import (abs, add, add_n, argmax, argmin, div, divide, equal, exp,
                                   floordiv, greater, greater_equal, less, less_equal, log,
                                   log1p, logical_and, logical_not, logical_or, matmul, maximum,
@@ -100,6 +102,7 @@ __all__ = [
     "count_up_to", "device", "div_no_nan", "DeviceSpec", "div", "divide", "double", "DType", "dtypes",
     "dynamic_partition", "dynamic_stitch", "equal", "errors", "exp", "expand_dims", "FIFOQueue", "RandomShuffleQueue", "TextLineReader",
     "FixedLengthRecordReader", "WholeFileReader", "ReaderBase", "decode_csv", "decode_raw",
+    "image", "random_crop", "reverse", "reverse_v2",
     "fill", "fixed_size_partitioner", "float16", "float32", "float64", "floor", "floordiv", "floormod", "gather",
     "get_collection", "get_collection_ref", "get_default_graph", "get_default_session",
     "get_local_variable", "get_seed", "get_variable", "get_variable_scope", "global_norm", "global_variables",
@@ -141,6 +144,7 @@ def _package_version() -> str:
 
 __version__ = _package_version()
 sub = subtract
+reverse_v2 = reverse
 mul = multiply
 neg = negative
 
@@ -200,7 +204,7 @@ def get_seed(op_seed):
 
 
 _LAZY = {"train": "tfteach.train", "nn": "tfteach.nn", "layers": "tfteach.layers",
-         "data": "tfteach.data", "config": "tfteach.config", "timeline": "tfteach.timeline",
+         "data": "tfteach.data", "image": "tfteach.ops.image_ops", "config": "tfteach.config", "timeline": "tfteach.timeline",
          "cluster": "tfteach.cluster", "notebook": "tfteach.notebook",
          "initializers": "tfteach.ops.init_ops",
          "losses": "tfteach.ops.losses", "metrics": "tfteach.ops.metrics", "lessons": "tfteach.lessons",
