@@ -9,10 +9,9 @@ layer object again reuses its variables. Ops are named as TF names them: ``dense
 ``batch_normalization/FusedBatchNormV3``. State: a layer's scope and variables, fixed after
 its first call.
 
-``training=`` (dropout, batch normalization) takes a Python bool or a constant; a tensor
-fed at run time would need ``tf.cond``, which tfteach does not have yet, and is refused
-with a hint (call the layer twice, ``training=True`` and ``training=False`` with
-``reuse=True``).
+``training=`` (dropout, batch normalization) takes a Python bool, a constant or a bool
+tensor fed at run time; as in TF, ``smart_cond`` builds only the branch a known value picks
+and a ``tf.cond`` for a tensor.
 """
 from __future__ import annotations
 
@@ -28,6 +27,7 @@ from tfteach.i18n import tr
 from tfteach.ops import (array_ops, conv_ops, init_ops, math_ops, nn_ops, normalization_ops,
                          pooling_ops, state_ops)
 from tfteach.ops.common import const_value, convert_to_tensor
+from tfteach.ops.cond_ops import smart_cond
 from tfteach.ops.variable_scope import VariableScope, get_variable, variable_scope
 
 
@@ -294,18 +294,14 @@ def average_pooling2d(inputs: Any, pool_size: Any, strides: Any, padding: str = 
 
 
 # ---- dropout and batch normalization (training=) ------------------------------------------------
-def _training_flag(training: Any, layer: str) -> bool:
-    """``training`` as a Python bool; a tensor whose value is known only at run time
-    would need ``tf.cond`` and is refused with a hint."""
+def _training_flag(training: Any) -> Any:
+    """``training`` as a Python bool when it is known while building (a bool, a constant),
+    else the bool tensor itself: the layer then chooses at run time (``smart_cond``)."""
     if isinstance(training, (bool, np.bool_)) or training is None:
         return bool(training)
     value = const_value(training) if isinstance(training, Tensor) else training
     if value is None:
-        raise NotImplementedError(with_hint(
-            f"{layer}: training={training!r} is a tensor; choosing the training or the "
-            "inference branch at run time needs tf.cond, which tfteach does not support yet.",
-            tr("pass training=True or training=False (a Python bool); for both, call the "
-               "layer twice with the same name and reuse=True.")))
+        return training
     return bool(value)
 
 
@@ -319,12 +315,11 @@ class Dropout(_Layer):
         self.rate, self.noise_shape, self.seed, self.name = rate, noise_shape, seed, name
 
     def __call__(self, inputs: Any, training: Any = False) -> Tensor:
-        train = _training_flag(training, "dropout")
+        train = _training_flag(training)
         with self._open_scope():
-            if not train:
-                return array_ops.identity(inputs)
-            return nn_ops.dropout(inputs, rate=self.rate, noise_shape=self.noise_shape,
-                                  seed=self.seed)
+            return smart_cond(train, lambda: nn_ops.dropout(
+                inputs, rate=self.rate, noise_shape=self.noise_shape, seed=self.seed),
+                lambda: array_ops.identity(inputs))
 
     apply = __call__
 
@@ -402,7 +397,7 @@ class BatchNormalization(_Layer):
         return axis, x.shape.dims[axis]
 
     def __call__(self, inputs: Any, training: Any = False) -> Tensor:
-        train = _training_flag(training, "batch_normalization")
+        train = _training_flag(training)
         x = convert_to_tensor(inputs)
         axis, depth = self._axis(x)
         with self._open_scope():
@@ -412,31 +407,40 @@ class BatchNormalization(_Layer):
             fused = x.shape.ndims == 4 and self.fused is not False
             if fused:
                 fmt = "NCHW" if axis == 1 else "NHWC"
-                y, mean, variance = normalization_ops.fused_batch_norm(
-                    x, gamma, beta, self.moving_mean, self.moving_variance, self.epsilon, fmt,
-                    is_training=train)
+                y, mean, variance = smart_cond(train, *(
+                    lambda t=t: normalization_ops.fused_batch_norm(
+                        x, gamma, beta, self.moving_mean, self.moving_variance, self.epsilon,
+                        fmt, is_training=t) for t in (True, False)))
             else:
                 y, mean, variance = self._unfused(x, gamma, beta, axis, train)
-            if train:
-                self._add_updates(mean, variance, fused)
+            if train is not False:
+                self._add_updates(mean, variance, fused, train)
             return y
 
     apply = __call__
 
-    def _unfused(self, x: Tensor, gamma: Any, beta: Any, axis: int, train: bool) -> tuple:
+    def _unfused(self, x: Tensor, gamma: Any, beta: Any, axis: int, train: Any) -> tuple:
         axes = [i for i in range(x.shape.ndims) if i != axis]
-        if train:
-            mean, variance = normalization_ops.moments(x, axes)
-        else:
+        if train is False:
             mean, variance = self.moving_mean, self.moving_variance
+        else:
+            mean, variance = normalization_ops.moments(x, axes)
+            if train is not True:
+                mean, variance = smart_cond(train, lambda: (mean, variance), lambda: (
+                    convert_to_tensor(self.moving_mean), convert_to_tensor(self.moving_variance)))
         y = normalization_ops.batch_normalization(x, mean, variance, beta, gamma, self.epsilon)
         return y, mean, variance
 
-    def _add_updates(self, mean: Tensor, variance: Tensor, fused: bool) -> None:
+    def _add_updates(self, mean: Tensor, variance: Tensor, fused: bool, train: Any) -> None:
         """TF's ``_assign_moving_average``: ``moving -= (moving - batch) * (1 - momentum)``
-        (the fused form takes the momentum as a tensor, the unfused one a constant decay)."""
+        (the fused form takes the momentum as a tensor, the unfused one a constant decay).
+        With a ``training`` tensor the fused momentum is ``1.0`` when not training, and the
+        unfused batch statistics are the moving ones, so nothing moves (as TF)."""
         g = get_default_graph()
-        momentum = convert_to_tensor(self.momentum, dtype=mean.dtype) if fused else None
+        momentum = None
+        if fused:
+            momentum = smart_cond(train, lambda: convert_to_tensor(self.momentum, mean.dtype),
+                                  lambda: convert_to_tensor(1.0, mean.dtype))
         for var, value in ((self.moving_mean, mean), (self.moving_variance, variance)):
             with g.name_scope("AssignMovingAvg") as scope, g.colocate_with(var.op):
                 decay = 1.0 - momentum if fused else \

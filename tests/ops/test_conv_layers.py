@@ -1,6 +1,6 @@
 """Convolution, pooling and batch normalisation on tfteach alone: static shapes, build-time
 errors, NumPy references for the kernels, the moving averages that UPDATE_OPS apply, and
-``training=`` given as a tensor (refused: tfteach has no tf.cond yet)."""
+``training=`` given as a tensor (a tf.cond chooses at run time)."""
 from __future__ import annotations
 
 import numpy as np
@@ -85,13 +85,35 @@ def test_batch_normalization_updates_moving_averages_through_update_ops():
     np.testing.assert_allclose(out.reshape(-1, 3).mean(0), 0, atol=1e-4)
 
 
-def test_a_training_tensor_is_refused_with_a_hint():
+@pytest.mark.parametrize("fused", [True, False])
+def test_a_training_tensor_chooses_the_branch_at_run_time(fused):
+    """As TF's smart_cond: fed True, batch statistics and moving averages that move; fed
+    False, the moving statistics and no update."""
     x = tf.placeholder(tf.float32, [None, 6, 5, 3])
     training = tf.placeholder(tf.bool, [])
-    for layer in (tf.layers.batch_normalization, tf.layers.dropout):
-        with pytest.raises(NotImplementedError, match="tf.cond") as info:
-            layer(x, training=training)
-        assert "Hint:" in str(info.value) and "reuse=True" in str(info.value)
+    y = tf.layers.batch_normalization(x, momentum=0.9, training=training, fused=fused)
+    updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+    moving = ["batch_normalization/moving_mean:0", "batch_normalization/moving_variance:0"]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        out, _ = sess.run([y, updates], {x: IMAGES, training: False})
+        np.testing.assert_allclose(out, IMAGES / np.sqrt(1 + 1e-3), rtol=1e-5)
+        np.testing.assert_allclose(sess.run(moving[0]), 0, atol=0)
+        out, _ = sess.run([y, updates], {x: IMAGES, training: True})
+        mean = sess.run(moving[0])
+    np.testing.assert_allclose(out.reshape(-1, 3).mean(0), 0, atol=1e-4)
+    np.testing.assert_allclose(mean, 0.1 * IMAGES.reshape(-1, 3).mean(0), rtol=1e-4, atol=1e-6)
+
+
+def test_dropout_with_a_training_tensor():
+    x = tf.constant(np.ones((100, 10), np.float32))
+    training = tf.placeholder(tf.bool, [])
+    y = tf.layers.dropout(x, rate=0.5, training=training)
+    with tf.Session() as sess:
+        kept = sess.run(y, {training: False})
+        dropped = sess.run(y, {training: True})
+    np.testing.assert_array_equal(kept, 1.0)
+    assert 0.3 < (dropped == 0).mean() < 0.7 and set(np.unique(dropped)) <= {0.0, 2.0}
     assert tf.layers.dropout(x, training=tf.constant(False)).op.type == "Identity"
 
 
