@@ -1,5 +1,5 @@
 """The ``tfteach`` command: ``tfteach lessons copy [--lang ko] DIR``, ``tfteach lessons path``,
-``tfteach devices``.
+``tfteach lessons grade [PATH]``, ``tfteach devices``.
 
 Lessons ship inside the wheel (``tfteach/lessons_data``) and sit in the repository's
 ``lessons/`` for an editable install; ``lessons copy`` writes them with outputs and
@@ -9,7 +9,10 @@ learner gets a working copy that JupyterLab may save into (``--keep-existing`` k
 notebooks already there, with the learner's work).
 ``--lang`` picks the lessons' language (``en``, ``ko``, ``zh`` or ``ru``; a translated set
 comes with the course's glossary); ``--lang all`` writes the English set into DIR and each
-translation into DIR/<lang>/, as the repository's ``lessons/`` holds them.
+translation into DIR/<lang>/, as the repository's ``lessons/`` holds them. A copy is marked
+(``exercises.COPY_FILE``), so the learner's wrong tries are kept there for ``lessons grade``,
+which runs a learner's copy (or a folder of copies, one per learner) in fresh kernels and
+prints every exercise's result (``tfteach.notebook.grading``; ``--csv FILE`` writes it too).
 """
 from __future__ import annotations
 
@@ -59,6 +62,10 @@ def copy_lessons(dest: Path, overwrite: bool = False, solutions: bool = True,
     there stay as they are."""
     sources = _sources(lang)
     dest.mkdir(parents=True, exist_ok=True)
+    marker = dest / exercises.COPY_FILE     # the learner's wrong tries are kept in this copy
+    if not marker.exists():
+        marker.write_text("A copy of tfteach's lessons: wrong tries are kept in "
+                          f"{exercises.TRIES_FILE} for `tfteach lessons grade`.\n")
     written = []
     if not solutions:       # turns tfteach.lessons.solution() off for notebooks run here
         marker = dest / exercises.NO_SOLUTIONS_FILE
@@ -106,6 +113,24 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _grade(path: Path, limit: float, csv_path: Path | None) -> int:
+    from tfteach.notebook import grading
+
+    if not path.exists() or not grading.learners(path):
+        raise FileNotFoundError(f"{path}: no lesson notebooks there (a copy made by "
+                                "`tfteach lessons copy`, or a folder of such copies)")
+    try:
+        rows = grading.grade(path, limit)
+    except ImportError as e:
+        print(f"tfteach: grading runs notebooks with nbclient ({e}); install JupyterLab: "
+              "pip install 'tfteach[lab]'", file=sys.stderr)
+        return 1
+    print(grading.table(rows))
+    if csv_path is not None:
+        grading.write_csv(rows, csv_path)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     sub = parser.add_subparsers(dest="command", required=True)
@@ -125,6 +150,14 @@ def main(argv: list[str] | None = None) -> int:
                            "the translations in DIR/<lang>/")
     path.add_argument("--lang", choices=LANGUAGES, default="en",
                       help="the lessons' language (default: en)")
+    grade = lsub.add_parser("grade", help="run learners' copies of the lessons and print "
+                                          "each exercise's result")
+    grade.add_argument("path", type=Path, nargs="?", default=Path("."),
+                       help="a learner's copy, a folder of copies (one per learner), or a "
+                            "notebook (default: .)")
+    grade.add_argument("--timeout", type=float, default=300.0,
+                       help="seconds each notebook may run (default 300)")
+    grade.add_argument("--csv", type=Path, default=None, help="also write the table to this file")
     sub.add_parser("devices", help="list the devices a session would get here")
     args = parser.parse_args(argv)
     try:
@@ -132,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
             _devices()
         elif args.action == "path":
             print(lessons_dir(args.lang))
+        elif args.action == "grade":
+            return _grade(args.path, args.timeout, args.csv)
         else:
             for lang in (LANGUAGES if args.lang == "all" else (args.lang,)):
                 dest = args.dir if lang in ("en", args.lang) else args.dir / lang

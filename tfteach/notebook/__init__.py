@@ -15,7 +15,8 @@ import this package without loading IPython, ipywidgets or matplotlib):
 - ``progress``: progress with ETA for long runs, stoppable with the stop button;
 - ``displays``: error boxes, notes, fetched values, the device table;
 - ``palette``: the colours every view and the JupyterLab extension share (and their contrast);
-- ``server``: the JupyterLab extension's REST handlers.
+- ``server``: the JupyterLab extension's REST handlers;
+- ``grading``: ``tfteach lessons grade`` (learners' notebooks run in fresh kernels).
 """
 from __future__ import annotations
 

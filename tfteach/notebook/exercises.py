@@ -14,7 +14,10 @@ its code, only a note, until the learner asked for that solution (``revealed``),
 gets answers computed for them; ``TFTEACH_RUN_SOLUTIONS=1`` runs them all (a teacher checking
 the solutions, and the lesson tests), and each must then pass its check.
 Wrong tries are counted per exercise for as long as the kernel runs; a submission equal to
-the previous one, or to the exercise's untouched ``starter``, is not a try.
+the previous one, or to the exercise's untouched ``starter``, is not a try. In a copy made by
+``tfteach lessons copy`` (its folder holds ``COPY_FILE``) each wrong try is also added to the
+copy's ``TRIES_FILE``, across kernels, for ``tfteach lessons grade`` (not while it grades:
+``TFTEACH_GRADING``).
 """
 from __future__ import annotations
 
@@ -33,6 +36,9 @@ SOLUTION_KEY = "solution"
 NO_SOLUTIONS_FILE = ".tfteach-no-solutions"    # written by ``lessons copy --no-solutions``
 NO_SOLUTIONS_ENV = "TFTEACH_NO_SOLUTIONS"
 RUN_SOLUTIONS_ENV = "TFTEACH_RUN_SOLUTIONS"
+COPY_FILE = ".tfteach-lessons"              # written by ``lessons copy``: a learner's copy
+TRIES_FILE = ".tfteach-tries.json"          # in a copy: {exercise: wrong tries}
+GRADING_ENV = "TFTEACH_GRADING"
 SOLUTION_MAGIC = "%%solution"
 
 _wrong_tries: dict[str, int] = {}
@@ -79,7 +85,38 @@ def count_try(name: str, passed: bool, seen: str | None = None) -> int:
     _passed[name] = passed
     if not passed and not repeat and not starter:
         _wrong_tries[name] = _wrong_tries.get(name, 0) + 1
+        _record_try(name)
     return 0 if passed else max(_wrong_tries.get(name, 0), 1)
+
+
+def _marked_folder(marker: str) -> Path | None:
+    """The folder of the kernel (or one above it) that holds the file ``marker``."""
+    here = Path.cwd()
+    return next((f for f in (here, *here.parents) if (f / marker).exists()), None)
+
+
+def _record_try(name: str) -> None:
+    """Add one wrong try of ``name`` to the learner's copy's ``TRIES_FILE``."""
+    import os
+
+    folder = _marked_folder(COPY_FILE)
+    if folder is None or os.environ.get(GRADING_ENV, "") not in ("", "0"):
+        return
+    kept = recorded_tries(folder)
+    kept[name] = kept.get(name, 0) + 1
+    try:
+        (folder / TRIES_FILE).write_text(json.dumps(kept, indent=1, sort_keys=True) + "\n")
+    except OSError:
+        pass                        # a read-only copy: the kernel's count still works
+
+
+def recorded_tries(folder: Path) -> dict[str, int]:
+    """The wrong tries kept in the copy ``folder`` (``{}`` where none are)."""
+    try:
+        kept = json.loads((folder / TRIES_FILE).read_text(encoding="utf-8"))
+        return {str(k): int(v) for k, v in kept.items()}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}
 
 
 def fingerprint(value: Any) -> str | None:
@@ -122,8 +159,7 @@ def solutions_allowed() -> bool:
 
     if os.environ.get(NO_SOLUTIONS_ENV, "") not in ("", "0"):
         return False
-    here = Path.cwd()
-    return not any((folder / NO_SOLUTIONS_FILE).exists() for folder in (here, *here.parents))
+    return _marked_folder(NO_SOLUTIONS_FILE) is None
 
 
 def revealed(name: str) -> bool:
