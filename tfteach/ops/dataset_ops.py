@@ -287,7 +287,7 @@ class Dataset:
             element = _normalize(tensors)
         flat = flatten(element)
         rows = {t.shape.dims[0] for t in flat if t.shape.dims} - {None}
-        if any(t.shape.dims == [] for t in flat) or len(rows) > 1:
+        if any(t.shape.ndims == 0 for t in flat) or len(rows) > 1:
             raise ValueError(f"Dimensions {' and '.join(str(r) for r in sorted(rows))} are not "
                              "compatible" if len(rows) > 1 else
                              "Slicing dataset elements requires tensors of rank 1 or more.")
@@ -329,7 +329,7 @@ class Dataset:
         func = trace(predicate, self._variant_tensor.graph, self._types, self._shapes,
                      "Dataset_filter")
         out = func.outputs
-        if len(out) != 1 or out[0].dtype is not dtypes.bool_ or out[0].shape.dims not in ([], None):
+        if len(out) != 1 or out[0].dtype is not dtypes.bool_ or out[0].shape.ndims not in (0, None):
             raise ValueError("`predicate` return type must be convertible to a scalar boolean "
                              "tensor.")
         return self._op("FilterDataset", func.captured, {"f": func.name}, self._types,
