@@ -43,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TFTEACH_VIRTUAL_GPUS", "0")
 
+import net_hosts  # noqa: E402
 from timing import interleaved, per_call  # noqa: E402
 
 TF_TASK = """
@@ -148,6 +149,18 @@ IN_PROCESS = (
     ("ig_step", "in-graph step, towers on workers 0+1 (ms)", "<= TF", 0, _train([W0, W1])),
 )
 
+# Hosts apart (network namespaces, root only): the ps on host 0, worker 1 on host 1, the
+# client with worker 0 (its master, in-process) on host 2: every tensor takes the network.
+NET = (
+    ("n_w_mb1", "1 MB ps->worker 1, other hosts (MB/s)", ">= TF", MB1, _read(PS, W1, MB1)),
+    ("n_w_mb64", "64 MB ps->worker 1, other hosts (MB/s)", ">= TF", MB64,
+     _read(PS, W1, MB64)),
+    ("n_c_mb1", "1 MB ps->client's host (MB/s)", ">= TF", MB1, _read(PS, W0, MB1)),
+    ("n_c_mb64", "64 MB ps->client's host (MB/s)", ">= TF", MB64, _read(PS, W0, MB64)),
+    ("n_step", "softmax step on worker 1, hosts apart (ms)", "<= TF", 0, _train([W1])),
+)
+NET_HOST_OF = {("ps", 0): 0, ("worker", 1): 1, ("worker", 0): 2}
+
 
 def _touch_all(tf, sess_target, tasks: tuple[str, ...] = (PS, W0, W1)) -> None:
     """Run one op on each task (the 'ready' check)."""
@@ -213,12 +226,14 @@ def _other_tasks(spec: dict) -> list[tuple[str, int]]:
     return [(job, i) for job in spec for i in range(len(spec[job])) if (job, i) != ("worker", 0)]
 
 
-def in_process_tfteach(stack: contextlib.ExitStack) -> tuple[object, str]:
-    """tfteach with worker 0 a Server in this process, the other tasks subprocesses."""
+def in_process_tfteach(stack: contextlib.ExitStack, spec: dict | None = None,
+                       place: Callable = lambda job, i, argv: argv) -> tuple[object, str]:
+    """tfteach with worker 0 a Server in this process, the other tasks subprocesses
+    (``place(job, index, argv)``: the command that runs a task where it belongs)."""
     import tfteach as tf
     from tfteach.distributed import registry
     from tfteach.distributed.remote_session import remember_token
-    spec, token = _spec(3), secrets.token_urlsafe(32)
+    spec, token = spec or _spec(3), secrets.token_urlsafe(32)
     env = {**os.environ, "TFTEACH_CLUSTER_TOKEN": token, "PYTHONPATH": str(Path(__file__)
                                                                            .resolve().parents[1]),
            "OPENBLAS_THREAD_TIMEOUT": registry.BLAS_SPIN,
@@ -226,28 +241,35 @@ def in_process_tfteach(stack: contextlib.ExitStack) -> tuple[object, str]:
     path = Path(stack.enter_context(_tempdir())) / "cluster.json"
     path.write_text(json.dumps({"cluster": spec}))
     for job, i in _other_tasks(spec):
-        _spawn(stack, [sys.executable, "-m", "tfteach.server", "--cluster", str(path),
-                       "--job", job, "--task", str(i)], env)
+        _spawn(stack, place(job, i, [sys.executable, "-m", "tfteach.server", "--cluster",
+                                     str(path), "--job", job, "--task", str(i)]), env)
     for address in [a for addresses in spec.values() for a in addresses]:
         remember_token(address, token)
     server = tf.train.Server(tf.train.ClusterSpec(spec), "worker", 0, token=token)
     stack.callback(server.stop)
-    _touch_all(tf, server.target, (PS, W0, W1, W2))
+    _touch_all(tf, server.target, _devices(spec))
     return tf, server.target
 
 
-def in_process_tensorflow(stack: contextlib.ExitStack) -> tuple[object, str] | None:
+def in_process_tensorflow(stack: contextlib.ExitStack, spec: dict | None = None,
+                          place: Callable = lambda job, i, argv: argv
+                          ) -> tuple[object, str] | None:
     """TensorFlow with worker 0 a Server in this process, the other tasks subprocesses."""
     tf = _tensorflow()
     if tf is None:
         return None
-    spec = _spec(3)
+    spec = spec or _spec(3)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     for job, i in _other_tasks(spec):
-        _spawn(stack, [sys.executable, "-c", TF_TASK, json.dumps(spec), job, str(i)], env)
+        _spawn(stack, place(job, i, [sys.executable, "-c", TF_TASK, json.dumps(spec), job,
+                                     str(i)]), env)
     server = tf.train.Server(tf.train.ClusterSpec(spec), "worker", 0)
-    _touch_all(tf, server.target, (PS, W0, W1, W2))
+    _touch_all(tf, server.target, _devices(spec))
     return tf, server.target
+
+
+def _devices(spec: dict) -> tuple[str, ...]:
+    return tuple(f"/job:{job}/task:{i}" for job in spec for i in range(len(spec[job])))
 
 
 @contextlib.contextmanager
@@ -281,13 +303,65 @@ def _measure(rows: tuple, ours: tuple, theirs: tuple | None, steps: int,
               f"{ratio:7.2f}  {goal}", flush=True)
 
 
+def _net_spec(hosts: net_hosts.NetHosts, port: int) -> dict:
+    return {"ps": [f"{hosts.address(0)}:{port}"],
+            "worker": [f"{hosts.address(2)}:{port + 1}", f"{hosts.address(1)}:{port + 2}"]}
+
+
+def hosts_apart(args: argparse.Namespace, only: set[str]) -> None:
+    """The NET rows, run as root: this process makes the namespaces and runs the rest
+    in a process of its own on the client's host (``--net-child``)."""
+    reason = net_hosts.why_not()
+    if reason:
+        print(f"-- hosts apart: skipped ({reason})", flush=True)
+        return
+    print("-- hosts apart: ps, worker 1 and the client (worker 0 in it) on 3 namespaces",
+          flush=True)
+    with net_hosts.NetHosts(3) as hosts:
+        child = [sys.executable, str(Path(__file__).resolve()), "--net-child", hosts.tag,
+                 "--steps", str(args.steps), "--only", ",".join(sorted(only))]
+        subprocess.run(hosts.command(2, child), check=False)
+
+
+def _ready(start: Callable, *args) -> tuple[object, float]:
+    t0 = time.perf_counter()
+    result = start(*args)
+    return result, time.perf_counter() - t0
+
+
+def net_child(args: argparse.Namespace, only: set[str]) -> None:
+    """On the client's host: both clusters up, the ready times, then the NET rows."""
+    hosts = net_hosts.NetHosts(3, args.net_child)
+
+    def place(job: str, index: int, argv: list[str]) -> list[str]:
+        return hosts.command(NET_HOST_OF[(job, index)], argv)
+    import tfteach  # noqa: F401 - imported before the clocks start, as TF below
+    _tensorflow()
+    with contextlib.ExitStack() as stack:
+        ours, ours_s = _ready(in_process_tfteach, stack, _net_spec(hosts, 2220), place)
+        theirs, tf_s = _ready(in_process_tensorflow, stack, _net_spec(hosts, 2230), place)
+        tf_text = f"{tf_s:10.2f} {ours_s / tf_s:7.2f}" if theirs else f"{'n/a':>10}"
+        print(f"{'cluster ready, hosts apart (s)':44} {ours_s:10.2f} {tf_text}  <= TF",
+              flush=True)
+        _measure(NET, ours, theirs, args.steps, stack, only)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=30, help="steps per round")
     parser.add_argument("--only", default="", help="comma-separated row keys to run")
+    parser.add_argument("--hosts-only", action="store_true",
+                        help="only the rows with tasks on hosts apart (root)")
+    parser.add_argument("--net-child", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     only = set(filter(None, args.only.split(",")))
+    if args.net_child:
+        net_child(args, only)
+        return 0
     print(f"{'benchmark':44} {'tfteach':>10} {'TF 2.x v1':>10} {'ratio':>7}  goal")
+    if args.hosts_only:
+        hosts_apart(args, only)
+        return 0
     with contextlib.ExitStack() as stack:
         ours = start_tfteach(stack)
         theirs = start_tensorflow(stack)
@@ -302,6 +376,7 @@ def main() -> int:
         ours = in_process_tfteach(stack)
         theirs = in_process_tensorflow(stack)
         _measure(IN_PROCESS, ours, theirs, args.steps, stack, only)
+    hosts_apart(args, only)
     return 0
 
 

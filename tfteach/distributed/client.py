@@ -36,7 +36,7 @@ from tfteach import errors
 from tfteach.i18n import tr
 from tfteach.runtime import host_memory
 
-from . import lane, lifetime, limits, security
+from . import bulk, lane, lifetime, limits, security
 from .protos import tfteach_cluster_pb2 as pb
 from .stubs import MasterClient, WorkerClient
 
@@ -77,6 +77,8 @@ class ClusterClient:
         self._busy: weakref.WeakSet = weakref.WeakSet()    # streams handed out for a call
         self._exiting = False
         self._lock = threading.Lock()
+        # large tensors from tasks on other hosts, over a socket (not with TLS: ``bulk``)
+        self.bulk = bulk.BulkClient(token) if tls is None else None
         if not status_only:
             host_memory.keep_freed_memory()     # tensors in messages: no page faults per step
         lifetime.closing(self, ClusterClient._close_at_exit, "client")
@@ -111,6 +113,8 @@ class ClusterClient:
             channels, self._channels, self._stubs = list(self._channels.values()), {}, {}
             streams = [s for idle in self._streams.values() for s in idle] + list(self._busy)
             self._streams, self._busy = {}, weakref.WeakSet()
+        if self.bulk is not None:
+            self.bulk.close()
         for stream in streams:
             stream.close()
         for channel in channels:

@@ -22,7 +22,7 @@ import grpc
 from tfteach import errors
 from tfteach.i18n import tr
 
-from . import lane_server, lifetime, limits, local_master, security, shm, tflog
+from . import bulk, lane_server, lifetime, limits, local_master, security, shm, tflog
 from .client import ClusterClient
 from .cluster_spec import ClusterSpec
 from .engine_api import EngineFactory, TaskInfo, engine_factory
@@ -67,6 +67,7 @@ class Server:
         self._max_message_bytes = limits.max_message_bytes(max_message_bytes)
         self._grpc: grpc.Server | None = None
         self._lane: "lane_server.LaneServer | None" = None
+        self._bulk: "bulk.BulkServer | None" = None
         self._started = False
         self._bind()
         if start:
@@ -127,6 +128,8 @@ class Server:
         server.stop(grace).wait()
         if self._lane is not None:
             self._lane.stop()
+        if self._bulk is not None:
+            self._bulk.stop()
         with _live_lock:
             if _live.get(self._bind_address) is self:
                 del _live[self._bind_address]
@@ -174,10 +177,13 @@ class Server:
             _stop_grpc(server)      # release the port we just bound
             raise
         servicers = add_services(server, self._engine, self._task_name)
+        self._bulk = bulk.serve(self._engine, security.bind_host(host), self._token, self._tls)
+        servicers[1].bulk_port = self._bulk.port if self._bulk is not None else 0
         self._lane = lane_server.serve(servicers, self._token, self._max_message_bytes,
                                        self._task_name)
         self._grpc = server
-        self._finalizer = weakref.finalize(self, _stop_transport, server, self._lane)
+        self._finalizer = weakref.finalize(self, _stop_transport, server, self._lane,
+                                           self._bulk)
         lifetime.closing(self, _stop_now, "server")
         with _live_lock:
             _live[self._bind_address] = self
@@ -218,10 +224,13 @@ def _cancel_steps_after(engine: Any, grace: float | None) -> None:
     timer.start()
 
 
-def _stop_transport(server: grpc.Server, lane: "lane_server.LaneServer | None") -> None:
-    """At garbage collection: stop the lane and the gRPC server."""
+def _stop_transport(server: grpc.Server, lane: "lane_server.LaneServer | None",
+                    bulk_server: "bulk.BulkServer | None" = None) -> None:
+    """At garbage collection: stop the lane, the bulk port and the gRPC server."""
     if lane is not None:
         lane.stop()
+    if bulk_server is not None:
+        bulk_server.stop()
     _stop_grpc(server)
 
 

@@ -10,7 +10,9 @@ another on a long-lived stream. RecvTensorInline answers with the whole tensor (
 segment when the receiver runs on this host: ``shm_callers.Caller``; the receiver's
 reused segment when it offers one that fits); a tensor too
 large for that goes back to the engine under ``key + STREAM_SUFFIX`` and the receiver
-streams it in chunks with RecvTensor.
+streams it in chunks with RecvTensor, or takes it from the task's bulk port (``bulk``),
+which the answer names; so do a RunGraph answer's large tensors for a caller on
+another host.
 Limits (``limits``): the task's streams share ``StreamSlots`` (a stream beyond them is
 refused; an idle one is cancelled), and its waits for tensors not yet sent share
 ``WaitSlots``, so idle or waiting callers never hold every RPC thread.
@@ -21,6 +23,7 @@ import time
 from typing import Any, Iterator, Mapping
 
 import grpc
+import numpy as np
 from google.protobuf.message import DecodeError
 
 from tfteach import errors
@@ -242,6 +245,7 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
         self.streams = streams or limits.StreamSlots()
         self.waits = limits.WaitSlots()
         self.lane = ""
+        self.bulk_port = 0      # the task's ``bulk.BulkServer`` port, where it has one
 
     @rpc_method
     def GetStatus(self, request: pb.GetStatusRequest, context: Any) -> Any:
@@ -279,8 +283,29 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
             request.options))
         response = pb.RunGraphResponse(metadata=result.metadata)
         wire.add_named(response.recv, result.tensors)
-        _add_answer(response.sent, result.sent, request, caller)
+        sent = result.sent
+        if sent and _sender(request, caller) is None:
+            sent = self._leave_large(response.sent, request.step_id, sent)
+        _add_answer(response.sent, sent, request, caller)
         return response
+
+    def _leave_large(self, field: Any, step_id: int, tensors: Mapping[str, Any]) -> dict:
+        """For a caller on another host: each numeric tensor of ``tensors`` over
+        ``wire.INLINE_BYTES`` stays in the rendezvous under ``name + STREAM_SUFFIX``, which
+        its header in ``field`` names with the bulk port (the caller takes it there, or
+        streams it with RecvTensor, where a bytes field in a message costs several
+        copies); the others are returned, to go inline."""
+        inline = {}
+        for name, value in tensors.items():
+            array = np.asarray(value)
+            if array.dtype.kind not in "biufc" or array.nbytes <= wire.INLINE_BYTES:
+                inline[name] = value
+                continue
+            header, _ = wire.encode(array)
+            header.stream_key, header.bulk_port = name + STREAM_SUFFIX, self.bulk_port
+            self.engine.put_tensor(step_id, header.stream_key, array)
+            field.add(name=name).tensor.header.CopyFrom(header)
+        return inline
 
     @rpc_method
     def CleanupGraph(self, request: pb.CleanupGraphRequest, context: Any) -> Any:
@@ -316,7 +341,7 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
             return response
         stream_key = request.rendezvous_key + STREAM_SUFFIX
         self.engine.put_tensor(request.step_id, stream_key, value, is_dead)
-        return pb.RecvTensorInlineResponse(stream_key=stream_key)
+        return pb.RecvTensorInlineResponse(stream_key=stream_key, bulk_port=self.bulk_port)
 
     def _wait_for_tensor(self, request: pb.RecvTensorRequest,
                          context: grpc.ServicerContext) -> tuple[Any, bool]:

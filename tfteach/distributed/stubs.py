@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import grpc
 
-from . import limits, local_master, security, shm, wire
+from . import bulk, limits, local_master, security, shm, wire
 from .engine_api import RunResult
 from .protos import tfteach_cluster_pb2 as pb
 from .protos import tfteach_cluster_pb2_grpc as pb_grpc
@@ -168,11 +168,23 @@ class WorkerClient(_Stub):
         response, reply = self._call_with_segments(self._sender("RunGraph", timeout), request,
                                                    request.send, feeds, reply_bytes)
         try:
-            sent = {item.name: wire.from_reply(item.tensor, reply)[0] for item in response.sent}
+            sent = {item.name: self._sent_value(item.tensor, reply, step_id, timeout)
+                    for item in response.sent}
         finally:
             shm.give_back(reply)
         return RunResult(wire.from_named(response.recv), response.metadata, sent,
                          wire.reply_bytes(response.sent))
+
+    def _sent_value(self, proto: pb.TensorProto, reply: "shm.ReusedSegment | None",
+                    step_id: int, timeout: float | None) -> Any:
+        """A value of a RunGraph answer's ``sent``: in the message or a segment
+        (``wire.from_reply``), or, from a task on another host, left there under the
+        header's ``stream_key`` and pulled (``_pull``)."""
+        key = proto.header.stream_key
+        if not key:
+            return wire.from_reply(proto, reply)[0]
+        request = _recv_request(step_id, key, 300.0 if timeout is None else timeout, False)
+        return self._pull(request, proto.header.bulk_port)[0]
 
     def cleanup_graph(self, step_id: int) -> None:
         self._call("CleanupGraph", pb.CleanupGraphRequest(step_id=step_id))
@@ -227,8 +239,21 @@ class WorkerClient(_Stub):
         shm.give_back(segment)
         if not reply.stream_key:
             return value
+        return self._pull(_recv_request(step_id, reply.stream_key, timeout, use_shm),
+                          reply.bulk_port)
+
+    def _pull(self, request: pb.RecvTensorRequest, bulk_port: int) -> tuple[Any, bool]:
+        """``(array, is_dead)`` of a tensor the task left under ``request``'s key: from
+        its bulk port when it names one and this client can reach it, else streamed."""
+        if bulk_port and self.client.bulk is not None:
+            host = security.bind_host(security.split_address(self.address)[0])
+            try:
+                return self.client.bulk.fetch(host, bulk_port, request.step_id,
+                                              request.rendezvous_key, request.timeout_s)
+            except bulk.Unreachable:
+                pass
         try:
-            return self._recv_stream(_recv_request(step_id, reply.stream_key, timeout, use_shm))
+            return self._recv_stream(request)
         except grpc.RpcError as err:
             raise error_from_rpc(err, self.task_name, self.address) from None
 

@@ -174,7 +174,7 @@ def from_segment(proto: pb.TensorProto, sender: shm_callers.Caller) -> np.ndarra
     check_header(header)
     owner = sender.owner_of(header.shm_name)
     if header.shm_own:
-        buffer = _allocate(header.nbytes)
+        buffer = allocate(header.nbytes)
         shm.take(header.shm_name, header.nbytes, memoryview(buffer))
         return decode(header, buffer)
     start, end = header.shm_offset, header.shm_offset + header.nbytes
@@ -184,7 +184,7 @@ def from_segment(proto: pb.TensorProto, sender: shm_callers.Caller) -> np.ndarra
             f"Received a tensor at bytes {start}..{end} of shared-memory segment "
             f"{header.shm_name!r}, which no segment on this host holds",
             hint=tr("The sending process probably stopped during the call; run it again."))
-    buffer = _allocate(header.nbytes)
+    buffer = allocate(header.nbytes)
     buffer[:] = np.frombuffer(view[start:end], dtype=np.uint8)
     return decode(header, buffer)
 
@@ -249,10 +249,10 @@ def from_reply(proto: pb.TensorProto, reply: "shm.ReusedSegment | None" = None,
         if lend:
             shm.lend(reply, view.base)
             return decode(header, view), header.is_dead
-        buffer = _allocate(header.nbytes)
+        buffer = allocate(header.nbytes)
         buffer[:] = view
     else:
-        buffer = _allocate(header.nbytes)
+        buffer = allocate(header.nbytes)
         shm.take(header.shm_name, header.nbytes, memoryview(buffer))
     return decode(header, buffer), header.is_dead
 
@@ -290,7 +290,7 @@ def assemble(messages: Iterator[bytes]) -> tuple[np.ndarray, bool]:
         raise errors.DataLossError("RecvTensor stream ended before the tensor header")
     header = first.header
     check_header(header)
-    buffer = _allocate(header.nbytes)
+    buffer = allocate(header.nbytes)
     if header.shm_name:
         shm.take(header.shm_name, header.nbytes, memoryview(buffer))
         filled = header.nbytes
@@ -365,7 +365,9 @@ def _export_or_empty(content: memoryview) -> str:
         return ""
 
 
-def _allocate(nbytes: int) -> np.ndarray:
+def allocate(nbytes: int) -> np.ndarray:
+    """An uninitialised byte buffer for a received tensor (ResourceExhaustedError if
+    memory is short)."""
     try:
         return np.empty(nbytes, dtype=np.uint8)
     except MemoryError:

@@ -1,0 +1,167 @@
+"""Large tensors between hosts leave on a task's bulk port (a plain socket), intact, only
+for a caller that knows the token, and stream through gRPC where the port is unreachable."""
+import socket
+import struct
+import subprocess
+import sys
+
+import grpc
+import numpy as np
+import pytest
+
+from tfteach.distributed import bulk
+from tfteach.distributed.client import ClusterClient
+from tfteach.distributed.processes import free_ports
+from tfteach.distributed.protos import tfteach_cluster_pb2 as pb
+from tfteach.distributed.protos import tfteach_cluster_pb2_grpc as pb_grpc
+
+TOKEN = "bulk-test-token"
+MiB = 1 << 20
+OTHER_HOST = "other-host/x/1"
+
+
+def _left_to_stream(server, step, value):
+    """Put ``value`` on ``server`` and ask for it as a receiver on another host would:
+    the answer leaves it under a stream key and names the bulk port."""
+    server.engine.put_tensor(step, "k", value)
+    stub = pb_grpc.WorkerServiceStub(grpc.insecure_channel(server.target[7:]))
+    reply = stub.RecvTensorInline(pb.RecvTensorRequest(
+        step_id=step, rendezvous_key="k", timeout_s=10, shm_host=OTHER_HOST), timeout=10,
+        metadata=(("tfteach-token", TOKEN),))
+    assert reply.stream_key and reply.bulk_port == server._bulk.port
+    return reply
+
+
+@pytest.mark.parametrize("value", [
+    np.random.default_rng(0).standard_normal(MiB // 2).astype(np.float32).reshape(1024, 512),
+    np.arange(3 * MiB, dtype=np.uint8) % 7 == 0,
+    np.array([b"x" * MiB, b"", "\u00e9t\u00e9".encode()] * 2, dtype=object).reshape(2, 3),
+], ids=["float32", "bool", "string"])
+def test_a_tensor_left_to_stream_arrives_intact_on_the_bulk_port(make_server, value):
+    server = make_server(token=TOKEN)
+    reply = _left_to_stream(server, 1, value)
+    client = bulk.BulkClient(TOKEN)
+    try:
+        got, is_dead = client.fetch("127.0.0.1", reply.bulk_port, 1, reply.stream_key, 10)
+    finally:
+        client.close()
+    assert got.dtype == value.dtype and got.shape == value.shape and not is_dead
+    np.testing.assert_array_equal(got, value)
+    assert server._bulk.sent == 1
+
+
+def test_a_worker_client_pulls_a_large_tensor_over_the_bulk_port(make_server):
+    server = make_server(token=TOKEN)
+    value = np.arange(MiB, dtype=np.float64)            # 8 MiB, over INLINE_BYTES
+    client = ClusterClient(TOKEN)
+    try:
+        for step in (3, 4):     # the second on the kept connection
+            server.engine.put_tensor(step, "edge", value + step)
+            got, _ = client.worker(server.target).recv_tensor(step, "edge", timeout=10,
+                                                              use_shm=False)
+            np.testing.assert_array_equal(got, value + step)
+    finally:
+        client.close()
+    assert server._bulk.sent == 2
+
+
+def _hello(port, token):
+    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    sock.sendall(bulk.MAGIC + struct.pack("!I", len(token)) + token)
+    return sock
+
+
+def test_a_wrong_token_gets_the_connection_closed_and_no_tensor(make_server):
+    server = make_server(token=TOKEN)
+    reply = _left_to_stream(server, 1, np.ones(2 * MiB, np.uint8))
+    sock = _hello(reply.bulk_port, b"not-" + TOKEN.encode())
+    request = pb.RecvTensorRequest(step_id=1, rendezvous_key=reply.stream_key,
+                                   timeout_s=5).SerializeToString()
+    try:
+        sock.sendall(struct.pack("!I", len(request)) + request)
+        assert sock.recv(16) == b""         # closed, nothing answered
+    except ConnectionResetError:
+        pass
+    finally:
+        sock.close()
+    assert server._bulk.sent == 0
+    assert server.engine.rendezvous.pending() == [(1, reply.stream_key)]   # still there
+
+
+def test_only_tensors_left_to_stream_are_served(make_server):
+    """A caller with the token cannot take a tensor that a _Recv waits for."""
+    server = make_server(token=TOKEN)
+    server.engine.put_tensor(1, "k", np.ones(4, np.float32))
+    client = bulk.BulkClient(TOKEN)
+    try:
+        with pytest.raises(Exception, match="not a streamed tensor"):
+            client.fetch("127.0.0.1", server._bulk.port, 1, "k", 5)
+    finally:
+        client.close()
+    assert server.engine.rendezvous.pending() == [(1, "k")]
+
+
+def test_an_unreachable_bulk_port_falls_back_to_the_grpc_stream(make_server):
+    server = make_server(token=TOKEN)
+    value = np.arange(MiB, dtype=np.float32)
+    reply = _left_to_stream(server, 1, value)
+    closed_port = free_ports(1)[0]
+    client = ClusterClient(TOKEN)
+    try:
+        worker = client.worker(server.target)
+        got, _ = worker._pull(pb.RecvTensorRequest(
+            step_id=1, rendezvous_key=reply.stream_key, timeout_s=10), closed_port)
+    finally:
+        client.close()
+    np.testing.assert_array_equal(got, value)
+    assert server._bulk.sent == 0
+
+
+def test_a_task_with_tls_has_no_bulk_port():
+    assert bulk.serve(None, "127.0.0.1", TOKEN, tls=object()) is None
+
+
+PS_ELSEWHERE = """
+import sys
+from tfteach.distributed import cli, shm
+shm._host_key = "elsewhere/x/1"     # this task takes itself for another host's
+sys.exit(cli.main(["--ps_hosts", sys.argv[1], "--worker_hosts", sys.argv[2],
+                   "--job", "ps", "--task", "0"]))
+"""
+
+
+def test_a_large_fetch_from_a_task_on_another_host_leaves_on_its_bulk_port(monkeypatch):
+    """The ps (a process that takes itself for another host's) answers the master's
+    RunGraph with the 4 MiB variable's stream key and bulk port; the master takes it
+    there, and the step's values are exact."""
+    import tfteach as tf
+    from tfteach.distributed.server import Server
+    monkeypatch.setenv("TFTEACH_CLUSTER_TOKEN", TOKEN)
+    ps_port, worker_port = free_ports(2)
+    ps_address, worker_address = f"localhost:{ps_port}", f"localhost:{worker_port}"
+    ps = subprocess.Popen([sys.executable, "-c", PS_ELSEWHERE, ps_address, worker_address],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    server = Server({"ps": [ps_address], "worker": [worker_address]}, "worker", 0)
+    try:
+        with tf.Graph().as_default():
+            with tf.device("/job:ps/task:0"):
+                v = tf.Variable(tf.range(MiB, dtype=tf.float32), name="v")
+            with tf.device("/job:worker/task:0"):
+                total = tf.reduce_sum(v)
+            with tf.Session(server.target) as sess:
+                sess.run(v.initializer)
+                bulk_before = _bulk_connections(server)
+                got, got_total = sess.run([v, total])
+                assert _bulk_connections(server) == bulk_before + 1
+    finally:
+        server.stop()
+        ps.terminate()
+        ps.wait(timeout=30)
+    np.testing.assert_array_equal(got, np.arange(MiB, dtype=np.float32))
+    assert got_total == np.arange(MiB, dtype=np.float32).sum(dtype=np.float32)
+
+
+def _bulk_connections(server):
+    """The bulk connections the server's client keeps (one per task it took from)."""
+    idle = server._client.bulk._idle
+    return sum(len(kept) for kept in idle.values())

@@ -1,0 +1,304 @@
+"""Bulk transfers: large tensors between hosts over a plain TCP connection, beside gRPC.
+
+gRPC Python copies a tensor about five times on its way (message bytes, slices, parsing);
+a socket copies none in Python: the sender writes the array's memory, the receiver reads
+straight into the preallocated array (``recv_into``). A task without TLS listens on a port
+of its own (``BulkServer``, chosen by the system, on the host of its gRPC address) and
+names it (``bulk_port``) where it leaves a tensor to stream: a RecvTensorInline answer with
+a ``stream_key``, or a RunGraph answer's header with one. The receiver (``BulkClient``)
+then takes the tensor there; where it cannot connect (a firewall), or with TLS, the tensor
+streams through gRPC's RecvTensor as before.
+
+Protocol, per connection: HELLO (``MAGIC``, u32 length, the cluster token); then requests
+(u32 length, a ``RecvTensorRequest``), each answered by a kind byte and u32 length: 0 and a
+``TensorHeader`` followed by the content's bytes, or 1 and ``ErrorClass: message``.
+Only tensors already left under a stream key are served (no wait), so a request never holds
+a thread; a connection that has not said HELLO with the token within ``HELLO_TIMEOUT_S``
+is closed on the listening thread and gets none (``MAX_CONNECTIONS`` at most, each with a
+thread of its own once authenticated). Connections idle for ``IDLE_S`` are closed; clients
+reuse one only while idle for less than half of that.
+"""
+from __future__ import annotations
+
+import hmac
+import selectors
+import socket
+import struct
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+from tfteach import errors
+from tfteach.i18n import tr
+
+from . import wire
+from .protos import tfteach_cluster_pb2 as pb
+
+MAGIC = b"TFTB"
+HELLO_TIMEOUT_S = 10.0
+IDLE_S = 60.0
+CONNECT_TIMEOUT_S = 1.0
+UNREACHABLE_S = 30.0        # after a failed connect, gRPC for this long
+MAX_CONNECTIONS = 32
+_MAX_HELLO = 4096
+_MAX_REQUEST = 1 << 16
+_U32 = struct.Struct("!I")
+_ANSWER = struct.Struct("!BI")
+
+
+class Unreachable(Exception):
+    """The task's bulk port could not be reached: stream through gRPC instead."""
+
+
+def serve(engine: Any, host: str, token: str | None, tls: Any) -> "BulkServer | None":
+    """A task's ``BulkServer`` on ``host``; None with TLS (its tensors stream on gRPC,
+    encrypted) or where no port can be bound there."""
+    if tls is not None:
+        return None
+    try:
+        return BulkServer(engine, host, token)
+    except OSError:
+        return None
+
+
+def _read_exact(sock: socket.socket, nbytes: int) -> bytes:
+    data = bytearray(nbytes)
+    _read_into(sock, memoryview(data))
+    return bytes(data)
+
+
+def _read_into(sock: socket.socket, view: memoryview) -> None:
+    got = 0
+    while got < len(view):
+        n = sock.recv_into(view[got:], len(view) - got)
+        if not n:
+            raise ConnectionError("connection closed")
+        got += n
+
+
+class BulkServer:
+    """A task's bulk listener: one thread reads HELLOs, one thread per authenticated
+    connection serves its requests from ``engine``'s rendezvous."""
+
+    def __init__(self, engine: Any, host: str, token: str | None) -> None:
+        self._engine = engine
+        self._token = (token or "").encode()
+        family = socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM)[0][0]
+        self._listener = socket.create_server((host, 0), family=family)
+        self._listener.setblocking(False)
+        self.port = self._listener.getsockname()[1]
+        self.sent = 0           # tensors answered so far
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._listener, selectors.EVENT_READ)
+        self._hellos: dict[socket.socket, tuple[float, bytearray]] = {}
+        self._served: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._stopped = False
+        threading.Thread(target=self._loop, name="tfteach-bulk", daemon=True).start()
+
+    def stop(self) -> None:
+        """Close the listener and every connection (a transfer in flight ends)."""
+        with self._lock:
+            self._stopped = True
+            served, self._served = list(self._served), set()
+        for sock in served:
+            _close(sock)
+        _close(self._listener)
+
+    def _loop(self) -> None:
+        try:
+            while not self._stopped:
+                for key, _ in self._selector.select(timeout=1.0):
+                    if key.fileobj is self._listener:
+                        self._accept()
+                    else:
+                        self._read_hello(key.fileobj)
+                self._drop_slow_hellos()
+        except (OSError, ValueError):   # the listener was closed: stopped
+            pass
+        finally:
+            for sock in list(self._hellos):
+                self._forget(sock)
+            self._selector.close()
+
+    def _accept(self) -> None:
+        try:
+            sock, _ = self._listener.accept()
+        except BlockingIOError:
+            return
+        if len(self._hellos) + len(self._served) >= MAX_CONNECTIONS:
+            _close(sock)
+            return
+        sock.setblocking(False)
+        self._hellos[sock] = (time.monotonic(), bytearray())
+        self._selector.register(sock, selectors.EVENT_READ)
+
+    def _read_hello(self, sock: Any) -> None:
+        since, data = self._hellos[sock]
+        wanted = 8 if len(data) < 8 else 8 + _U32.unpack_from(data, 4)[0]
+        try:        # no further: the first request may follow at once
+            chunk = sock.recv(max(1, min(wanted - len(data), _MAX_HELLO)))
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        data += chunk
+        if not chunk or len(data) > 8 + _MAX_HELLO or data[:4] != MAGIC[:len(data[:4])]:
+            self._forget(sock)
+            return
+        if len(data) < 8 or len(data) < 8 + _U32.unpack_from(data, 4)[0]:
+            return
+        token = bytes(data[8:8 + _U32.unpack_from(data, 4)[0]])
+        self._selector.unregister(sock)
+        del self._hellos[sock]
+        if not hmac.compare_digest(token, self._token) or len(data) != 8 + len(token):
+            _close(sock)
+            return
+        sock.setblocking(True)
+        with self._lock:
+            if self._stopped:
+                _close(sock)
+                return
+            self._served.add(sock)
+        threading.Thread(target=self._serve, args=(sock,), name="tfteach-bulk-conn",
+                         daemon=True).start()
+
+    def _drop_slow_hellos(self) -> None:
+        now = time.monotonic()
+        for sock, (since, _) in list(self._hellos.items()):
+            if now - since > HELLO_TIMEOUT_S:
+                self._forget(sock)
+
+    def _forget(self, sock: Any) -> None:
+        self._hellos.pop(sock, None)
+        try:
+            self._selector.unregister(sock)
+        except (KeyError, ValueError):
+            pass
+        _close(sock)
+
+    def _serve(self, sock: socket.socket) -> None:
+        sock.settimeout(IDLE_S)
+        try:
+            while True:
+                length = _U32.unpack(_read_exact(sock, 4))[0]
+                if length > _MAX_REQUEST:
+                    return
+                self._answer(sock, pb.RecvTensorRequest.FromString(_read_exact(sock, length)))
+        except Exception:  # noqa: BLE001 - a closed, idle or garbled connection ends
+            pass
+        finally:
+            with self._lock:
+                self._served.discard(sock)
+            _close(sock)
+
+    def _answer(self, sock: socket.socket, request: pb.RecvTensorRequest) -> None:
+        try:
+            if not request.rendezvous_key.endswith("#stream"):
+                raise errors.InvalidArgumentError(
+                    f"Bulk transfer of {request.rendezvous_key!r}, which is not a streamed "
+                    "tensor")
+            value, is_dead = self._engine.recv_tensor(request.step_id,
+                                                      request.rendezvous_key, 0.0)
+            header, content = wire.encode(value)
+        except errors.OpError as err:
+            text = f"{type(err).__name__}: {err.message}".encode()
+            sock.sendall(_ANSWER.pack(1, len(text)) + text)
+            return
+        header.is_dead = is_dead
+        head = header.SerializeToString()
+        sock.sendall(_ANSWER.pack(0, len(head)) + head)
+        self.sent += 1
+        sock.sendall(content)
+
+
+class BulkClient:
+    """A cluster client's bulk connections, idle ones kept per ``(host, port)``."""
+
+    def __init__(self, token: str | None) -> None:
+        token_bytes = (token or "").encode()
+        self._hello = MAGIC + _U32.pack(len(token_bytes)) + token_bytes
+        self._idle: dict[tuple[str, int], list[tuple[float, socket.socket]]] = {}
+        self._unreachable: dict[tuple[str, int], float] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, {}
+        for socks in idle.values():
+            for _, sock in socks:
+                _close(sock)
+
+    def fetch(self, host: str, port: int, step_id: int, key: str,
+              timeout: float) -> tuple[np.ndarray, bool]:
+        """``(array, is_dead)`` of the tensor the task at ``host:port`` left under ``key``;
+        ``Unreachable`` if the port cannot be reached (the caller streams it instead)."""
+        where = (host, port)
+        sock = self._connection(where)
+        request = pb.RecvTensorRequest(step_id=step_id, rendezvous_key=key,
+                                       timeout_s=timeout).SerializeToString()
+        try:
+            sock.settimeout(timeout)
+            sock.sendall(_U32.pack(len(request)) + request)
+            value = _receive(sock)
+        except OSError:
+            _close(sock)
+            raise errors.UnavailableError(
+                f"Lost the connection to {host}:{port} while receiving tensor {key!r}",
+                hint=tr("The sending task stopped, or its host left the network; check "
+                        "that every task of the cluster is running.")) from None
+        except BaseException:
+            _close(sock)
+            raise
+        with self._lock:
+            if self._closed:
+                _close(sock)
+            else:
+                self._idle.setdefault(where, []).append((time.monotonic(), sock))
+        return value
+
+    def _connection(self, where: tuple[str, int]) -> socket.socket:
+        with self._lock:
+            idle = self._idle.get(where, [])
+            while idle:
+                since, sock = idle.pop()
+                if time.monotonic() - since < IDLE_S / 2:
+                    return sock
+                _close(sock)
+            if self._unreachable.get(where, 0.0) > time.monotonic():
+                raise Unreachable(where)
+        try:
+            sock = socket.create_connection(where, timeout=CONNECT_TIMEOUT_S)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.sendall(self._hello)
+        except OSError:
+            with self._lock:
+                self._unreachable[where] = time.monotonic() + UNREACHABLE_S
+            raise Unreachable(where) from None
+        return sock
+
+
+def _receive(sock: socket.socket) -> tuple[np.ndarray, bool]:
+    kind, length = _ANSWER.unpack(_read_exact(sock, _ANSWER.size))
+    if length > _MAX_REQUEST:
+        raise errors.DataLossError(f"Received a bulk answer header of {length} bytes")
+    data = _read_exact(sock, length)
+    if kind != 0:
+        name, _, message = data.decode("utf-8", "replace").partition(": ")
+        raise errors.exception_type_from_name(name)(message)
+    header = pb.TensorHeader.FromString(data)
+    wire.check_header(header)
+    buffer = wire.allocate(header.nbytes)
+    _read_into(sock, memoryview(buffer))
+    return wire.decode(header, buffer), header.is_dead
+
+
+def _close(sock: socket.socket) -> None:
+    try:
+        sock.close()
+    except OSError:
+        pass
