@@ -17,6 +17,9 @@ Rules:
   RunGraphResponse.recv). No op waits on a sink, so the value may arrive when the
   sender's part has finished.
 
+No tensor from inside a cond branch or a while loop crosses tasks (``UnimplementedError``):
+transfers carry values, not TF's dead-tensor signal.
+
 Phases (cutting each part into the stages of an untraced step) are ``phases``'s job.
 Nodes are ``node_def.NodeDef``s; ``TaskPart.graph_def`` gives the dicts RegisterGraph sends.
 """
@@ -24,7 +27,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tfteach.errors import UnimplementedError
 from tfteach.framework.graph import Operation, Tensor
+from tfteach.i18n import tr
 
 from . import node_def
 from .node_def import RECV, SEND, NodeDef, source_of, tensor_types
@@ -85,6 +90,7 @@ class Partitioner:
             master: str | None = None) -> dict:
         for op in ops:
             self._add_op(op, fed)
+        _check_control_flow(ops, self.placement)
         for t in fetches:
             if t not in fed:
                 self.part(task_of(self.placement[t.op.name].name)).fetches.append(t.name)
@@ -165,6 +171,47 @@ class Partitioner:
                                self.addresses[src_task], tensor, carries_control))
         self.recvs[key] = name
         return name
+
+
+def _check_control_flow(ops: list[Operation], placement: dict) -> None:
+    """No tensor from inside a cond branch or a loop crosses tasks: tfteach's transfers
+    carry values, not TF's dead-tensor signal, so a branch split over tasks could wait for
+    a value that never comes. Values from outside may enter a cond or loop on another task."""
+    depth = _flow_depths(ops)
+    for op in ops:
+        task = task_of(placement[op.name].name)
+        for src in [t.op for t in op.inputs] + list(op.control_inputs):
+            if depth.get(src.name, 0) > 0 and task_of(placement[src.name].name) != task:
+                raise UnimplementedError(
+                    f"Control flow across tasks: '{src.name}' ({src.type}) is inside a "
+                    f"tf.cond or tf.while_loop on {task_of(placement[src.name].name)} and "
+                    f"'{op.name}' ({op.type}) reads it on {task}.",
+                    hint=tr("tfteach runs each branch of a tf.cond or tf.while_loop on one "
+                            "task: read a variable on another task into a tensor on this "
+                            "one before the cond (with tf.device(...): r = tf.identity(v)) "
+                            "and use that tensor in the branch."))
+
+
+def _flow_depths(ops: list[Operation]) -> dict:
+    """How many conds and loops each op's outputs are inside (op name -> depth): a cond's
+    Switch and an Enter open one, a cond's Merge and an Exit close one; a loop's own
+    Switch (on its LoopCond) and Merge (with a NextIteration) stay in the loop."""
+    depth: dict = {}
+    for op in ops:
+        ins = [depth.get(t.op.name, 0) for t in op.inputs
+               if t.op.op_def.extra.get("flow") != "next" or op.type != "Merge"]
+        ins += [depth.get(c.name, 0) for c in op.control_inputs]
+        d = max(ins, default=0)
+        role = op.op_def.extra.get("flow")
+        loop_switch = role == "switch" and op.inputs[1].op.op_def.extra.get("flow") == "loop_cond"
+        loop_merge = role == "merge" and any(t.op.op_def.extra.get("flow") == "next"
+                                             for t in op.inputs)
+        if role == "enter" or (role == "switch" and not loop_switch):
+            d += 1
+        elif role == "exit" or (role == "merge" and not loop_merge):
+            d = max(0, d - 1)
+        depth[op.name] = d
+    return depth
 
 
 def route_through_master(parts: dict[str, TaskPart], master: str) -> None:

@@ -9,8 +9,8 @@ and lists. No pickle anywhere: a graph received over the network is only data.
 Importing recreates ops with ``Graph.create_op`` under their exact names, requested devices
 and colocation, so a worker runs the very graph the client built. A graph def may come from
 anyone: importing checks every node first (fields of the right types, a unique name, inputs
-naming earlier nodes' existing outputs, known attr encodings, dtypes, shapes without
-negative or absurd dimensions) and raises ValueError naming the node and the field. A failed
+naming earlier nodes' existing outputs, or a while loop's later NextIteration for a Merge,
+known attr encodings, dtypes, shapes without negative or absurd dimensions) and raises ValueError naming the node and the field. A failed
 import into an existing graph may leave the nodes before the bad one: import into a copy
 (``copy_graph``) to keep the original intact.
 """
@@ -143,9 +143,16 @@ def graph_from_dict(gdef: dict, graph: Graph | None = None) -> Graph:
         raise ValueError(f"Unsupported graph def version {gdef.get('version')!r}")
     g = graph or Graph()
     later = _names(gdef["node"], g)
+    back_edges: list = []
     for node in gdef["node"]:
         later.discard(node["name"])
-        _import_node(g, node, later)
+        _import_node(g, node, later, back_edges)
+    for op, i, node, ref in back_edges:
+        t = _input(g, node, ref, set())
+        if t.op.op_def.extra.get("flow") != "next":
+            raise _bad(node, "input", f"input {ref!r} names a node that comes later in the "
+                                      "graph def and is not a NextIteration")
+        g._update_input(op, i, t)
     for node in gdef["node"]:
         missing = [c for c in node.get("colocation", []) if c not in g._by_name]
         if missing:
@@ -220,9 +227,15 @@ def _input(g: Graph, node: dict, ref: str, later: set[str]) -> Any:
     return op.outputs[int(index)]
 
 
-def _import_node(g: Graph, node: dict, later: set[str]) -> Operation:
-    refs = [_input(g, node, ref, later) for ref in node.get("input", [])]
-    inputs = [r for r in refs if not isinstance(r, Operation)]
+def _import_node(g: Graph, node: dict, later: set[str], back_edges: list) -> Operation:
+    refs = [ref if _back_edge(node, ref, later) else _input(g, node, ref, later)
+            for ref in node.get("input", [])]
+    inputs = [r for r in refs if not isinstance(r, (Operation, str))]
+    loops = [(i, r) for i, r in enumerate(refs) if isinstance(r, str)]
+    if loops and not inputs:
+        raise _bad(node, "input", "a Merge needs an input from before it")
+    for i, _ in loops:      # a loop's back edge: the Merge is built on its first input, as
+        inputs.insert(i, inputs[0])    # TF builds it, and the edge is set after the import
     if len(inputs) != len(refs) - sum(r.startswith("^") for r in node.get("input", [])):
         raise _bad(node, "input", "control inputs ('^name') come after the data inputs")
     try:
@@ -248,7 +261,14 @@ def _import_node(g: Graph, node: dict, later: set[str]) -> Operation:
             g._add_control_input(op, c)
     key = node["name"].lower()
     g._names_in_use[key] = max(1, g._names_in_use.get(key, 0))
+    back_edges.extend((op, i, node, ref) for i, ref in loops)
     return op
+
+
+def _back_edge(node: dict, ref: str, later: set[str]) -> bool:
+    """Whether ``ref`` is a while loop's back edge into a ``Merge`` (from a later node)."""
+    return node["op"] == "Merge" and not ref.startswith("^") and \
+        ref.rpartition(":")[0] in later
 
 
 def _check_outputs(op: Operation, node: dict) -> None:
