@@ -128,6 +128,7 @@ CASES = [
     Case("Unpack", lambda x: tf.unstack(x, axis=1)[1:], [A]),
     Case("Tile", lambda x: tf.tile(x, [2, 3]), [COL]),
     Case("Slice", lambda x: tf.slice(x, [0, 1], [2, 2]), [A]),
+    Case("ReverseV2", lambda x: tf.reverse(x, [0, 1]), [A]),
     Case("StridedSlice", lambda x: x[:, ::-2], [A]),
     Case("StridedSlice", lambda x: x[1, None, 1:], [A], shapes=[[None, None]], label="dynamic"),
     Case("Pad", lambda x: tf.pad(x, [[1, 0], [0, 2]]), [A]),

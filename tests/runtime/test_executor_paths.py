@@ -194,9 +194,41 @@ def activations_and_summaries():
              {x: _mat(2, 3)})]
 
 
+def input_pipelines():
+    import tempfile
+    path = tempfile.NamedTemporaryFile("wb", suffix=".csv", delete=False)
+    with path:
+        path.write(b"1,2.5\n3,4.5\n")
+    images = tf.constant(_mat(1, 3, 4, 2))
+    ds = tf.data.Dataset.from_tensor_slices((_mat(5, 2), np.arange(5))).map(
+        lambda x, y: (tf.reverse(x, [0]), y)).filter(lambda x, y: y < 4).shuffle(
+        3, seed=1).repeat(2).skip(1).take(6).batch(2).prefetch(1)
+    lines = tf.data.TextLineDataset(path.name).map(lambda r: tf.decode_csv(r, [[0], [0.0]]))
+    it = tf.data.Iterator.from_structure(lines.output_types, lines.output_shapes)
+    more = tf.data.Dataset.range(3).repeat(2)
+    fixed = tf.data.Dataset.from_tensors(np.arange(3))
+    names = tf.FIFOQueue(4, tf.string)
+    key, value = tf.TextLineReader().read(names)
+    whole = tf.WholeFileReader().read(names)
+    rec = tf.FixedLengthRecordReader(4).read(names)
+    shuffle = tf.RandomShuffleQueue(10, 2, tf.int32, shapes=[], seed=3)
+    return [(tf.data.make_one_shot_iterator(ds).get_next(), {}),
+            (it.make_initializer(lines), {}), (it.get_next(), {}),
+            (tf.data.make_one_shot_iterator(more).get_next(), {}),
+            (tf.data.make_one_shot_iterator(fixed).get_next(), {}),
+            (names.enqueue_many([[path.name] * 3]), {}),
+            ([key, value] + tf.decode_csv(value, [[0], [0.0]]), {}),
+            (list(whole), {}), ([tf.decode_raw(rec[1], tf.int32)], {}),
+            ([tf.TextLineReader().num_records_produced()], {}),
+            (shuffle.enqueue_many([np.arange(5, dtype=np.int32)]), {}),
+            (shuffle.dequeue_up_to(2), {}), (shuffle.close(), {}), (shuffle.dequeue_up_to(5), {}),
+            ([tf.image.resize_images(images, [5, 3]), tf.image.adjust_contrast(images, 2.0),
+              tf.image.resize_images(images, [2, 7], method=1), tf.reverse(images, [2])], {})]
+
+
 EXAMPLES = [unary_math, binary_math, reductions_and_matmul, shapes_and_slices,
             gather_and_segments, softmax_and_losses, conv_nets, random_ops, variables_and_scatter,
-            optimizers, queues, accumulators, activations_and_summaries]
+            optimizers, queues, accumulators, activations_and_summaries, input_pipelines]
 
 
 # ---- running them -----------------------------------------------------------------------------
