@@ -1,5 +1,6 @@
-"""A step's deadline bounds every call to a master that has stopped answering (SIGSTOP), as
-in TF (DeadlineExceededError); a peer that answers something other than tfteach's gRPC is
+"""A step's deadline bounds every call to a master that has stopped answering (SIGSTOP), and
+the master's RunGraph calls to a worker that has, as in TF (DeadlineExceededError naming the
+task, with a hint); a peer that answers something other than tfteach's gRPC is
 UnavailableError naming its address."""
 from __future__ import annotations
 
@@ -121,3 +122,51 @@ def test_a_grpc_answer_that_does_not_parse_is_unavailable_naming_it(client):
         server.stop(0)
     assert address in caught.value.message
     assert "Hint:" in str(caught.value)
+
+
+@pytest.fixture(scope="module")
+def frozen_ps():
+    """A LocalCluster whose ps task is stopped (SIGSTOP) after a step of a session on worker
+    0 (the master) ran a part on it; SIGCONT again when the tests end."""
+    from tfteach.distributed.local_cluster import LocalCluster
+
+    with LocalCluster(ps=1, workers=1) as cluster:
+        graph = tf.Graph()
+        with graph.as_default():
+            with tf.device("/job:ps/task:0"):
+                a = tf.constant(2.0) * 3.0
+            with tf.device("/job:worker/task:0"):
+                x = a + 1.0
+        config = tf.ConfigProto(operation_timeout_in_ms=400)
+        sessions = [tf.Session(cluster.target("worker", 0), graph=graph, config=c)
+                    for c in (None, config)]
+        assert [s.run(x) for s in sessions] == [7.0, 7.0]
+        pid = cluster._record("ps", 0)["pid"]
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            yield sessions, x, pid
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
+
+@pytest.mark.parametrize("how", ["run_options", "operation_timeout"])
+def test_run_graph_to_a_stopped_worker_fails_at_the_deadline_naming_it(frozen_ps, how):
+    (plain, configured), x, _ = frozen_ps
+    if how == "run_options":
+        err, took = _timed(lambda: plain.run(x, options=tf.RunOptions(timeout_in_ms=400)))
+    else:
+        err, took = _timed(lambda: configured.run(x))
+    assert took < 5.0
+    assert "/job:ps/replica:0/task:0" in err.message and "timed out" in err.message
+    assert "Hint:" in str(err) and "Check that its process runs" in str(err)
+
+
+def test_the_step_after_the_worker_continues_runs(frozen_ps):
+    (plain, _), x, pid = frozen_ps
+    with pytest.raises(errors.DeadlineExceededError):
+        plain.run(x, options=tf.RunOptions(timeout_in_ms=300))
+    os.kill(pid, signal.SIGCONT)
+    try:
+        assert plain.run(x, options=tf.RunOptions(timeout_in_ms=20000)) == 7.0
+    finally:
+        os.kill(pid, signal.SIGSTOP)

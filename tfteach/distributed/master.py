@@ -31,9 +31,11 @@ import json
 import secrets
 import sys
 import threading
+import time
 from concurrent.futures import Future
 from typing import Any, Mapping, Sequence
 
+from tfteach.errors import DeadlineExceededError
 from tfteach.framework.device_spec import DeviceSpec
 from tfteach.runtime import placer
 from tfteach.runtime.config import ConfigProto
@@ -47,6 +49,9 @@ from .phases import split_phases
 from .session_targets import RemoteDevice, cluster_targets, device_specs
 from .step_results import Gathered, root_cause
 from .waiting import wait_for_tasks
+
+ABORT_TIMEOUT_S = 10.0   # the deadline of the CleanupGraph calls that abort a failed step
+CALL_GRACE_S = 0.5       # a RunGraph's deadline past the step's (the client waits 1 s more)
 
 
 class MasterSession:
@@ -183,8 +188,8 @@ class MasterSession:
         thread. Phased: stage by stage on the calling thread (this task's phase k, then
         the other tasks' phases k, all but one of those on pool threads), so a step with
         one other task hands nothing to another thread."""
-        timeout_s = (options.get("timeout_in_ms") or self.config.operation_timeout_in_ms
-                     or 60000) / 1000
+        asked_ms = options.get("timeout_in_ms") or self.config.operation_timeout_in_ms
+        timeout_s = (asked_ms or 60000) / 1000
         opts = {first: _graph_options(bool(options.get("trace")), timeout_s, first,
                                       bool(options.get("partition_graphs")),
                                       self.engine.task.task_name)
@@ -192,6 +197,8 @@ class MasterSession:
         calls = []
         for _, worker, handle, part in parts:
             feeds = {ph: fed[self.graph.get_tensor_by_name(src)] for ph, src in part.feeds.items()}
+            if asked_ms and not isinstance(worker, _LocalWorker):
+                worker = _WithDeadline(worker, timeout_s)
             calls.append((part, (worker, handle, step_id, feeds, part.fetches,
                                  opts[part.first])))
         run = self._run_staged if any(part.phased for _, _, _, part in parts) \
@@ -301,13 +308,15 @@ class MasterSession:
             except Exception as e:  # noqa: BLE001 (the step fails with the root cause)
                 failures.append(e)
         if failures:   # on success every Send was received: nothing is left to clean up
-            self._cleanup(parts, step_id)
-            raise root_cause(failures)
+            cause = root_cause(failures)
+            if not isinstance(cause, DeadlineExceededError):   # a frozen task never answers:
+                self._cleanup(parts, step_id)                  # the abort's calls clean up
+            raise cause
         return tensors, gathered
 
     def _abort(self, parts: list, step_id: int) -> None:
         for worker in _workers(parts):
-            self.engine.pool.submit(_quietly, worker.cleanup_graph, step_id)
+            self.engine.pool.submit(_quietly, worker.cleanup_graph, step_id, ABORT_TIMEOUT_S)
 
     def _cleanup(self, parts: list, step_id: int) -> None:
         for worker in _workers(parts):
@@ -346,11 +355,27 @@ class _LocalWorker:
         result = as_run_result(self.engine.run_graph(handle, step_id, feeds, fetches, options))
         return dict(result.tensors), result.metadata
 
-    def cleanup_graph(self, step_id: int) -> None:
+    def cleanup_graph(self, step_id: int, timeout: float | None = None) -> None:
         self.engine.cleanup_graph(step_id)
 
     def deregister_graph(self, handle: str) -> None:
         self.engine.deregister_graph(handle)
+
+
+class _WithDeadline:
+    """A remote task's worker whose RunGraph calls carry the step's deadline (the learner's
+    ``RunOptions.timeout_in_ms`` or ``operation_timeout_in_ms``), as TF's master sets its
+    calls' deadline: a task that stopped answering (SIGSTOP, a debugger) fails the step
+    with DeadlineExceededError naming it instead of holding it forever. The deadline falls
+    ``CALL_GRACE_S`` after the step's, so a task that answers reports its own timeout (which
+    says what it waited for) first, and before the client's own (``DEADLINE_GRACE_S``)."""
+
+    def __init__(self, worker: Any, timeout_s: float) -> None:
+        self.worker, self.deadline = worker, time.monotonic() + timeout_s + CALL_GRACE_S
+
+    def run_partition(self, *args: Any, **kwargs: Any) -> Any:
+        left = max(0.0, self.deadline - time.monotonic())
+        return self.worker.run_partition(*args, timeout=left, **kwargs)
 
 
 class _Aborter:

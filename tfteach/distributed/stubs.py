@@ -186,8 +186,8 @@ class WorkerClient(_Stub):
         request = _recv_request(step_id, key, 300.0 if timeout is None else timeout, False)
         return self._pull(request, proto.header.bulk_port)[0]
 
-    def cleanup_graph(self, step_id: int) -> None:
-        self._call("CleanupGraph", pb.CleanupGraphRequest(step_id=step_id))
+    def cleanup_graph(self, step_id: int, timeout: float | None = None) -> None:
+        self._call("CleanupGraph", pb.CleanupGraphRequest(step_id=step_id), timeout)
 
     def deregister_graph(self, graph_handle: str) -> None:
         self._call("DeregisterGraph", pb.DeregisterGraphRequest(graph_handle=graph_handle))
