@@ -288,9 +288,12 @@ class Dataset:
         flat = flatten(element)
         rows = {t.shape.dims[0] for t in flat if t.shape.dims} - {None}
         if any(t.shape.ndims == 0 for t in flat) or len(rows) > 1:
-            raise ValueError(f"Dimensions {' and '.join(str(r) for r in sorted(rows))} are not "
-                             "compatible" if len(rows) > 1 else
-                             "Slicing dataset elements requires tensors of rank 1 or more.")
+            raise ValueError(errors.with_hint(
+                f"Dimensions {' and '.join(str(r) for r in sorted(rows))} are not compatible"
+                if len(rows) > 1 else
+                "Slicing dataset elements requires tensors of rank 1 or more.",
+                tr("from_tensor_slices gives one element per row: every component needs "
+                   "the same number of rows.")))
         return _dataset_op("TensorSliceDataset", flat, {},
                            map_structure(lambda t: t.dtype, element),
                            map_structure(lambda t: TensorShape(t.shape.dims[1:])
@@ -310,7 +313,8 @@ class Dataset:
     def range(*args: Any, output_type: Any = dtypes.int64) -> "Dataset":
         """``range(stop)``, ``range(start, stop)``, ``range(start, stop, step)`` (int64)."""
         if not 1 <= len(args) <= 3:
-            raise ValueError("Invalid arguments to range()")
+            raise ValueError(errors.with_hint("Invalid arguments to range()", tr(
+                "Dataset.range takes (stop), (start, stop) or (start, stop, step).")))
         start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
         inputs = [convert_to_tensor(v, dtype=dtypes.int64, name=n)
                   for v, n in zip((start, stop, step), ("start", "stop", "step"), strict=True)]
@@ -330,8 +334,10 @@ class Dataset:
                      "Dataset_filter")
         out = func.outputs
         if len(out) != 1 or out[0].dtype is not dtypes.bool_ or out[0].shape.ndims not in (0, None):
-            raise ValueError("`predicate` return type must be convertible to a scalar boolean "
-                             "tensor.")
+            raise ValueError(errors.with_hint(
+                "`predicate` return type must be convertible to a scalar boolean tensor.",
+                tr("the filter function must return one bool per element, e.g. "
+                   "tf.equal(x, 0).")))
         return self._op("FilterDataset", func.captured, {"f": func.name}, self._types,
                         self._shapes)
 

@@ -125,7 +125,7 @@ def adjust_brightness(image: Any, delta: Any) -> Tensor:
 def random_brightness(image: Any, max_delta: float, seed: int | None = None) -> Tensor:
     """adjust_brightness by a delta drawn uniformly from [-max_delta, max_delta)."""
     if max_delta < 0:
-        raise ValueError("max_delta must be non-negative.")
+        raise ValueError(with_hint("max_delta must be non-negative.", _range_hint()))
     delta = random_uniform([], -max_delta, max_delta, seed=seed)
     return adjust_brightness(image, delta)
 
@@ -155,9 +155,9 @@ def adjust_contrast(images: Any, contrast_factor: Any) -> Tensor:
 def random_contrast(image: Any, lower: float, upper: float, seed: int | None = None) -> Tensor:
     """adjust_contrast by a factor drawn uniformly from [lower, upper)."""
     if upper <= lower:
-        raise ValueError("upper must be > lower.")
+        raise ValueError(with_hint("upper must be > lower.", _range_hint()))
     if lower < 0:
-        raise ValueError("lower must be non-negative.")
+        raise ValueError(with_hint("lower must be non-negative.", _range_hint()))
     return adjust_contrast(image, random_uniform([], lower, upper, seed=seed))
 
 
@@ -175,6 +175,11 @@ def per_image_standardization(image: Any) -> Tensor:
 
 
 # ---- crops and pads ----------------------------------------------------------------------------
+def _range_hint() -> str:
+    return tr("the random factor is drawn from the range you give: its bounds must be "
+              "ordered and not negative.")
+
+
 def _hw(x: Tensor) -> tuple[int, int]:
     h, w = x.shape.dims[-3], x.shape.dims[-2]
     if h is None or w is None:
@@ -233,8 +238,8 @@ def resize_image_with_crop_or_pad(image: Any, target_height: int, target_width: 
     x = _image(image)
     h, w = _hw(x)
     if target_width <= 0 or target_height <= 0:
-        raise ValueError("target_width must be > 0." if target_width <= 0
-                         else "target_height must be > 0.")
+        _check([(target_width > 0, "target_width must be > 0."),
+                (target_height > 0, "target_height must be > 0.")])
     dw, dh = target_width - w, target_height - h
     with x.graph.as_default(), x.graph.name_scope("resize_image_with_crop_or_pad"):
         cropped = crop_to_bounding_box(x, max(-dh // 2, 0), max(-dw // 2, 0),
@@ -246,7 +251,9 @@ def resize_image_with_crop_or_pad(image: Any, target_height: int, target_width: 
 def central_crop(image: Any, central_fraction: float) -> Tensor:
     """The central ``central_fraction`` of the image's height and width."""
     if central_fraction <= 0.0 or central_fraction > 1.0:
-        raise ValueError("central_fraction must be within (0, 1]")
+        raise ValueError(with_hint("central_fraction must be within (0, 1]",
+                                   tr("give the fraction of the height and width to keep, "
+                                      "e.g. 0.875.")))
     x = _image(image)
     if central_fraction == 1.0:
         return x

@@ -112,12 +112,17 @@ def resize_images(images: Any, size: Any, method: int = ResizeMethod.BILINEAR,
             f"tfteach resizes with BILINEAR and NEAREST_NEIGHBOR only, not method {method}.",
             tr("use ResizeMethod.BILINEAR or ResizeMethod.NEAREST_NEIGHBOR.")))
     if preserve_aspect_ratio:
-        raise NotImplementedError("tfteach's resize_images has no preserve_aspect_ratio.")
+        raise NotImplementedError(errors.with_hint(
+            "tfteach's resize_images has no preserve_aspect_ratio.",
+            tr("compute the new size yourself, or crop first (central_crop).")))
     x = convert_to_tensor(images, name="images")
     rank = x.shape.ndims
     if rank not in (3, 4):
-        raise ValueError("'images' contains no shape." if rank is None else
-                         "'images' must have either 3 or 4 dimensions.")
+        raise ValueError(errors.with_hint(
+            "'images' contains no shape." if rank is None else
+            "'images' must have either 3 or 4 dimensions.",
+            tr("resize one image [height, width, channels] or a batch "
+               "[n, height, width, channels].")))
     with x.graph.as_default(), x.graph.name_scope(name or "resize_images"):
         hw = convert_to_tensor(size, dtype=dtypes.int32, name="size")
         known = const_value(hw)

@@ -250,8 +250,9 @@ class FixedLengthRecordReader(ReaderBase):
                  footer_bytes: int | None = None, hop_bytes: int | None = None,
                  name: str | None = None, encoding: str | None = None) -> None:
         if encoding:
-            raise NotImplementedError("tfteach's FixedLengthRecordReader reads uncompressed "
-                                      "files only.")
+            raise NotImplementedError(errors.with_hint(
+                "tfteach's FixedLengthRecordReader reads uncompressed files only.",
+                tr("decompress the files first (gzip -d), or run this on real TensorFlow.")))
         super().__init__("FixedLengthRecordReaderV2", {
             "record_bytes": int(record_bytes), "header_bytes": int(header_bytes or 0),
             "footer_bytes": int(footer_bytes or 0), "hop_bytes": int(hop_bytes or 0)},

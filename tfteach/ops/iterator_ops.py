@@ -134,7 +134,10 @@ class Iterator:
     @property
     def initializer(self) -> Operation:
         if self._initializer is None:
-            raise ValueError("Iterator does not have an initializer.")
+            raise ValueError(errors.with_hint(
+                "Iterator does not have an initializer.",
+                tr("a one-shot iterator starts by itself; use "
+                   "dataset.make_initializable_iterator() to restart or feed one.")))
         return self._initializer
 
     def get_next(self, name: str | None = None) -> Any:
@@ -149,8 +152,11 @@ class Iterator:
     def make_initializer(self, dataset: Any, name: str | None = None) -> Operation:
         """An op that starts this iterator over ``dataset`` (of the same element types)."""
         if flatten(dataset.output_types) != flatten(self._types):
-            raise TypeError(f"Expected output types {self._types} but got dataset with output "
-                            f"types {dataset.output_types}.")
+            raise TypeError(errors.with_hint(
+                f"Expected output types {self._types} but got dataset with output types "
+                f"{dataset.output_types}.",
+                tr("an iterator made with from_structure reads only datasets whose elements "
+                   "have its types.")))
         g = self._handle.graph
         return g.create_op("MakeIterator", [dataset._variant_tensor, self._handle], {},
                            name=name or "MakeIterator")
@@ -202,6 +208,9 @@ def _refuse_placeholders(t: Tensor) -> None:
             continue
         seen.add(op.name)
         if op.type == "Placeholder":
-            raise ValueError(f"Cannot capture a placeholder (name:{op.name}, type:{op.type}) "
-                             "by value.")
+            raise ValueError(errors.with_hint(
+                f"Cannot capture a placeholder (name:{op.name}, type:{op.type}) by value.",
+                tr("a one-shot iterator cannot be fed; use "
+                   "dataset.make_initializable_iterator() and feed the placeholder when "
+                   "running iterator.initializer.")))
         stack.extend(i.op for i in op.inputs)

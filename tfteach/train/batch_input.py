@@ -70,8 +70,11 @@ def _batched(tensors: Any, tensors_list: list, batch_size: Any, queue_fn: Any,
         lists = _convert(tensors_list)
         types = [t.dtype for t in lists[0]]
         if any([t.dtype for t in tl] != types for tl in lists):
-            raise ValueError("Expected types to be the same in every tensor list: "
-                             f"{[[t.dtype.name for t in tl] for tl in lists]}")
+            raise ValueError(with_hint(
+                "Expected types to be the same in every tensor list: "
+                f"{[[t.dtype.name for t in tl] for tl in lists]}",
+                tr("every list given to a *_join batch must hold tensors of the same "
+                   "dtypes, in the same order.")))
         queue = queue_fn(types, _shapes(lists[0], shapes, enqueue_many))
         enqueue = queue.enqueue_many if enqueue_many else queue.enqueue
         add_queue_runner(QueueRunner(queue, [enqueue(tl) for tl in lists]))
