@@ -281,7 +281,7 @@ class _Backprop:
         if self.g._flow_context is not None:
             raise while_grad.nested_loop_error(ctx.exits[0].op)
         exit_grads = [_dense(gr) for gr in exit_grads]
-        for t, gr in while_grad.loop_gradient(ctx, exit_grads, _body_gradients).items():
+        for t, gr in while_grad.loop_gradient(ctx, exit_grads, _body_gradients):
             if gr is not None and (t.op in self.between or t in self.xs):
                 self.parts.setdefault(t, []).append(gr)
 

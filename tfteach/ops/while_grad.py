@@ -98,9 +98,10 @@ class GradLoopContext(WhileContext):
         return read
 
 
-def loop_gradient(ctx: WhileContext, exit_grads: list, body_gradients: Callable) -> dict:
-    """Gradients of the tensors the loop ``ctx`` takes from outside (its loop variables'
-    initial values and the outside tensors it reads), given its exits' gradients;
+def loop_gradient(ctx: WhileContext, exit_grads: list, body_gradients: Callable) -> list:
+    """``(tensor, gradient)`` for each tensor the loop ``ctx`` takes from outside (its loop
+    variables' initial values, then the outside tensors it reads; one tensor may be both),
+    given its exits' gradients;
     ``body_gradients(ys, xs, grad_ys)`` differentiates the forward body."""
     if ctx.grad is None:
         ctx.grad = _Counter(ctx)
@@ -130,12 +131,9 @@ def loop_gradient(ctx: WhileContext, exit_grads: list, body_gradients: Callable)
     with g.name_scope("while_grad") as scope:
         grad_ctx = GradLoopContext(g, scope + "while_context", ctx, counter)
         out = build_loop(grad_ctx, cond, body, [counter.total] + seeds + accs)
-    grads: dict[Tensor, Any] = {}
-    for i, gr in zip(floats, out[1:1 + n_f], strict=True):
-        grads[ctx.enters[i].op.inputs[0]] = gr
-    for (t, _), gr in zip(consts, out[1 + n_f:], strict=True):
-        grads[t] = gr
-    return grads
+    grads = [(ctx.enters[i].op.inputs[0], gr)
+             for i, gr in zip(floats, out[1:1 + n_f], strict=True)]
+    return grads + [(t, gr) for (t, _), gr in zip(consts, out[1 + n_f:], strict=True)]
 
 
 def nested_loop_error(op: Any) -> LookupError:
