@@ -11,14 +11,18 @@ the function graph, and the dataset op takes it as an input (TF's ``Targuments``
 is the one it had when the dataset op ran. ``Function.call`` runs the function's ops in the
 order they were built, each with its registered kernel on the calling kernel's device; a kernel
 that would wait (a queue) is UnimplementedError. Functions live in the outer graph's
-``FUNCTIONS`` collection, and a dataset op names its function in the attr ``f``.
+``FUNCTIONS`` collection; a dataset op names its function in the attr ``f`` and carries its
+definition in ``f_def`` (JSON: the function graph as ``graph_io`` writes graphs, and the names of
+its inputs, captures and outputs), so a task that imported the graph rebuilds it on first use.
 """
 from __future__ import annotations
 
+import json
 from typing import Any, Callable, Sequence
 
 from tfteach import errors
 from tfteach.framework.graph import Graph, Operation, Tensor
+from tfteach.framework.graph_io import graph_from_dict, graph_to_dict
 from tfteach.framework.kernel import Pending
 from tfteach.i18n import tr
 from tfteach.ops.array_ops import placeholder
@@ -84,21 +88,31 @@ class Function:
     """A traced function: inputs (placeholders), captured outer tensors, outputs."""
 
     def __init__(self, name: str, graph: FunctionGraph, inputs: list[Tensor],
-                 outputs: list[Tensor], structure: Any) -> None:
+                 outputs: list[Tensor], structure: Any,
+                 captured_inputs: list[Tensor] | None = None) -> None:
         self.name = name
         self.graph = graph
         self.inputs = inputs
         self.outputs = outputs
         self.structure = structure      # the nesting of ``outputs``
         self.captured = [outer for outer, _ in graph.captures]
-        fed = set(inputs) | {inner for _, inner in graph.captures}
+        self.captured_inputs = (captured_inputs if captured_inputs is not None
+                                else [inner for _, inner in graph.captures])
+        fed = set(inputs) | set(self.captured_inputs)
         self._ops = [op for op in graph.get_operations()
                      if not any(t in fed for t in op.outputs)]
+
+    def definition(self) -> str:
+        """What ``f_def`` holds: enough to rebuild this function in another process."""
+        return json.dumps({"graph": graph_to_dict(self.graph.get_operations()),
+                           "inputs": [t.name for t in self.inputs],
+                           "captured": [t.name for t in self.captured_inputs],
+                           "outputs": [t.name for t in self.outputs]})
 
     def call(self, env: Any, args: Sequence[Any], captured: Sequence[Any]) -> list:
         """Run the function on ``args`` (one value per input) on ``env``'s device."""
         values: dict[Tensor, Any] = dict(zip(self.inputs, args, strict=True))
-        values.update(zip([inner for _, inner in self.graph.captures], captured, strict=True))
+        values.update(zip(self.captured_inputs, captured, strict=True))
         for op in self._ops:
             ins = [values[t].read(op) if t.is_ref and i not in op.op_def.ref_inputs
                    else values[t] for i, t in enumerate(op.inputs)]
@@ -171,11 +185,21 @@ def _as_structure(value: Any) -> Any:
     return value
 
 
-def lookup(graph: Graph, name: str) -> Function:
+def lookup(graph: Graph, name: str, definition: str) -> Function:
+    """The function ``name`` of ``graph``, rebuilt from ``definition`` the first time a task
+    that imported the graph needs it."""
     for func in graph.get_collection(FUNCTIONS):
         if func.name == name:
             return func
-    raise errors.UnimplementedError(
-        f"Function '{name}' is not in this process's graph",
-        hint=tr("a dataset's map function runs only in the process that built it; "
-                "build the input pipeline without a device on another task."))
+    try:
+        spec = json.loads(definition)
+        g = graph_from_dict(spec["graph"], FunctionGraph(graph))
+        func = Function(name, g, [g.get_tensor_by_name(n) for n in spec["inputs"]],
+                        [g.get_tensor_by_name(n) for n in spec["outputs"]], None,
+                        [g.get_tensor_by_name(n) for n in spec["captured"]])
+    except (ValueError, KeyError, TypeError) as e:
+        raise errors.InvalidArgumentError(
+            f"Function '{name}' has a malformed definition: {e}",
+            hint=tr("the dataset op's f_def attr must come from Dataset.map or filter.")) from None
+    graph.add_to_collection(FUNCTIONS, func)
+    return func

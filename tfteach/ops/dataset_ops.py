@@ -210,7 +210,7 @@ def _scalar(ctx: Any, v: Any) -> int:
 
 
 def _map_kernel(ctx: Any, source: Any, *captured: Any) -> _Map:
-    func = lookup(ctx.op.graph, ctx.attrs["f"])
+    func = lookup(ctx.op.graph, ctx.attrs["f"], ctx.attrs["f_def"])
     return _Map(source, func, list(captured), keep=ctx.op.type == "FilterDataset")
 
 
@@ -326,7 +326,8 @@ class Dataset:
         func = trace(map_func, self._variant_tensor.graph, self._types, self._shapes, "Dataset_map")
         types = pack(func.structure, [t.dtype for t in func.outputs])
         shapes = pack(func.structure, [t.shape for t in func.outputs])
-        return self._op("MapDataset", func.captured, {"f": func.name}, types, shapes)
+        return self._op("MapDataset", func.captured, {"f": func.name, "f_def": func.definition()},
+                        types, shapes)
 
     def filter(self, predicate: Callable) -> "Dataset":
         """Keep the elements for which ``predicate`` gives True (a scalar bool)."""
@@ -338,8 +339,8 @@ class Dataset:
                 "`predicate` return type must be convertible to a scalar boolean tensor.",
                 tr("the filter function must return one bool per element, e.g. "
                    "tf.equal(x, 0).")))
-        return self._op("FilterDataset", func.captured, {"f": func.name}, self._types,
-                        self._shapes)
+        return self._op("FilterDataset", func.captured,
+                        {"f": func.name, "f_def": func.definition()}, self._types, self._shapes)
 
     def batch(self, batch_size: Any, drop_remainder: bool = False) -> "Dataset":
         """Stack ``batch_size`` consecutive elements (the last batch may be smaller)."""
