@@ -142,3 +142,14 @@ describe('timeline settings from the kernel', () => {
     expect(byDevice.laneIndex(GPU0)).toBe(0);
   });
 });
+
+describe('modelled timelines', () => {
+  it('keep the profile a modelled step ran on, and only a named one', () => {
+    const modelled = parseTimeline({ ...twoLaneTimeline(), modelled_on: '8x V100 NVLink' });
+    expect(modelled.modelled_on).toBe('8x V100 NVLink');
+    expect(new TimelineModel(modelled).data.modelled_on).toBe('8x V100 NVLink');
+    expect('modelled_on' in parseTimeline(twoLaneTimeline())).toBe(false);
+    expect('modelled_on' in parseTimeline({ ...twoLaneTimeline(), modelled_on: '' })).toBe(false);
+    expect('modelled_on' in parseTimeline({ ...twoLaneTimeline(), modelled_on: 3 })).toBe(false);
+  });
+});

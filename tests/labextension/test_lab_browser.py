@@ -71,6 +71,14 @@ FEEDBACK_CELL = (
     "display(check(3, 2, what='the number of GPUs', hint='count the `GPU` rows'))")
 
 
+# The same step measured here and modelled on a profile: two timelines, one marked.
+MODELLED_PROFILE = "8x V100 NVLink"
+MODELLED_CELL = (
+    f'%%placement --trace --model "{MODELLED_PROFILE}"\nimport tfteach as tf\n'
+    "with tf.device('/gpu:1'):\n"
+    "    b = tf.matmul(tf.ones([64, 64]), tf.ones([64, 64]), name='product')\nb")
+
+
 def display_cell(mime: str, data: dict, text: str) -> str:
     return ("import json\nfrom IPython.display import display\n"
             f"display({{{mime!r}: json.loads({json.dumps(data)!r}), 'text/plain': {text!r}}}, "
@@ -87,6 +95,7 @@ def lab(tmp_path_factory, module_registry):
                    display_cell("application/vnd.tfteach.timeline+json", TIMELINE,
                                 "timeline of 5 ops"),
                    FEEDBACK_CELL)
+    write_notebook(root / "modelled.ipynb", "%load_ext tfteach", MODELLED_CELL)
     write_notebook(root / "lessons" / "01_device_placement.ipynb", "print('lesson one')")
     with JupyterServer(work, app="lab", root_dir=root,
                        env={"TFTEACH_REGISTRY_DIR": str(module_registry)}) as server:
@@ -256,6 +265,33 @@ def test_timeline_arrows_leave_the_producers_bar_and_enter_the_consumers(views):
         else:
             x, y, w, h = bars[consumer]
             assert x - 0.01 <= x2 <= x + w + 0.01 and y2 == pytest.approx(y, abs=0.01)
+
+
+def test_a_modelled_timeline_is_marked_and_the_measured_one_is_not(lab, lab_page_factory):
+    view = lab_page_factory(lab)
+    view.open("modelled.ipynb")
+    view.run_all_cells()
+    page = view.page
+    page.wait_for_selector(".tft-timeline.tft-modelled .tft-op")
+    timelines = page.locator(".tft-timeline")
+    assert timelines.count() == 2
+    modelled = page.locator(".tft-timeline.tft-modelled")
+    measured = page.locator(".tft-timeline:not(.tft-modelled)")
+    assert modelled.count() == 1 and measured.count() == 1
+    assert modelled.get_attribute("data-modelled-on") == MODELLED_PROFILE
+    mark = modelled.locator(".tft-modelled-mark")
+    assert mark.is_visible() and mark.inner_text() == "modelled"
+    caption = f"Modelled time on {MODELLED_PROFILE}: a model of that machine, not measured here."
+    assert mark.get_attribute("title") == caption
+    assert modelled.locator(".tft-status").inner_text().startswith(caption)
+    assert modelled.locator("svg.tft-svg").get_attribute("aria-label").startswith(caption)
+    assert modelled.locator(".tft-op[data-name='product']").count() == 1
+    outline = "el => getComputedStyle(el).outlineStyle"
+    assert modelled.locator(".tft-canvas").evaluate(outline) == "dashed"
+    assert not measured.locator(".tft-modelled-mark").is_visible()
+    assert measured.locator(".tft-canvas").evaluate(outline) != "dashed"
+    assert "Modelled" not in measured.locator(".tft-status").inner_text()
+    view.screenshot("timeline-modelled", ".tft-timeline.tft-modelled")
 
 
 def test_the_all_devices_toggle_lists_the_unused_device(views):

@@ -85,6 +85,14 @@ def test_trace_flag_shows_the_timeline_without_values(kernel):
     assert not any("y:0 =" in t for t in data_outputs(outputs, "text/plain"))
 
 
+def test_model_flag_takes_a_quoted_profile_name_and_marks_its_timeline(kernel):
+    outputs = kernel.run('%%placement --trace --model "8x V100 NVLink"\n'
+                         "x = tf.constant([1.0, 2.0], name='x')\ny = tf.square(x, name='y')\ny")
+    measured, modelled = data_outputs(outputs, TIMELINE_MIME)
+    assert "modelled_on" not in measured and modelled["modelled_on"] == "8x V100 NVLink"
+    assert {o["name"] for o in modelled["ops"]} == {"x", "y"}
+
+
 def test_placement_error_is_a_friendly_box_not_a_traceback(kernel):
     outputs = kernel.run("%%placement\nwith tf.device('/gpu:2'):\n    x = tf.constant(1.0)")
     assert "error" not in kinds(outputs)

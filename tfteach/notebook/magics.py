@@ -130,6 +130,14 @@ def _stand_ins(virtual_gpus: int | None) -> int:
     return sum(d.device_type == "GPU" for d in tfteach.config.list_devices())
 
 
+def _unquoted(word: str | None) -> str | None:
+    """A magic's argument without the quotes that kept its spaces together (IPython's
+    argument splitting keeps them: ``--model "8x V100 NVLink"``)."""
+    if word and len(word) >= 2 and word[0] == word[-1] and word[0] in "'\"":
+        return word[1:-1]
+    return word
+
+
 def _speeds(text: str) -> list[float]:
     try:
         return [float(s) for s in text.split(",") if s.strip()]
@@ -179,7 +187,7 @@ class TfteachMagics(Magics):
         options = PlacementOptions(args.soft, args.log, args.run, args.trace,
                                    args.virtual_gpus, args.target, args.config, args.backend,
                                    _stand_ins(args.virtual_gpus) if args.gpus_as_cpus else 0,
-                                   args.warmup, args.model)
+                                   args.warmup, _unquoted(args.model))
         for result in (self.last, self.last_tf):
             if result is not None:
                 result.close()

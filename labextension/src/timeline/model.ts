@@ -6,6 +6,9 @@
  * each transfer (`transferArrows`, the geometry the Python view draws too),
  * the visible time range and the time <-> pixel scale.
  *
+ * A modelled step (`modelled_on`: its hardware profile) is a model of that
+ * machine, not a measurement; the view marks it so.
+ *
  * State: `view` = [start, end] in microseconds. Invariants: `full` covers
  * every op and transfer and the step (it is never empty); `view` always lies
  * inside `full` and is at least `minSpan` wide; lanes keep the order the
@@ -70,6 +73,11 @@ export interface ITimelineData {
   ops: ITimelineOp[];
   transfers: ITimelineTransfer[];
   step_us: number;
+  /**
+   * The hardware profile a modelled step ran on (`tfteach.hardware`): its
+   * times are a model of that machine, not measured. Absent when measured.
+   */
+  modelled_on?: string;
 }
 
 /** What bar colours stand for, as the kernel's "Colour by" control says. */
@@ -113,11 +121,13 @@ export function parseTimeline(value: unknown): ITimelineData {
   const raw = value as { [key: string]: unknown };
   const list = <T>(key: string): T[] => (Array.isArray(raw[key]) ? (raw[key] as T[]) : []);
   const step = Number(raw['step_us']);
+  const modelledOn = raw['modelled_on'];
   return {
     devices: list<ITimelineDevice>('devices'),
     ops: list<ITimelineOp>('ops'),
     transfers: list<ITimelineTransfer>('transfers'),
-    step_us: isFinite(step) ? step : 0
+    step_us: isFinite(step) ? step : 0,
+    ...(typeof modelledOn === 'string' && modelledOn ? { modelled_on: modelledOn } : {})
   };
 }
 

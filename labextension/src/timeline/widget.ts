@@ -14,6 +14,11 @@
  * Redraws when the model's view changes or the canvas is resized. Owns the
  * model, tooltip and resize observer; dispose() releases them. Labels,
  * tooltips and the status line are in the learner's language.
+ *
+ * A modelled step (`tfteach.hardware`, `%%placement --model`: the data's
+ * `modelled_on`) is marked as such: a "modelled" mark leads the toolbar (the
+ * profile in its tooltip), the drawing has a dashed frame, and the status
+ * line and the drawing's label start by saying whose model it is.
  */
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
@@ -65,8 +70,10 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
     this._range = htmlEl('span', 'tft-range');
     this._reset = htmlEl('button', 'tft-button tft-reset', this._trans.__('Reset zoom'));
     this._reset.addEventListener('click', () => this._model?.reset());
+    this._mark = htmlEl('span', 'tft-modelled-mark', this._trans.__('modelled'));
+    this._mark.hidden = true;
     const toolbar = htmlEl('div', 'tft-toolbar');
-    toolbar.append(this._legend, this._range, this._reset);
+    toolbar.append(this._mark, this._legend, this._range, this._reset);
     this._canvas = htmlEl('div', 'tft-canvas');
     this._svg = svgEl('svg', { class: 'tft-svg', role: 'img', tabindex: 0 });
     this._canvas.appendChild(this._svg);
@@ -108,15 +115,17 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
     const { colorBy, showTransfers } = this._model.settings;
     this.node.dataset.colorBy = colorBy;
     this.node.dataset.showTransfers = String(showTransfers);
+    this._markModelled(this._model.data.modelled_on);
     const trans = this._trans;
     this._svg.setAttribute(
       'aria-label',
-      trans.__(
-        'device timeline: %1 %2, step %3. +, - and arrow keys zoom and pan, 0 resets.',
-        trans._n('%1 op', '%1 ops', this._model.data.ops.length),
-        trans._n('on %1 device', 'on %1 devices', this._model.lanes.length),
-        formatDuration(this._model.data.step_us)
-      )
+      this._caption +
+        trans.__(
+          'device timeline: %1 %2, step %3. +, - and arrow keys zoom and pan, 0 resets.',
+          trans._n('%1 op', '%1 ops', this._model.data.ops.length),
+          trans._n('on %1 device', 'on %1 devices', this._model.lanes.length),
+          formatDuration(this._model.data.step_us)
+        )
     );
     this._labelWidth = labelWidth(this._model.lanes.map(l => l.short));
     this._buildLegend();
@@ -133,6 +142,24 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
     this._model = null;
     this._tooltip.dispose();
     super.dispose();
+  }
+
+  /** Mark the view as modelled on `profile` (or as measured: no profile). */
+  private _markModelled(profile: string | undefined): void {
+    this.node.classList.toggle('tft-modelled', !!profile);
+    this._mark.hidden = !profile;
+    this._caption = profile
+      ? this._trans.__(
+          'Modelled time on %1: a model of that machine, not measured here.',
+          profile
+        ) + ' '
+      : '';
+    this._mark.title = this._caption.trim();
+    if (profile) {
+      this.node.dataset.modelledOn = profile;
+    } else {
+      delete this.node.dataset.modelledOn;
+    }
   }
 
   private _buildLegend(): void {
@@ -213,13 +240,15 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
     this._range.textContent = `${formatDuration(v0)} – ${formatDuration(v1)}`;
     this._reset.disabled = !model.isZoomed;
     const trans = this._trans;
-    this._status.textContent = trans.__(
-      '%1 and %2 %3; step %4. Drag or scroll to zoom.',
-      trans._n('%1 op', '%1 ops', model.data.ops.length),
-      trans._n('%1 transfer', '%1 transfers', model.data.transfers.length),
-      trans._n('on %1 device', 'on %1 devices', model.lanes.length),
-      formatDuration(model.data.step_us)
-    );
+    this._status.textContent =
+      this._caption +
+      trans.__(
+        '%1 and %2 %3; step %4. Drag or scroll to zoom.',
+        trans._n('%1 op', '%1 ops', model.data.ops.length),
+        trans._n('%1 transfer', '%1 transfers', model.data.transfers.length),
+        trans._n('on %1 device', 'on %1 devices', model.lanes.length),
+        formatDuration(model.data.step_us)
+      );
   }
 
   private _drawLanes(scale: TimeScale): SVGGElement {
@@ -454,6 +483,8 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
 
   private _mimeType: string;
   private _trans: Trans;
+  private _mark: HTMLElement;
+  private _caption = '';
   private _ids: number;
   private _model: TimelineModel | null = null;
   private _legend: HTMLElement;
