@@ -15,11 +15,14 @@
   the call as a unary call, and unary calls for ``STREAM_RETRY_S``. To a task of this host
   that named its lane (GetStatus, CreateSession: ``learn_lane``), those streams are
   ``lane.LaneStream``s on its Unix socket instead; one that cannot connect falls back.
-State: the channel, stub and idle-stream caches, and the streams in a call now (``_busy``,
-weakly; guarded by one lock). At interpreter exit (``lifetime``) the client closes every
-stream, busy ones too (a lane's socket, which wakes its waiting reader, or a gRPC call),
-and refuses new calls: a pool thread waiting on a task's answer cannot keep the program
-from exiting. Invariant: the token never appears in a repr, a log line or an error.
+- Same host is proven, not guessed (``shm_probe``): ``shm_shared(address)`` says whether
+  the task proved, on this client's channel, that it shares this process's /dev/shm (a
+  GetStatus probe, sent the first time it is asked; refused segments take it back).
+State: the channel, stub and idle-stream caches, the probes' findings (``_shm``), and the
+streams in a call now (``_busy``, weakly; guarded by one lock). At interpreter exit
+(``lifetime``) the client closes every stream, busy ones too (a lane's socket, which wakes
+its waiting reader, or a gRPC call), and refuses new calls: a pool thread waiting on a
+task's answer cannot keep the program from exiting. Invariant: the token never appears in a repr, a log line or an error.
 """
 from __future__ import annotations
 
@@ -36,8 +39,9 @@ from tfteach import errors
 from tfteach.i18n import tr
 from tfteach.runtime import host_memory
 
-from . import bulk, lane, lifetime, limits, security
+from . import bulk, lane, lifetime, limits, security, shm_probe
 from .protos import tfteach_cluster_pb2 as pb
+from .protos import tfteach_cluster_pb2_grpc as pb_grpc
 from .stubs import MasterClient, WorkerClient
 
 CHANNEL_OPTIONS = (
@@ -57,6 +61,7 @@ RECONNECT_WAIT_S = 1.5  # a channel backing off reconnects within its 1 s backof
 KEEP_STREAMS = 2        # idle streams kept per task and method
 _RESPONSES = {"RunStepStream": pb.RunStepResponse, "RunGraphStream": pb.RunGraphResponse}
 STREAM_RETRY_S = 5.0    # after a task refused a stream, unary calls to it for this long
+PROBE_TIMEOUT_S = 10.0  # a task that answers no shared-memory probe in this long: inline
 
 
 class ClusterClient:
@@ -74,6 +79,7 @@ class ClusterClient:
         self._streams: dict[tuple, list[_CallStream]] = {}   # (address, method) -> idle
         self._refused: dict[tuple, float] = {}  # (address, method) -> unary calls until
         self._lanes: dict[str, str] = {}        # address -> the task's lane (same host)
+        self._shm: dict[str, _Proof] = {}       # address -> its shared-memory probe's finding
         self._busy: weakref.WeakSet = weakref.WeakSet()    # streams handed out for a call
         self._exiting = False
         self._lock = threading.Lock()
@@ -206,6 +212,54 @@ class ClusterClient:
         for stream in stale:
             stream.close()
 
+    def shm_shared(self, address: str, wait: bool = False) -> bool:
+        """Whether the task at ``address`` proved that it shares this process's /dev/shm
+        (``shm_probe``). The first ask sends it a probe; ``wait`` waits for its answer (at
+        most ``PROBE_TIMEOUT_S``), else the answer counts once it has come."""
+        address = strip_scheme(address)
+        with self._lock:
+            proof = self._shm.get(address)
+            new = proof is None
+            if new:
+                proof = self._shm[address] = _Proof()
+        if new:
+            self._probe(address, proof)
+        if wait:
+            proof.done.wait(PROBE_TIMEOUT_S)
+        return proof.proven
+
+    def learn_shm(self, address: str, proven: bool) -> None:
+        """What a probe (or a refusal: not ``proven``) found about the task at ``address``."""
+        proof = _Proof()
+        proof.proven = proven
+        proof.done.set()
+        with self._lock:
+            self._shm[strip_scheme(address)] = proof
+
+    def _probe(self, address: str, proof: "_Proof") -> None:
+        """Send the task at ``address`` a shared-memory probe (GetStatus); a task that
+        could not be reached is probed again the next time it is asked about."""
+        probe = shm_probe.Probe()
+        try:
+            call = self.stub(pb_grpc.WorkerServiceStub, address).GetStatus.future(
+                probe.request(), timeout=PROBE_TIMEOUT_S, metadata=self._metadata)
+        except BaseException:
+            probe.close()
+            proof.done.set()
+            raise
+
+        def answered(call: Any) -> None:
+            if call.exception() is None:
+                proof.proven = probe.proven(call.result())
+            else:
+                probe.close()
+                if call.exception().code() == grpc.StatusCode.UNAVAILABLE:
+                    with self._lock:
+                        if self._shm.get(address) is proof:
+                            del self._shm[address]
+            proof.done.set()
+        call.add_done_callback(answered)
+
     def keep_stream(self, address: str, method: str, stream: "_CallStream") -> None:
         """Keep an answered stream for the next call (at most KEEP_STREAMS per task and
         method: each open stream holds one of the task's RPC threads)."""
@@ -252,6 +306,14 @@ class ClusterClient:
             return grpc.insecure_channel(dial, options=options)
         options.append(("grpc.ssl_target_name_override", host))
         return grpc.secure_channel(dial, self._tls.channel_credentials(), options=options)
+
+
+class _Proof:
+    """A shared-memory probe's finding about one task (``ClusterClient.shm_shared``)."""
+
+    def __init__(self) -> None:
+        self.proven = False
+        self.done = threading.Event()
 
 
 class _CallStream:

@@ -5,8 +5,7 @@ State: the client's ``graph`` (extended by ExtendSession), ``config``, the tasks
 current ``placement`` and the graph version it was made for, ``pinned`` stateful placements,
 ``registered``: per (fetches, feeds, targets, phased) the worker graph handles of each part
 (``retired``: those of earlier placements, deregistered when the session closes),
-``reply_bytes``: per graph handle, the shared memory its answers need (``shm``), and
-``hosts``: each task's shm host key (tensors to a task on this host go through shm).
+and ``reply_bytes``: per graph handle, the shared memory its answers need (``shm``).
 
 A step: place (if the graph grew) -> partition (cached) -> RunGraph on every part under one
 step id -> fetches + merged step stats (and, for ``output_partition_graphs``, every task's
@@ -75,7 +74,6 @@ class MasterSession:
         self.log: list[str] = []
         self.running: dict[int, list] = {}     # step id -> its registered parts
         self.reply_bytes: dict[str, int] = {}  # graph handle -> shm bytes its answers need
-        self.hosts: dict[str, str] = {}        # task name -> its shm host key
 
     # ---- CreateSession ---------------------------------------------------------------
     def connect(self) -> None:
@@ -87,7 +85,6 @@ class MasterSession:
         devices = [d for d in self.engine.devices if me.task_name in self.targets]
         for name, _ in others:
             devices += [RemoteDevice(a) for a in answers[name]["devices"]]
-            self.hosts[name] = answers[name]["shm_host"]
         filters = device_specs(self.config.device_filters)
         self.devices = [d for d in devices if not filters or any(f.compatible(d.spec)
                                                                  for f in filters)]
@@ -178,9 +175,7 @@ class MasterSession:
     def _worker(self, task: str) -> Any:
         if task == self.engine.task.task_name:
             return _LocalWorker(self.engine)
-        worker = self.engine.task.client.worker(self.targets[task], task)
-        worker.peer_host = self.hosts.get(task, "")
-        return worker
+        return self.engine.task.client.worker(self.targets[task], task)
 
     def _run_parts(self, parts: list, step_id: int, fed: dict, options: dict) -> tuple:
         """RunGraph on every part; the first failure aborts the step on every part.

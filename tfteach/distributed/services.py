@@ -6,7 +6,9 @@ RecvTensorInline and RecvTensor wait on the engine in short slices so a cancelle
 frees its thread. RunStep and RunGraph read large tensors from the caller's reused segments
 and write the large tensors they answer into the caller's reply segment when it offers one
 and they fit (``shm``); RunStepStream and RunGraphStream serve the same calls one after
-another on a long-lived stream. RecvTensorInline answers with the whole tensor (inline, or a shared-memory
+another on a long-lived stream. A request that names segments of a caller not of this host
+is refused, and its client sends it again inline; GetStatus answers a caller's probe
+(``shm_probe``). RecvTensorInline answers with the whole tensor (inline, or a shared-memory
 segment when the receiver runs on this host: ``shm_callers.Caller``; the receiver's
 reused segment when it offers one that fits); a tensor too
 large for that goes back to the engine under ``key + STREAM_SUFFIX`` and the receiver
@@ -29,7 +31,7 @@ from google.protobuf.message import DecodeError
 from tfteach import errors
 from tfteach.i18n import tr
 
-from . import limits, shm, shm_callers, wire
+from . import limits, shm, shm_callers, shm_probe, wire
 from .engine_api import Cancellation, Engine, as_run_result, serving
 from .protos import tfteach_cluster_pb2 as pb
 from .protos import tfteach_cluster_pb2_grpc as pb_grpc
@@ -119,6 +121,16 @@ def _caller(context: Any) -> shm_callers.Caller:
 
 
 def _sender(request: Any, caller: shm_callers.Caller) -> shm_callers.Caller | None:
+def _tensors(named: Any, request: Any, caller: shm_callers.Caller) -> dict[str, Any]:
+    """A request's tensors; those in segments only from a caller that shares this host
+    (else the request is refused before any is read, and its client sends it again
+    inline: ``shm_probe``)."""
+    sender = _sender(request, caller)
+    if sender is None:
+        shm_probe.refuse_segments(named)
+    return wire.from_named(named, sender)
+
+
     """``caller`` if it shares this host's /dev/shm (found by ``shm_callers.Caller``, not
     taken from the request), else None. A reply segment it offers must be its own."""
     if not caller.shares_host(request.shm_host):
@@ -210,7 +222,7 @@ class MasterServicer(pb_grpc.MasterServiceServicer):
                   caller: shm_callers.Caller) -> Any:
         with serving(cancellation):
             result = as_run_result(self.engine.run_step(
-                request.session_handle, wire.from_named(request.feed, _sender(request, caller)),
+                request.session_handle, _tensors(request.feed, request, caller),
                 list(request.fetch), list(request.target), request.options))
         response = pb.RunStepResponse(metadata=result.metadata)
         _add_answer(response.tensor, result.tensors, request, caller)
@@ -255,7 +267,8 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
         return pb.GetStatusResponse(device_attributes=devices, task=self.task_name,
                                     last_step=self.engine.last_step(), pid=os.getpid(),
                                     shm_host=shm.host_key() if shm.available() else "",
-                                    lane=self.lane)
+                                    lane=self.lane,
+                                    shm_proof=shm_probe.answer(request, _caller(context)))
 
     @rpc_method
     def RegisterGraph(self, request: pb.RegisterGraphRequest, context: Any) -> Any:
@@ -279,7 +292,7 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
     def _run_graph(self, request: pb.RunGraphRequest, caller: shm_callers.Caller) -> Any:
         result = as_run_result(self.engine.run_graph(
             request.graph_handle, request.step_id,
-            wire.from_named(request.send, _sender(request, caller)), list(request.recv_key),
+            _tensors(request.send, request, caller), list(request.recv_key),
             request.options))
         response = pb.RunGraphResponse(metadata=result.metadata)
         wire.add_named(response.recv, result.tensors)

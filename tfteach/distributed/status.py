@@ -5,8 +5,9 @@ the error's class name and hint (and any ``rpc_metadata`` the error carries) in 
 metadata; ``rpc_method``/``rpc_stream`` wrap a
 servicer method so that every OpError (and any unexpected exception) becomes such a status.
 Client side: ``error_from_rpc(rpc_error, task, address)`` rebuilds the same OpError class with
-its message and hint; transport failures (no tfteach metadata) get a message naming the
-task and a hint. TF's error codes equal gRPC's status codes (both are google.rpc.Code).
+its message and hint (and the call's trailing metadata as ``rpc_trailing``); transport
+failures (no tfteach metadata) get a message naming the task and a hint. TF's error codes
+equal gRPC's status codes (both are google.rpc.Code).
 """
 from __future__ import annotations
 
@@ -113,7 +114,9 @@ def error_from_rpc(err: grpc.RpcError, task: str | None = None,
     if class_name:
         hint = metadata.get(HINT_KEY)
         hint = hint.decode("utf-8", "replace") if isinstance(hint, bytes) else hint
-        return errors.exception_type_from_name(class_name)(details, hint=hint)
+        error = errors.exception_type_from_name(class_name)(details, hint=hint)
+        error.rpc_trailing = metadata   # read, never sent on (``abort``): a marker such
+        return error                    # as ``limits.BUSY_KEY`` is for this call only
     return _transport_error(code, details, task, address)
 
 

@@ -3,12 +3,13 @@
 
 Their methods take and return Python values and raise ``tfteach.errors`` (a dead task
 becomes UnavailableError naming the task). The segment protocol (``_call_with_segments``):
-between processes on one host, large tensors of a RunStep or RunGraph request go in a
-reused segment of ours (``shm``) and the answer's in a reply segment we offer; gRPC carries
-only the names. RecvTensor: one RecvTensorInline answers with the whole tensor (or a
-segment: for a tensor whose size the receiver knows, a reused one it offers), a larger one
-then streams through RecvTensor; a RecvTensorInline the task refuses
-(as many waits as it may) is asked again after a pause.
+to a task that proved it shares this process's /dev/shm (``ClusterClient.shm_shared``,
+``shm_probe``), large tensors of a RunStep or RunGraph request go in a reused segment of
+ours (``shm``) and the answer's in a reply segment we offer; gRPC carries only the names.
+A task that refuses them gets the request again, every tensor inline. RecvTensor: one
+RecvTensorInline answers with the whole tensor (or a segment: for a tensor whose size the
+receiver knows, a reused one it offers), a larger one then streams through RecvTensor; a
+RecvTensorInline the task refuses (as many waits as it may) is asked again after a pause.
 """
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import grpc
 
-from . import bulk, limits, local_master, security, shm, wire
+from tfteach import errors
+
+from . import bulk, limits, local_master, security, shm, shm_probe, wire
 from .engine_api import RunResult
 from .protos import tfteach_cluster_pb2 as pb
 from .protos import tfteach_cluster_pb2_grpc as pb_grpc
@@ -38,7 +41,6 @@ class _Stub:
     def __init__(self, client: "ClusterClient", address: str,
                  task_name: str | None) -> None:
         self.client = client
-        self.peer_host = ""     # the task's shm host key, once known (GetStatus, CreateSession)
         self.address = address
         self.task_name = task_name
         self._stub = client.stub(self.stub_class, address)
@@ -64,16 +66,33 @@ class _Stub:
                             tensors: Mapping[str, Any],
                             reply_bytes: int) -> tuple[Any, Any]:
         """``send(request)`` with ``tensors`` added to the request's repeated NamedTensor
-        ``field`` (the large ones in a reused segment of ours, or one of their own, if the
-        task shares this host)
-        and a reused segment of ``reply_bytes`` offered for the answer's large tensors.
-        Return ``(answer, reply segment or None)``; the caller copies the tensors out of
-        the reply segment, then gives it back (``shm.give_back``)."""
+        ``field``: through shared memory (``_send_segments``) if the task proved it shares
+        this host's, else inline; a task that refuses the segments gets the request again
+        inline, and no segment from now on. Return ``(answer, reply segment or None)``;
+        the caller copies the tensors out of the reply segment, then gives it back
+        (``shm.give_back``)."""
+        if self.client.shm_shared(self.address, wait=True):
+            try:
+                return self._send_segments(send, request, field, tensors, reply_bytes)
+            except errors.OpError as err:
+                if not shm_probe.refused(err):
+                    raise
+            self.client.learn_shm(self.address, False)
+            for name in ("shm_host", "reply_shm", "reply_shm_bytes"):
+                request.ClearField(name)
+            del field[:]
+        wire.add_named(field, tensors)
+        return send(request), None
+
+    def _send_segments(self, send: Callable[[Any], Any], request: Any, field: Any,
+                       tensors: Mapping[str, Any], reply_bytes: int) -> tuple[Any, Any]:
+        """``_call_with_segments`` to a task of this host: the large tensors in a reused
+        segment of ours, or one of their own, and a reused segment of ``reply_bytes``
+        offered for the answer's large tensors."""
         request.shm_host = shm.host_key()
-        same_host = bool(self.peer_host) and self.peer_host == request.shm_host
-        sending = shm.reused_segment(wire.segment_bytes(tensors)) if same_host else None
+        sending = shm.reused_segment(wire.segment_bytes(tensors))
         if sending is None:
-            own = wire.add_named(field, tensors, shm_ok=same_host)
+            own = wire.add_named(field, tensors, shm_ok=True)
         else:
             own = wire.add_named(field, tensors, sending.view, sending.name, shm_ok=True)
         reply = shm.reused_segment(reply_bytes)
@@ -135,11 +154,14 @@ class WorkerClient(_Stub):
 
     def get_status(self, timeout: float | None = None) -> dict[str, Any]:
         """``{"task", "pid", "last_step", "shm_host", "lane", "devices": [attribute
-        dicts]}``; this client sends the task's streams on its lane from now on, if it can."""
-        status = status_dict(self._call("GetStatus", pb.GetStatusRequest(), timeout))
-        self.peer_host = status["shm_host"]
-        self.client.learn_lane(self.address, status["lane"], status["shm_host"])
-        return status
+        dicts]}`` (``probed_status``); this client sends the task's streams on its lane from
+        now on, and large tensors through shared memory, if the task proved it can."""
+        probe = shm_probe.Probe()
+        try:
+            response = self._call("GetStatus", probe.request(), timeout)
+        finally:
+            probe.close()
+        return probed_status(self.client, self.address, response, probe)
 
     def register_graph(self, graph_def: bytes, config: bytes = b"",
                        session_handle: str = "") -> str:
@@ -210,6 +232,7 @@ class WorkerClient(_Stub):
         """``recv_tensor``'s unary call, in flight (no thread of ours waits on it). A
         tensor of ``reply_bytes`` (``SEGMENT_MIN_BYTES`` or more) is asked for in a
         reused segment of ours, which a sender on this host writes it into."""
+        use_shm = use_shm and self.client.shm_shared(self.address, wait=True)
         request = _recv_request(step_id, key, timeout, use_shm)
         segment = shm.reused_segment(reply_bytes) \
             if use_shm and reply_bytes >= shm.SEGMENT_MIN_BYTES else None
@@ -239,6 +262,7 @@ class WorkerClient(_Stub):
         shm.give_back(segment)
         if not reply.stream_key:
             return value
+        use_shm = use_shm and self.client.shm_shared(self.address)
         return self._pull(_recv_request(step_id, reply.stream_key, timeout, use_shm),
                           reply.bulk_port)
 
@@ -309,11 +333,14 @@ class MasterClient(_Stub):
 
     def create_session(self, graph_def: bytes, config: bytes = b"",
                        timeout: float | None = None) -> tuple[str, int]:
-        """Return ``(session_handle, graph_version)``."""
+        """Return ``(session_handle, graph_version)``. The master's lane is used only if it
+        proves that it shares this host (``ClusterClient.shm_shared``: a probe, sent while
+        the session is made)."""
+        self.client.shm_shared(self.address)
         response = self._call("CreateSession", pb.CreateSessionRequest(
             graph_def=graph_def, config=config, target=f"grpc://{self.address}"), timeout)
-        self.peer_host = response.shm_host
-        self.client.learn_lane(self.address, response.lane, response.shm_host)
+        shared = self.client.shm_shared(self.address, wait=True)
+        self.client.learn_lane(self.address, response.lane, response.shm_host if shared else "")
         return response.session_handle, response.graph_version
 
     def extend_session(self, session_handle: str, graph_def: bytes,
@@ -383,6 +410,19 @@ def device_dict(device: pb.DeviceAttributes) -> dict[str, Any]:
             "memory_limit": device.memory_limit,
             "physical_device_desc": device.physical_device_desc,
             "incarnation": device.incarnation}
+
+
+def probed_status(client: "ClusterClient", address: str, response: pb.GetStatusResponse,
+                  probe: shm_probe.Probe) -> dict[str, Any]:
+    """A GetStatus answer to ``probe`` as ``status_dict``, its ``shm_host`` "" unless the
+    task proved it shares this host; ``client`` learns whether it does, and the lane."""
+    proven = probe.proven(response)
+    client.learn_shm(address, proven)
+    status = status_dict(response)
+    if not proven:
+        status["shm_host"] = ""
+    client.learn_lane(address, status["lane"], status["shm_host"])
+    return status
 
 
 def status_dict(response: pb.GetStatusResponse) -> dict[str, Any]:

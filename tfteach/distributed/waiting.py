@@ -3,7 +3,8 @@
 ``wait_for_tasks(client, [(task_name, address)], operation_timeout_in_ms)`` is the master's
 CreateSession wait: it logs ``CreateSession still waiting for response from worker: ...``
 every ``LOG_PERIOD_S`` and raises UnavailableError naming the tasks that never answered.
-``wait_for_task`` waits silently for one task; ``probe_tasks`` asks every task once.
+``wait_for_task`` waits silently for one task; ``probe_tasks`` asks every task once (with a
+shared-memory probe each: ``shm_probe``).
 """
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ from tfteach.i18n import tr
 
 from . import tflog
 from .client import ClusterClient, strip_scheme
-from .protos import tfteach_cluster_pb2 as pb
 from .protos import tfteach_cluster_pb2_grpc as pb_grpc
+from .shm_probe import Probe
 from .status import error_from_rpc
-from .stubs import status_dict
+from .stubs import probed_status
 
 LOG_PERIOD_S = 10.0
 DEFAULT_OPERATION_TIMEOUT_MS = 60000
@@ -32,21 +33,22 @@ def probe_tasks(client: ClusterClient, targets: Mapping[str, str],
     """GetStatus on every ``{task_name: address}`` in parallel, each waiting at most
     ``timeout`` s for its task to come up; return the answers of those that answered.
     A task that answers with an error other than "not there yet" raises that error."""
-    calls = {}
+    calls, probes = {}, {name: Probe() for name in targets}
     for name, address in targets.items():
         stub = client.stub(pb_grpc.WorkerServiceStub, address)
-        calls[name] = stub.GetStatus.future(pb.GetStatusRequest(), timeout=timeout,
+        calls[name] = stub.GetStatus.future(probes[name].request(), timeout=timeout,
                                             metadata=client.metadata, wait_for_ready=True)
     answers = {}
     for name, call in calls.items():
         try:
-            answers[name] = status_dict(call.result())
-            client.learn_lane(strip_scheme(targets[name]), answers[name]["lane"],
-                              answers[name]["shm_host"])
+            answers[name] = probed_status(client, strip_scheme(targets[name]), call.result(),
+                                          probes[name])
         except grpc.RpcError as err:
             if err.code() not in (grpc.StatusCode.UNAVAILABLE,
                                   grpc.StatusCode.DEADLINE_EXCEEDED):
                 raise error_from_rpc(err, name, targets[name]) from None
+        finally:
+            probes[name].close()
     return answers
 
 
