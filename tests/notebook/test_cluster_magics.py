@@ -70,6 +70,23 @@ def test_bad_task_names_and_speeds_are_explained(kernel):
     assert "worker_speeds has 1 entries for 2 workers" in mismatch
 
 
+def test_a_cluster_on_a_modelled_network_says_so_and_unknown_networks_are_listed(kernel):
+    wrong = one(kernel.run('%tfteach cluster start --network "56k modem"'), "text/plain")
+    assert wrong.startswith("InvalidArgumentError while running %tfteach cluster start:")
+    assert "Known networks:" in wrong and "'1 Gbit Ethernet'" in wrong
+    started = one(kernel.run('%tfteach cluster start --ps 1 --workers 1 '
+                             '--network "2 hosts x 2 V100, 10 Gbit"'), "text/plain")
+    try:
+        assert started.startswith("Started a cluster: 1 ps, 1 worker (network between tasks "
+                                  "modelled as 10 Gbit Ethernet)")
+        bound = kernel.run("print(cluster.network.bandwidth * 8 / 1e9)")
+        assert stream_text(bound).strip() == "10.0"
+        status = one(kernel.run("%tfteach cluster status"), "text/plain")
+        assert "modelled as 10 Gbit Ethernet" in status.splitlines()[0]
+    finally:
+        kernel.run("%tfteach cluster stop")
+
+
 def test_placement_on_a_cluster_target_runs_and_shows_tasks():
     import tfteach as tf
     from tfteach.notebook.placement_cell import PlacementOptions, run_placement_cell

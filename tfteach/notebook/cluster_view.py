@@ -8,7 +8,8 @@ ipywidgets, a live widget that a daemon thread refreshes every ``refresh_s`` sec
 ``stop()`` or until the cluster has closed.
 
 ``ClusterController`` owns at most one LocalCluster per kernel (state: ``cluster``, ``status``)
-and stops it at interpreter exit. ``tfteach.distributed`` is imported only when a cluster is
+and stops it at interpreter exit; a cluster on a modelled network (``--network``) says so in
+every status title. ``tfteach.distributed`` is imported only when a cluster is
 started, so the notebook layer works without the cluster runtime.
 """
 from __future__ import annotations
@@ -143,14 +144,15 @@ class ClusterController:
         atexit.register(self.stop)
 
     def start(self, ps: int = 1, workers: int = 2, gpus_per_task: int = 0,
-              speeds: Sequence[float] | None = None) -> ClusterStatus:
+              speeds: Sequence[float] | None = None, network: Any = None) -> ClusterStatus:
         if self.cluster is not None:
             raise RuntimeError(with_hint(
                 tr("A cluster is already running in this kernel."),
                 tr("run `%tfteach cluster stop` first, or use it as it is.")))
         local_cluster = load_local_cluster()
         self.cluster = local_cluster(ps=ps, workers=workers, gpus_per_task=gpus_per_task,
-                                     worker_speeds=list(speeds) if speeds else None)
+                                     worker_speeds=list(speeds) if speeds else None,
+                                     network=network)
         return self.show(trn("Started a cluster: {ps} ps, {n} worker",
                              "Started a cluster: {ps} ps, {n} workers", workers, ps=ps))
 
@@ -165,6 +167,9 @@ class ClusterController:
         self.require()
         if self.status is not None:
             self.status.stop()
+        link = getattr(self.cluster, "network", None)
+        if link is not None:
+            title += tr(" (network between tasks modelled as {link})", link=link.name)
         self.status = ClusterStatus(self.cluster, title=title)
         return self.status
 

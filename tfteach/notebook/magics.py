@@ -21,7 +21,8 @@ answers; until then it prints a note (``exercises.revealed``). Where every solut
 (``TFTEACH_RUN_SOLUTIONS=1``), a solution whose check does not pass raises AssertionError.
 
 ``%tfteach devices [--virtual-gpus N]`` shows the device table.
-``%tfteach cluster start [--ps N] [--workers N] [--gpus-per-task N] [--speeds 1,1,0.3]``,
+``%tfteach cluster start [--ps N] [--workers N] [--gpus-per-task N] [--speeds 1,1,0.3]
+[--network PROFILE]``,
 ``status``, ``kill worker:1``, ``restart worker:1``, ``stop`` drive the kernel's LocalCluster
 (also bound to the name ``cluster``); it stops when the kernel shuts down.
 ``%tfteach errors friendly|full`` chooses how tfteach errors raised by ordinary cells look.
@@ -87,6 +88,9 @@ def _tfteach_parser() -> _Parser:
     start.add_argument("--gpus-per-task", type=int, default=0, help=tr("virtual GPUs per task (0)"))
     start.add_argument("--speeds", type=_speeds, default=None,
                        help=tr("relative worker speeds, e.g. 1,1,0.3"))
+    start.add_argument("--network", default=None, metavar="PROFILE",
+                       help=tr("model the network between tasks, e.g. \"1 Gbit Ethernet\" or "
+                               "a hardware profile's name"))
     actions.add_parser("status", add_help=False, help=tr("show every task's state"))
     actions.add_parser("stop", add_help=False, help=tr("stop every task"))
     for name, what in (("kill", tr("kill a task, e.g. worker:1")),
@@ -293,7 +297,8 @@ class TfteachMagics(Magics):
     def _cluster(self, args: argparse.Namespace) -> Any:
         clusters = self.clusters
         if args.action == "start":
-            status = clusters.start(args.ps, args.workers, args.gpus_per_task, args.speeds)
+            status = clusters.start(args.ps, args.workers, args.gpus_per_task, args.speeds,
+                                    args.network)
             self.shell.user_ns["cluster"] = clusters.cluster
             status.title += tr(" (the variable `cluster`; e.g. "
                                "tf.Session(cluster.target('worker', 0)))")
