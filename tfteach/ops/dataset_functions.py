@@ -58,6 +58,16 @@ def map_structure(fn: Callable, structure: Any) -> Any:
     return pack(structure, [fn(leaf) for leaf in flatten(structure)])
 
 
+class Structured:
+    """What datasets and iterators share: their elements' types and shapes (same nesting)."""
+
+    _types: Any
+    _shapes: Any
+    output_types = property(lambda self: self._types)
+    output_shapes = property(lambda self: self._shapes)
+    output_classes = property(lambda self: map_structure(lambda _: Tensor, self._types))
+
+
 # ---- tracing ---------------------------------------------------------------------------------
 class FunctionGraph(Graph):
     """A graph ``fn`` is traced into; tensors of ``outer`` it uses become placeholders."""

@@ -25,7 +25,8 @@ from tfteach.framework.tensor_shape import TensorShape
 from tfteach.i18n import tr
 from tfteach.ops import iterator_ops
 from tfteach.ops.common import const_value, convert_to_tensor
-from tfteach.ops.dataset_functions import flatten, lookup, map_structure, pack, trace
+from tfteach.ops.dataset_functions import (Structured, flatten, lookup, map_structure, pack,
+                                           trace)
 
 _VARIANT = [(dtypes.variant, TensorShape([]))]
 _DATASET = {"gpu_types": frozenset(), "cheap": True}
@@ -263,7 +264,7 @@ def _normalize(value: Any) -> Any:
     return convert_to_tensor(value)
 
 
-class Dataset:
+class Dataset(Structured):
     """``tf.data.Dataset``: a stream of elements (tensors, tuples or dicts of them), built as
     graph ops. Transformations return new datasets; an iterator reads one."""
 
@@ -271,10 +272,6 @@ class Dataset:
         self._variant_tensor = variant
         self._types = types
         self._shapes = shapes
-
-    output_types = property(lambda self: self._types)
-    output_shapes = property(lambda self: self._shapes)
-    output_classes = property(lambda self: map_structure(lambda _: Tensor, self._types))
 
     def _op(self, op_type: str, inputs: list, attrs: dict, types: Any, shapes: Any) -> "Dataset":
         return _dataset_op(op_type, [self._variant_tensor] + inputs, attrs, types, shapes)

@@ -24,7 +24,7 @@ from tfteach.framework.registry import not_differentiable, register_op
 from tfteach.framework.tensor_shape import TensorShape
 from tfteach.i18n import tr
 from tfteach.ops.data_flow_ops import shared_resource
-from tfteach.ops.dataset_functions import flatten, map_structure, pack
+from tfteach.ops.dataset_functions import Structured, flatten, map_structure, pack
 
 _HANDLE = [(dtypes.string, TensorShape([]))]
 _CPU = frozenset()
@@ -116,7 +116,7 @@ not_differentiable("IteratorV2", "OneShotIterator", "MakeIterator", "IteratorGet
 
 
 # ---- the Python API ----------------------------------------------------------------------------
-class Iterator:
+class Iterator(Structured):
     """``tf.data.Iterator``: ``get_next()`` gives the next element; ``initializer`` (None for a
     one-shot iterator) starts it over."""
 
@@ -126,10 +126,6 @@ class Iterator:
         self._initializer = initializer
         self._types = types
         self._shapes = shapes
-
-    output_types = property(lambda self: self._types)
-    output_shapes = property(lambda self: self._shapes)
-    output_classes = property(lambda self: map_structure(lambda _: Tensor, self._types))
 
     @property
     def initializer(self) -> Operation:
