@@ -9,8 +9,10 @@ and lists. No pickle anywhere: a graph received over the network is only data.
 Importing recreates ops with ``Graph.create_op`` under their exact names, requested devices
 and colocation, so a worker runs the very graph the client built. A graph def may come from
 anyone: importing checks every node first (fields of the right types, a unique name, inputs
-naming earlier nodes' existing outputs, or a while loop's later NextIteration for a Merge,
-known attr encodings, dtypes, shapes without negative or absurd dimensions) and raises ValueError naming the node and the field. A failed
+naming earlier nodes' existing outputs (later ones only for a while loop's back edges: a
+NextIteration into its Merge, a gradient's history push into its counter), known attr
+encodings, dtypes, shapes without negative or absurd dimensions) and raises ValueError
+naming the node and the field. A failed
 import into an existing graph may leave the nodes before the bad one: import into a copy
 (``copy_graph``) to keep the original intact.
 """
@@ -149,10 +151,14 @@ def graph_from_dict(gdef: dict, graph: Graph | None = None) -> Graph:
         _import_node(g, node, later, back_edges)
     for op, i, node, ref in back_edges:
         t = _input(g, node, ref, set())
-        if t.op.op_def.extra.get("flow") != "next":
+        source = t if isinstance(t, Operation) else t.op
+        if source.op_def.extra.get("flow") != _LATER_ROLES[isinstance(t, Operation)]:
             raise _bad(node, "input", f"input {ref!r} names a node that comes later in the "
-                                      "graph def and is not a NextIteration")
-        g._update_input(op, i, t)
+                                      "graph def (a cycle, or nodes out of topological order)")
+        if isinstance(t, Operation):
+            g._add_control_input(op, t)
+        else:
+            g._update_input(op, i, t)
     for node in gdef["node"]:
         missing = [c for c in node.get("colocation", []) if c not in g._by_name]
         if missing:
@@ -234,8 +240,9 @@ def _import_node(g: Graph, node: dict, later: set[str], back_edges: list) -> Ope
     loops = [(i, r) for i, r in enumerate(refs) if isinstance(r, str)]
     if loops and not inputs:
         raise _bad(node, "input", "a Merge needs an input from before it")
-    for i, _ in loops:      # a loop's back edge: the Merge is built on its first input, as
-        inputs.insert(i, inputs[0])    # TF builds it, and the edge is set after the import
+    for i, ref in loops:    # a loop's back edge: the Merge is built on its first input, as
+        if not ref.startswith("^"):    # TF builds it, and the edge is set after the import
+            inputs.insert(i, inputs[0])
     if len(inputs) != len(refs) - sum(r.startswith("^") for r in node.get("input", [])):
         raise _bad(node, "input", "control inputs ('^name') come after the data inputs")
     try:
@@ -265,10 +272,17 @@ def _import_node(g: Graph, node: dict, later: set[str], back_edges: list) -> Ope
     return op
 
 
+# Nodes that may come after a node that uses them: a while loop's NextIteration (data, into
+# its Merge) and a loop gradient's history push (control, into the loop's counter).
+_LATER_ROLES = {False: "next", True: "history"}
+
+
 def _back_edge(node: dict, ref: str, later: set[str]) -> bool:
-    """Whether ``ref`` is a while loop's back edge into a ``Merge`` (from a later node)."""
-    return node["op"] == "Merge" and not ref.startswith("^") and \
-        ref.rpartition(":")[0] in later
+    """Whether ``ref`` names a later node that may be one of ``_LATER_ROLES`` (checked once
+    it is imported)."""
+    if ref.startswith("^"):
+        return ref[1:] in later
+    return node["op"] == "Merge" and ref.rpartition(":")[0] in later
 
 
 def _check_outputs(op: Operation, node: dict) -> None:
