@@ -90,7 +90,8 @@ def test_deterministic_image_op_matches_tf(both, case: str) -> None:
 
 @pytest.mark.parametrize("case", sorted(RANDOM))
 def test_random_image_op_has_tf_dtype_and_shape(both, case: str) -> None:
-    (ours, _), (theirs, _) = both[0][case], both[1][case]
+    (ours, our_static), (theirs, their_static) = both[0][case], both[1][case]
+    assert our_static == their_static
     assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
 
 

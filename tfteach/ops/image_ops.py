@@ -279,4 +279,7 @@ def random_crop(value: Any, size: Any, seed: int | None = None, name: str | None
         limit = cast(add(subtract(shape(x), sz), 1), dtypes.float32)
         draw = random_uniform(shape(sz), 0, 1.0, seed=seed)
         offset = cast(floor(multiply(draw, limit)), dtypes.int32)
-        return slice_(x, offset, sz)
+        out = slice_(x, offset, sz)
+        if wanted is not None:
+            out.set_shape(wanted)
+        return out
