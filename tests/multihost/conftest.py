@@ -5,12 +5,11 @@ removed at its end (namespaces, processes), also when the test fails; the test s
 the reason, where namespaces cannot be made (not root, no ``ip``/``unshare``, or the kernel
 refuses). ``start(hosts, index, program, *args, backend=...)``: a program of
 ``tests/programs/scripts`` (or ``-m module``) started on host ``index`` in the test's own
-folder, with the cluster token every non-loopback task needs (``environment``), as a
-harness ``Process``.
+folder, with the cluster token every non-loopback task needs (``on_hosts.environment``),
+as a harness ``Process``.
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,13 +21,9 @@ for path in (HERE, HERE.parent / "programs"):     # hosts.py; the programs' harn
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from harness import ROOT, TF_QUIET, Process, has_tensorflow, script_for  # noqa: E402
+from harness import Process, script_for  # noqa: E402
 from hosts import NetHosts, why_not  # noqa: E402
-
-TOKEN = "multihost-suite-token"
-ON_TF = [pytest.mark.conformance,
-         pytest.mark.skipif(not has_tensorflow(), reason="TensorFlow is not installed "
-                            "(pip install -e '.[conformance]')")]
+from on_hosts import environment  # noqa: E402
 
 
 @pytest.fixture
@@ -65,15 +60,3 @@ def start(tmp_path):
         return Process(popen, backend)
 
     return start
-
-
-def environment(backend: str = "tfteach", extra: dict | None = None) -> dict:
-    """A program's environment on ``backend``: unbuffered, this checkout importable, the
-    suite's cluster token, and ``extra``."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1", TFTEACH_VIRTUAL_GPUS="0",
-               TFTEACH_CLUSTER_TOKEN=TOKEN, PYTHONPATH=str(ROOT))
-    if backend == "tensorflow":
-        env.update(TF_QUIET)
-        env.pop("GRPC_VERBOSITY", None)     # importing tfteach set it: TF then logs nothing
-    env.update(extra or {})
-    return env

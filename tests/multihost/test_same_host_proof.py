@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from conftest import environment
+from on_hosts import environment
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120)]
 

@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import ON_TF
+from on_hosts import ON_TF
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(240)]
 
