@@ -9,6 +9,20 @@ from tfteach.notebook.placement_cell import (PlacementOptions, execute_cell, mak
                                              run_placement_cell, sink_fetches, virtual_gpus)
 
 
+def test_a_cell_with_a_cond_and_a_loop_runs_and_its_timeline_shows_each_iteration():
+    """The sinks skip a cond's pivots (dead half the time, unfetchable in TF) and the ops
+    inside a branch; every iteration of the loop body is a slice of the timeline."""
+    source = ("x = tf.constant(2.0)\n"
+              "_, w = tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * x), [0, 1.0])\n"
+              "y = tf.cond(w > 5.0, lambda: w * 2.0, lambda: w)\n")
+    result = run_placement_cell(source, PlacementOptions(run=True, trace=True), {"tf": tf})
+    assert result.error is None
+    assert result.values == {"while/Exit:0": 3, "cond/Merge:0": 16.0}
+    text = result.timeline.text()
+    assert text.count("while/mul (Mul)") == 3 and text.count("cond/mul (Mul)") == 1
+    assert "NextIteration" in result.view.text()
+
+
 def test_execute_cell_returns_the_final_expression_and_keeps_names():
     ns = {}
     assert execute_cell("a = 2\nb = a * 3\nb + 1", ns) == 7

@@ -282,6 +282,7 @@ class Graph:
         # The control-flow context new ops are built in (a cond branch, a while loop's
         # body): it rewrites their inputs (``prepare_inputs``) and adopts them (``add_op``).
         self._flow_context: Any = None
+        self._unfetchable: set[Operation] = set()    # a cond's own Switch and pivots (TF)
 
     # ---- building ------------------------------------------------------------------
     @property
@@ -371,6 +372,14 @@ class Graph:
                               "Ignoring colocation property.", stacklevel=4)
             else:
                 op._device = target._device
+
+    def prevent_fetching(self, op: Operation) -> None:
+        """Mark ``op`` as not fetchable (TF: a cond's pivots, which are dead half the time)."""
+        self._unfetchable.add(op)
+
+    def is_fetchable(self, tensor_or_op: Any) -> bool:
+        op = tensor_or_op.op if isinstance(tensor_or_op, Tensor) else tensor_or_op
+        return op not in self._unfetchable
 
     def _update_input(self, op: Operation, index: int, t: Tensor) -> None:
         """Replace ``op``'s input ``index`` by ``t``: a while loop's back edge (its

@@ -162,14 +162,24 @@ def flatten_fetchable(value: Any) -> list:
 
 
 def sink_fetches(graph: Any) -> list:
-    """The graph's last ops: those whose results nothing else uses (variable initialisers
-    excluded); a tensor for ops with outputs, the op itself otherwise."""
+    """The graph's last ops: those whose results nothing else uses (variable initialisers,
+    a cond's pivots and ops inside a cond or loop excluded); a tensor for ops with outputs,
+    the op itself otherwise."""
     initializers = {v.initializer.name for v in _variables(graph)}
     used = {t.op.name for op in graph.get_operations() for t in op.inputs}
     used |= {c.name for op in graph.get_operations() for c in op.control_inputs}
     sinks = [op for op in graph.get_operations()
-             if op.name not in used and op.name not in initializers]
+             if op.name not in used and op.name not in initializers and _fetchable(graph, op)]
     return [op.outputs[0] if op.outputs else op for op in sinks]
+
+
+def _fetchable(graph: Any, op: Any) -> bool:
+    """Not a cond's pivot (TF's ``is_fetchable``), nor an op inside a branch or loop."""
+    from tfteach.ops.control_flow_ops import output_context
+
+    if not graph.is_fetchable(op):
+        return False
+    return getattr(op, "_flow_context", None) is None or output_context(op) is None
 
 
 def _variables(graph: Any) -> list:

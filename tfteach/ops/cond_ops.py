@@ -92,6 +92,8 @@ def cond(pred: Any, true_fn: Callable | None = None, false_fn: Callable | None =
         pivot_t = array_ops.identity(p_true, name="switch_t")
         pivot_f = array_ops.identity(p_false, name="switch_f")
         pred_id = array_ops.identity(pred, name="pred_id")
+        for t in (p_false, pivot_t, pivot_f, pred_id):
+            g.prevent_fetching(t.op)
         orig_t, res_t = _branch(CondContext(g, pred_id, pivot_t, 1), true_fn, "true_fn")
         orig_f, res_f = _branch(CondContext(g, pred_id, pivot_f, 0), false_fn, "false_fn")
         if not strict:
