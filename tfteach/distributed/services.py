@@ -120,7 +120,6 @@ def _caller(context: Any) -> shm_callers.Caller:
     return caller
 
 
-def _sender(request: Any, caller: shm_callers.Caller) -> shm_callers.Caller | None:
 def _tensors(named: Any, request: Any, caller: shm_callers.Caller) -> dict[str, Any]:
     """A request's tensors; those in segments only from a caller that shares this host
     (else the request is refused before any is read, and its client sends it again
@@ -131,6 +130,7 @@ def _tensors(named: Any, request: Any, caller: shm_callers.Caller) -> dict[str, 
     return wire.from_named(named, sender)
 
 
+def _sender(request: Any, caller: shm_callers.Caller) -> shm_callers.Caller | None:
     """``caller`` if it shares this host's /dev/shm (found by ``shm_callers.Caller``, not
     taken from the request), else None. A reply segment it offers must be its own."""
     if not caller.shares_host(request.shm_host):
