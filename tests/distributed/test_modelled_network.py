@@ -91,6 +91,19 @@ def test_an_untraced_steps_phases_wait_for_their_inputs_on_the_link(slow_cluster
     assert after >= received_w0         # the step ended after its inputs had crossed
 
 
+def test_a_fetch_from_another_task_crosses_the_link_to_the_master(slow_cluster):
+    graph, total = fan_in_and_out()
+    a = graph.get_tensor_by_name("a:0")
+    ledger, link = slow_cluster.network_ledger, slow_cluster.network
+    with tf.Session(slow_cluster.target("worker", 0), graph=graph) as sess:
+        sess.run(a)
+        before = time.monotonic()
+        assert sess.run(a).nbytes == SIZE
+    assert ledger.free_at(PS0)[0] >= before + link.time(SIZE)
+    assert ledger.free_at(W0)[1] >= before + link.time(SIZE)
+    assert ledger.free_at(PS1)[0] < before       # ps 1 sent nothing in that step
+
+
 def test_a_link_too_slow_for_the_steps_timeout_is_deadline_exceeded():
     dialup = profiles.LinkProfile("56k modem", 7e3, 0.1)
     with LocalCluster(ps=1, workers=1, network=dialup) as cluster:

@@ -289,6 +289,8 @@ class MasterSession:
         self.reply_bytes[handle] = result.shm_bytes
         for key, value in result.sent.items():
             self.engine.put_tensor(step_id, key, value)
+        modelled_network.hold([(part.task, v) for v in result.tensors.values()],
+                              self.engine.task.task_name, timeout_s)
         return result.tensors, result.metadata
 
     def _collect(self, parts: list, step_id: int, futures: list,

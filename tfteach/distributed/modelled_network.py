@@ -8,8 +8,8 @@ receiver's end of the link, and the ``_Recv`` finishes when that modelled transf
 timer thread resolves it: no device thread waits). The modelled time comes on top of the
 loopback transfer's own, so a modelled network never moves a tensor faster than this
 machine did. An untraced step's phases carry tensors in RunGraph calls instead: the master
-holds each phase until its inputs' modelled transfers end (``hold_inputs``). Tensors that a
-part returns to the master as fetches are not slowed.
+holds each phase until its inputs' modelled transfers end (``hold_inputs``), and each part's
+fetches until their transfers to the master end (``hold``).
 
 State: the process's ledger (read from ``ENV`` once) and ``_TIMER`` (a daemon thread and a
 heap of (due, seq, action)). Without ``ENV`` nothing is slowed.
@@ -91,14 +91,20 @@ def hold_inputs(inputs: Sequence[tuple[str, Any]], here: str, timeout_s: float) 
     """Wait until the modelled transfers of a phase's inputs to task ``here`` end:
     ``inputs`` are (rendezvous key, value) pairs that the master carries in RunGraph
     calls (an untraced step's phases). Each is booked from the task of the key's sending
-    device, so a tensor between two other tasks costs one transfer, as if sent directly.
-    DeadlineExceededError if they would end after ``timeout_s``."""
+    device, so a tensor between two other tasks costs one transfer, as if sent directly."""
+    hold([(key.split(";", 1)[0].rsplit("/device:", 1)[0], value) for key, value in inputs],
+         here, timeout_s)
+
+
+def hold(transfers: Sequence[tuple[str, Any]], here: str, timeout_s: float) -> None:
+    """Wait until the modelled transfers of ``transfers`` ((sending task, value) pairs that
+    reached task ``here``) end. DeadlineExceededError if they would end after
+    ``timeout_s``."""
     ledger = _ledger()
     if ledger is None or here not in ledger.tasks:
         return
     due = 0.0
-    for key, value in inputs:
-        src = key.split(";", 1)[0].rsplit("/device:", 1)[0]
+    for src, value in transfers:
         if src != here and src in ledger.tasks:
             try:
                 due = max(due, ledger.claim(src, here, int(getattr(value, "nbytes", 0)))[1])
@@ -107,7 +113,7 @@ def hold_inputs(inputs: Sequence[tuple[str, Any]], here: str, timeout_s: float) 
     if due - time.monotonic() > timeout_s:
         time.sleep(timeout_s)
         raise errors.DeadlineExceededError(
-            f"Timed out after {timeout_s:g} s: the inputs of {here} are still crossing the "
+            f"Timed out after {timeout_s:g} s: tensors for {here} are still crossing the "
             f"modelled network ({ledger.link.name})",
             hint=tr("the modelled link is too slow for this step: give the step a longer "
                     "timeout (RunOptions.timeout_in_ms), send fewer bytes or model a faster "
