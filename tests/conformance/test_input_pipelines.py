@@ -53,11 +53,18 @@ def _static(t) -> tuple:
     return t.dtype.name, (t.shape.as_list() if t.shape.ndims is not None else None)
 
 
+def _leaves(element) -> list:
+    if isinstance(element, dict):
+        return [x for k in sorted(element) for x in _leaves(element[k])]
+    if isinstance(element, (tuple, list)):
+        return [x for e in element for x in _leaves(e)]
+    return [element]
+
+
 def _dataset_run(mod, build) -> tuple[list, list]:
     with mod.Graph().as_default():
         element = build(mod).make_one_shot_iterator().get_next()
-        flat = list(element.values()) if isinstance(element, dict) else \
-            list(element) if isinstance(element, tuple) else [element]
+        flat = _leaves(element)
         with mod.Session() as sess:
             return [_static(t) for t in flat], _drain(sess, element)
 
@@ -90,6 +97,15 @@ DATASETS = {
     "filter": lambda tf: tf.data.Dataset.range(10).filter(lambda i: tf.equal(tf.floormod(i, 3), 0)),
     "from_tensors": lambda tf: tf.data.Dataset.from_tensors(X).repeat(2),
     "captured_constant": lambda tf: _captured(tf),
+    "shard": lambda tf: tf.data.Dataset.range(10).shard(3, 1).map(
+        lambda i: i * 2, num_parallel_calls=tf.data.experimental.AUTOTUNE),
+    "zip_tuple": lambda tf: tf.data.Dataset.zip((tf.data.Dataset.range(4),
+                                                 tf.data.Dataset.from_tensor_slices((X, Y)))),
+    "zip_dict": lambda tf: tf.data.Dataset.zip({"b": tf.data.Dataset.range(3),
+                                                "a": tf.data.Dataset.from_tensor_slices(X)}),
+    "concatenate": lambda tf: tf.data.Dataset.from_tensor_slices(X[:2]).concatenate(
+        tf.data.Dataset.from_tensor_slices(X[4:])).batch(3),
+    "cache_repeat": lambda tf: tf.data.Dataset.range(3).cache().repeat(2),
 }
 
 

@@ -207,6 +207,8 @@ def input_pipelines():
     it = tf.data.Iterator.from_structure(lines.output_types, lines.output_shapes)
     more = tf.data.Dataset.range(3).repeat(2)
     fixed = tf.data.Dataset.from_tensors(np.arange(3))
+    pairs = tf.data.Dataset.zip((tf.data.Dataset.range(4), tf.data.Dataset.range(4)))
+    joined = pairs.shard(2, 1).concatenate(pairs.take(1)).cache()
     names = tf.FIFOQueue(4, tf.string)
     key, value = tf.TextLineReader().read(names)
     whole = tf.WholeFileReader().read(names)
@@ -216,6 +218,7 @@ def input_pipelines():
             (it.make_initializer(lines), {}), (it.get_next(), {}),
             (tf.data.make_one_shot_iterator(more).get_next(), {}),
             (tf.data.make_one_shot_iterator(fixed).get_next(), {}),
+            (tf.data.make_one_shot_iterator(joined).get_next(), {}),
             (names.enqueue_many([[path.name] * 3]), {}),
             ([key, value] + tf.decode_csv(value, [[0], [0.0]]), {}),
             (list(whole), {}), ([tf.decode_raw(rec[1], tf.int32)], {}),

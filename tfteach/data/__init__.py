@@ -11,10 +11,11 @@ Every loader returns ``((x_train, y_train), (x_test, y_test))``: ``x`` is float3
 Nothing here downloads anything, and every call returns fresh arrays the caller may change.
 
 It is also TF's ``tf.data``: ``Dataset``, ``TextLineDataset``, ``Iterator``,
-``make_one_shot_iterator`` and ``make_initializable_iterator``, graph ops built in
-``tfteach.ops.dataset_ops`` and ``tfteach.ops.iterator_ops`` (so this package sits in the ops
-layer).
+``make_one_shot_iterator``, ``make_initializable_iterator`` and ``experimental.AUTOTUNE``,
+graph ops built in ``tfteach.ops.dataset_ops`` and ``tfteach.ops.iterator_ops`` (so this
+package sits in the ops layer).
 """
+from tfteach.data import experimental
 from tfteach.data.batching import batches, shard
 from tfteach.data.digits import load_digits
 from tfteach.data.mnist import load_mnist
@@ -22,4 +23,4 @@ from tfteach.ops.dataset_ops import Dataset, TextLineDataset
 from tfteach.ops.iterator_ops import Iterator, make_initializable_iterator, make_one_shot_iterator
 
 __all__ = ["load_digits", "load_mnist", "batches", "shard", "Dataset", "TextLineDataset",
-           "Iterator", "make_initializable_iterator", "make_one_shot_iterator"]
+           "Iterator", "make_initializable_iterator", "make_one_shot_iterator", "experimental"]

@@ -6,10 +6,10 @@ Every dataset op (``TensorSliceDataset``, ``RangeDataset``, ``TextLineDataset``,
 iterator (``tfteach.ops.iterator_ops``) asks the description for a fresh stream,
 ``value.elements(env)``: a Python generator of flat tuples of host arrays, evaluated lazily, one
 element per ``IteratorGetNext``. ``env`` carries the device and resources of the step that asks,
-so a map function's kernels run there. ``repeat`` asks its input for a new stream per epoch,
-``shuffle`` draws from a buffer of ``buffer_size`` elements (a new order per epoch; seeded as TF
-seeds, though not TF's numbers); ``prefetch`` gives elements as they are asked for (no thread:
-nothing tfteach starts may keep a program from exiting). Dataset ops run on the CPU only.
+so a map function's kernels run there. ``shuffle`` draws from a buffer of ``buffer_size``
+elements (a new order per epoch; seeded as TF seeds, though not TF's numbers). Repeat, take,
+skip, shard, zip, concatenate, cache and prefetch are in ``dataset_reshape_ops``. Dataset ops
+run on the CPU only.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from tfteach.framework.graph import Tensor, get_default_graph
 from tfteach.framework.registry import not_differentiable, register_op
 from tfteach.framework.tensor_shape import TensorShape
 from tfteach.i18n import tr
+from tfteach.ops import dataset_reshape_ops as _reshape  # noqa: F401 - repeat, take, zip, ...
 from tfteach.ops import iterator_ops
 from tfteach.ops.common import const_value, convert_to_tensor
 from tfteach.ops.dataset_functions import (Structured, flatten, lookup, map_structure, pack,
@@ -175,37 +176,6 @@ class _Shuffle:
         return np.random.default_rng([*self.seeds, epoch])
 
 
-class _Repeat:
-    def __init__(self, source: Any, count: int) -> None:
-        self.source, self.count = source, count
-
-    def elements(self, env: Any) -> Iterator[tuple]:
-        epoch = 0
-        while self.count < 0 or epoch < self.count:
-            produced = False
-            for element in self.source.elements(env):
-                produced = True
-                yield element
-            epoch += 1
-            if not produced:
-                return
-
-
-class _Window:
-    """take(count) / skip(count)."""
-
-    def __init__(self, source: Any, count: int, skip: bool) -> None:
-        self.source, self.count, self.skip = source, count, skip
-
-    def elements(self, env: Any) -> Iterator[tuple]:
-        for i, element in enumerate(self.source.elements(env)):
-            if self.skip and (self.count < 0 or i < self.count):
-                continue
-            if not self.skip and 0 <= self.count <= i:
-                return
-            yield element
-
-
 def _scalar(ctx: Any, v: Any) -> int:
     return int(ctx.device.to_host(v))
 
@@ -248,10 +218,6 @@ _register("MapDataset", _map_kernel)
 _register("FilterDataset", _map_kernel)
 _register("BatchDatasetV2", _batch_kernel)
 _register("ShuffleDataset", _shuffle_kernel)
-_register("RepeatDataset", lambda ctx, s, n: _Repeat(s, _scalar(ctx, n)))
-_register("PrefetchDataset", lambda ctx, s, n: s)
-_register("TakeDataset", lambda ctx, s, n: _Window(s, _scalar(ctx, n), skip=False))
-_register("SkipDataset", lambda ctx, s, n: _Window(s, _scalar(ctx, n), skip=True))
 
 
 # ---- the Python API ----------------------------------------------------------------------------
@@ -375,6 +341,37 @@ class Dataset(Structured):
     def skip(self, count: Any) -> "Dataset":
         return self._counted("SkipDataset", count)
 
+    def shard(self, num_shards: Any, index: Any) -> "Dataset":
+        """Every ``num_shards``-th element from ``index`` on (one worker's part)."""
+        n = convert_to_tensor(num_shards, dtype=dtypes.int64, name="num_shards")
+        i = convert_to_tensor(index, dtype=dtypes.int64, name="index")
+        return self._op("ShardDataset", [n, i], {}, self._types, self._shapes)
+
+    def concatenate(self, dataset: "Dataset") -> "Dataset":
+        """This dataset's elements, then ``dataset``'s (of the same types)."""
+        if flatten(dataset.output_types) != flatten(self._types):
+            raise TypeError(errors.with_hint(
+                f"Two datasets to concatenate have different types {self._types} and "
+                f"{dataset.output_types}", tr("concatenate datasets whose elements have the "
+                                              "same dtypes (tf.cast in a map first).")))
+        shapes = pack(self._shapes, [_common(a, b) for a, b in zip(
+            flatten(self._shapes), flatten(dataset.output_shapes), strict=True)])
+        return self._op("ConcatenateDataset", [dataset._variant_tensor], {}, self._types, shapes)
+
+    def cache(self, filename: str = "") -> "Dataset":
+        """The first complete pass kept (in memory, whatever ``filename`` says) and replayed."""
+        name = convert_to_tensor(filename, dtype=dtypes.string, name="filename")
+        return self._op("CacheDataset", [name], {}, self._types, self._shapes)
+
+    @staticmethod
+    def zip(datasets: Any) -> "Dataset":
+        """Elements of several datasets side by side (a tuple or dict of datasets), until
+        the shortest ends."""
+        parts = flatten(datasets)
+        return _dataset_op("ZipDataset", [d._variant_tensor for d in parts], {},
+                           pack(datasets, [d.output_types for d in parts]),
+                           pack(datasets, [d.output_shapes for d in parts]))
+
     def prefetch(self, buffer_size: Any) -> "Dataset":
         """Keep ``buffer_size`` elements ready (tfteach computes each when it is asked for)."""
         size = convert_to_tensor(buffer_size, dtype=dtypes.int64, name="buffer_size")
@@ -402,6 +399,13 @@ class TextLineDataset(Dataset):
         variant = g.create_op("TextLineDataset", inputs, _attrs(dtypes.string, TensorShape([])),
                               name="TextLineDataset").outputs[0]
         super().__init__(variant, dtypes.string, TensorShape([]))
+
+
+def _common(a: TensorShape, b: TensorShape) -> TensorShape:
+    """The most specific shape both fit (TF's most_specific_compatible_shape)."""
+    if a.ndims is None or b.ndims is None or a.ndims != b.ndims:
+        return TensorShape(None)
+    return TensorShape([x if x == y else None for x, y in zip(a.dims, b.dims, strict=True)])
 
 
 def _attrs(types: Any, shapes: Any) -> dict:
