@@ -184,6 +184,11 @@ CASES = [
     Case("FusedBatchNormV3", lambda x, s, o: tf.nn.fused_batch_norm(
         x, s, o, [0.1, -0.2], [0.5, 2.0], is_training=False)[0], [IMG, DEPTH[:2], DEPTH[1:]],
         label="inference"),
+    # control flow: a cond's Switch and Merge (each branch taken by the data's sign)
+    Case("Switch", lambda x, y: tf.cond(tf.reduce_sum(x) > -100.0, lambda: x * y,
+                                        lambda: tf.sin(x)), [A, B], label="true"),
+    Case("Merge", lambda x, y: tf.cond(tf.reduce_sum(x) > 100.0, lambda: x * y,
+                                       lambda: tf.sin(x) + y), [A, B], label="false"),
 ]
 
 

@@ -229,9 +229,23 @@ def input_pipelines():
               tf.image.resize_images(images, [2, 7], method=1), tf.reverse(images, [2])], {})]
 
 
+def control_flow():
+    """cond (a RefSwitch for the assign), while_loop and their gradients: every path runs
+    them in frames."""
+    x = tf.placeholder(tf.float32, [2, 3])
+    p = tf.placeholder(tf.bool, [])
+    v = tf.Variable(np.zeros((2, 3), _F32))
+    y = tf.cond(p, lambda: tf.assign(v, x) * 2.0, lambda: tf.sin(x))
+    z = tf.cond(p, lambda: x * x, lambda: tf.sin(x))
+    _, w = tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * x), [0, tf.ones_like(x)])
+    runs = [([y, z, w] + _grads(z + w, [x]), {x: _mat(2, 3), p: flag}) for flag in (True, False)]
+    return [([v.initializer], {})] + runs
+
+
 EXAMPLES = [unary_math, binary_math, reductions_and_matmul, shapes_and_slices,
             gather_and_segments, softmax_and_losses, conv_nets, random_ops, variables_and_scatter,
-            optimizers, queues, accumulators, activations_and_summaries, input_pipelines]
+            optimizers, queues, accumulators, activations_and_summaries, input_pipelines,
+            control_flow]
 
 
 # ---- running them -----------------------------------------------------------------------------

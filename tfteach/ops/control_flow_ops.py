@@ -199,6 +199,5 @@ def _merge_grad(op: Any, grad: Any, _index_grad: Any) -> list:
     return list(switch(grad, pred, name="cond_grad"))
 
 
-set_gradient("Switch", _switch_grad)
-set_gradient("RefSwitch", _switch_grad)
+set_gradient("Switch", _switch_grad)     # (RefSwitch feeds Assign ops, which have none)
 set_gradient("Merge", _merge_grad)
