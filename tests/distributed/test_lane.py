@@ -24,6 +24,7 @@ from tfteach.distributed.client import ClusterClient
 from tfteach.distributed.local_cluster import LocalCluster
 from tfteach.distributed.protos import tfteach_cluster_pb2 as pb
 from tfteach.distributed.status import error_from_rpc
+from tfteach.ops.data_flow_ops import FIFOQueue
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120),
               pytest.mark.skipif(not lane.enabled(), reason="lanes need Linux and /dev/shm")]
@@ -369,6 +370,97 @@ def test_a_client_killed_during_a_step_cancels_it_on_the_task():
         time.sleep(1.0)
         take, put = _blocking_dequeue("gone_q")
         with tf.Session(cluster.target("worker", 0)) as sess:
+            sess.run(put)
+            assert sess.run(take, options=tf.RunOptions(timeout_in_ms=10000)) == 10.0
+
+
+CLIENT_THAT_PIPELINES = """
+import os, signal, socket, sys, time
+import tfteach as tf
+from tfteach.distributed import lane
+from tfteach.distributed.client import ClusterClient
+from tfteach.distributed.protos import tfteach_cluster_pb2 as pb
+from tfteach.ops.data_flow_ops import FIFOQueue
+target, token = sys.argv[1], os.environ["TFTEACH_CLUSTER_TOKEN"]
+with tf.device("/job:worker/task:0"):
+    q = FIFOQueue(-1, tf.float32, shapes=(), name="piped_q", shared_name="piped_q")
+    take = q.dequeue() * 2.0
+sess = tf.Session(target)
+sess.run(q.size())
+name = ClusterClient(token).worker(target[len("grpc://"):]).get_status()["lane"]
+request = pb.RunStepRequest(session_handle=sess._handle, fetch=[take.name])
+sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+sock.connect("\\0" + name)
+lane.send_frame(sock, lane.HELLO, b"RunStepStream\\0" + token.encode())
+lane.send_frame(sock, lane.REQUEST, request.SerializeToString())
+time.sleep(0.3)     # the task runs the step (it waits for an element), then:
+lane.send_frame(sock, lane.REQUEST, request.SerializeToString())
+time.sleep(0.3)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def _descriptors(pid: int) -> int:
+    import os
+
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def test_a_client_that_pipelined_a_request_and_died_leaves_no_step_running():
+    """A client sends a step that waits (a dequeue from an empty queue), a second request
+    behind it before the answer, then is killed -9: its step is cancelled, so it does not
+    take the element enqueued afterwards, and its connection is closed on the task."""
+    with LocalCluster(ps=0, workers=1) as cluster:
+        pid = cluster._record("worker", 0)["pid"]
+        with tf.device("/job:worker/task:0"):
+            q = FIFOQueue(-1, tf.float32, shapes=(), name="piped_q", shared_name="piped_q")
+            take, put = q.dequeue() * 2.0, q.enqueue(tf.constant(5.0))
+        with tf.Session(cluster.target("worker", 0)) as sess:
+            sess.run(q.size())
+            before = _descriptors(pid)
+            env = {**__import__("os").environ, "TFTEACH_CLUSTER_TOKEN": cluster.token}
+            done = subprocess.run([sys.executable, "-c", CLIENT_THAT_PIPELINES,
+                                   cluster.target("worker", 0)], env=env, timeout=60,
+                                  capture_output=True, text=True)
+            assert done.returncode == -9, done.stderr
+            deadline = time.monotonic() + 10
+            while _descriptors(pid) > before and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert _descriptors(pid) <= before, "the dead client's connection is still open"
+            sess.run(put)
+            assert sess.run(take, options=tf.RunOptions(timeout_in_ms=10000)) == 10.0
+            assert sess.run(q.size()) == 0
+
+
+def test_a_client_killed_during_a_step_on_grpc_frees_both_tasks():
+    """Without lanes (gRPC streams), kill -9 of a client whose step waits on the ps: the
+    master aborts the step there too, both tasks close the client's connections, and the
+    next client's step takes the element."""
+    script = CLIENT_THAT_WAITS.replace('"/job:worker/task:0"', '"/job:ps/task:0"')
+    with LocalCluster(ps=1, workers=1) as cluster:
+        pids = [cluster._record(job, 0)["pid"] for job in ("worker", "ps")]
+        with tf.device("/job:ps/task:0"):
+            q = FIFOQueue(-1, tf.float32, shapes=(), name="gone_q", shared_name="gone_q")
+            take, put = q.dequeue() * 2.0, q.enqueue(tf.constant(5.0))
+        with tf.Session(cluster.target("worker", 0)) as sess:
+            sess.run(q.size())      # the master's channel to the ps is open from here on
+            before = [_descriptors(pid) for pid in pids]
+            env = {**__import__("os").environ, "TFTEACH_CLUSTER_TOKEN": cluster.token,
+                   "TFTEACH_LANE": "0"}
+            proc = subprocess.Popen([sys.executable, "-c", script,
+                                     cluster.target("worker", 0)],
+                                    stdout=subprocess.PIPE, text=True, env=env)
+            try:
+                assert proc.stdout.readline().strip() == "waiting"
+                time.sleep(0.5)
+            finally:
+                proc.kill()
+                proc.wait()
+            deadline = time.monotonic() + 10
+            while any(_descriptors(p) > b for p, b in zip(pids, before, strict=True)) \
+                    and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert all(_descriptors(p) <= b for p, b in zip(pids, before, strict=True))
             sess.run(put)
             assert sess.run(take, options=tf.RunOptions(timeout_in_ms=10000)) == 10.0
 

@@ -15,7 +15,8 @@ larger than ``limits.max_message_bytes()`` is refused with ResourceExhaustedErro
 it is read, and a request is read as its bytes arrive. A stream whose client reads nothing
 of an answer for ``SEND_TIMEOUT_S`` is ended (its slot and thread freed). While a request
 is served, the listening thread watches its connection: a client that goes away (Ctrl-C,
-kill -9) cancels the call, as on gRPC. State: a ``LaneServer`` per server (its pending
+kill -9) cancels the call, as on gRPC, and so does one that sends bytes before its answer
+(a request pipelined behind it would hide its death). State: a ``LaneServer`` per server (its pending
 connections and open streams, guarded by its lock).
 """
 from __future__ import annotations
@@ -268,17 +269,19 @@ class LaneServer:
             pass
 
     def _check_gone(self, context: LaneContext, watch: int) -> None:
+        """EOF: the client went away. Bytes before its answer break the lane's protocol (one
+        request at a time, as ``LaneStream`` sends them) and hide a later EOF behind them
+        (a client that pipelined a request and died), so they end the call too."""
         if watch != context.watches:    # an event of an earlier request's watch
             return
         try:
-            data = context.conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            context.conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
         except BlockingIOError:
             return
         except OSError:
-            data = b""
-        self._unwatch(context)      # (data before its answer: the next read refuses it)
-        if not data:
-            context.end()
+            pass
+        self._unwatch(context)
+        context.end()
 
     # -- a stream's thread
     def _serve(self, name: str, context: LaneContext) -> None:
