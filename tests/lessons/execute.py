@@ -7,7 +7,9 @@ a fresh kernel started in the notebook's folder, in the environment the lesson t
 (this checkout first on PYTHONPATH; CUDA_VISIBLE_DEVICES, TFTEACH_VIRTUAL_GPUS,
 TFTEACH_DEVICE_SPEED and TFTEACH_CLUSTER_TOKEN unset; TFTEACH_LANG the notebook's language,
 from its metadata: any language's set runs, e.g. ``lessons/ko/*.ipynb``), so the stored
-outputs are the ones nbval later compares against. Live widget outputs (the views' controls)
+outputs are the ones nbval later compares against. The solution cells run too
+(``TFTEACH_RUN_SOLUTIONS=1``; a learner's Run All skips them), so the stored lesson shows each
+solution passing its check, and a solution that does not pass fails its cell. Live widget outputs (the views' controls)
 are dropped: they work only with the kernel that made them and nbval ignores them, so the
 saved notebook keeps the static pictures that GitHub, nbconvert and nbval see. A notebook with a failing cell is
 left as it was; the script then exits with status 1 after trying the others.
@@ -24,6 +26,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+RUN_SOLUTIONS = "TFTEACH_RUN_SOLUTIONS"
 
 
 def execute(notebook: Path, timeout: int = 600) -> None:
@@ -32,7 +35,7 @@ def execute(notebook: Path, timeout: int = 600) -> None:
     client = NotebookClient(nb, timeout=timeout, coalesce_streams=True,
                             store_widget_state=False,
                             resources={"metadata": {"path": str(notebook.parent)}})
-    client.execute(env=lesson_env(lang=notebook_lang(notebook)))
+    client.execute(env={**lesson_env(lang=notebook_lang(notebook)), RUN_SOLUTIONS: "1"})
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = [o for o in cell.outputs if _static(o)]

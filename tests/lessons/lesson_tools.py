@@ -101,9 +101,9 @@ def runnable_here(notebook: Path, workdir: Path) -> Path:
 
 def assert_passes_nbval(notebook: Path, workdir: Path) -> Path:
     """Run ``notebook`` under nbval with the lessons' sanitizers in a fresh pytest process
-    (cells that need a package this Python lacks are skipped). Its solution cells run too
-    (``TFTEACH_RUN_SOLUTIONS=1``; their stored outputs are Run All's notes, which nbval does
-    not compare), and fail where a solution does not pass its check.
+    (cells that need a package this Python lacks are skipped). Its solution cells run too,
+    as ``execute.py`` ran them (``TFTEACH_RUN_SOLUTIONS=1``), and fail where a solution does
+    not pass its check.
 
     Returns the registry folder the run used (``workdir/registry``)."""
     registry = workdir / "registry"
@@ -221,12 +221,6 @@ def timeline_transfers(text: str, lang: str) -> list[tuple[str, str, str, str]]:
 def correct(what: str, lang: str) -> str:
     """The feedback of a passed check of ``what`` (an English msgid), in ``lang``."""
     return tr("Correct: {what}. Well done!", lang=lang, what=tr(what, lang=lang))
-
-
-def not_yet(what: str, lang: str) -> str:
-    """The first line of a failed check of ``what`` (an English msgid), in ``lang``: what Run
-    All leaves under an exercise's check cell."""
-    return tr("Not yet: {what}.", lang=lang, what=tr(what, lang=lang))
 
 
 def hint_label(lang: str) -> str:

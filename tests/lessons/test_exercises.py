@@ -1,9 +1,9 @@
 """The lessons' exercises, read from the tracked notebooks (no kernel): no check call gives its
 expected value as a literal, every check names a known exercise, every exercise has solution
-cells that are collapsed and marked (their code cells start with ``%%solution``), and the
-stored outputs, which are Run All's, hold the first try's feedback (a direction, not the
-answer) under an exercise and, under a solution, only the note that it did not run; in every
-language (the feedback in the lesson's language)."""
+cells that are collapsed and marked (their code cells start with ``%%solution``, so a
+learner's Run All does not run them), and the stored feedback is the first try's (a direction,
+not the answer) under an exercise and "Correct" under its solution (``execute.py`` runs the
+solutions); in every language (the feedback in the lesson's language)."""
 from __future__ import annotations
 
 import ast
@@ -142,25 +142,19 @@ ANSWERS = ("expected {expected}, got {actual}", "the value is {got}, expected {e
            "the whole solution, only if you want it: {ask}", "The answer: {answer}")
 
 
-HIDDEN = ("This cell holds the solution of exercise {name} and did not run. Try the exercise "
-          "first; to see and run the solution, call {ask}, then run this cell again.")
-
-
-def test_run_all_ran_no_solution_and_left_the_first_try_under_each_exercise(notebook, lang):
+def test_stored_feedback_is_the_first_try_under_an_exercise_and_correct_under_its_solution(
+        notebook, lang):
+    correct = message_pattern("Correct: {what}. Well done!", lang)
     not_yet = message_pattern("Not yet: {what}.", lang)
     for cell in _code_cells(notebook):
-        name = _solution_of(cell)
-        if name:
-            ask = re.escape(f"`tfteach.lessons.solution('{name}')`")
-            note = message_pattern(HIDDEN, lang, name=re.escape(name), ask=ask)
-            assert [o.output_type for o in cell.outputs] == ["stream"], cell.source[:80]
-            assert re.fullmatch(note, output_texts(cell.outputs).strip()), cell.source[:80]
-            continue
         names = [_exercise_of(call) for call in check_calls(cell)]
         if not names or "def " in cell.source and not cell.outputs:
             continue
         text = output_texts(cell.outputs)
-        assert re.search(not_yet, text), cell.source[:80]
-        assert not [m for m in ANSWERS if re.search(message_pattern(m, lang), text)], text
-        ask = re.escape(f"`tfteach.lessons.solution('{names[0]}')`")
-        assert re.search(message_pattern(FIRST_TRY, lang, ask=ask), text), text
+        if _solution_of(cell):
+            assert re.search(correct, text) and not re.search(not_yet, text), cell.source[:80]
+        else:
+            assert re.search(not_yet, text), cell.source[:80]
+            assert not [m for m in ANSWERS if re.search(message_pattern(m, lang), text)], text
+            ask = re.escape(f"`tfteach.lessons.solution('{names[0]}')`")
+            assert re.search(message_pattern(FIRST_TRY, lang, ask=ask), text), text

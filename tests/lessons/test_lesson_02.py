@@ -4,8 +4,8 @@ every language."""
 from __future__ import annotations
 
 import pytest
-from lesson_tools import (assert_passes_nbval, assert_tf_section_ends_the_lesson, not_yet,
-                          hint_label, printed, shown, svgs)
+from lesson_tools import (assert_passes_nbval, assert_tf_section_ends_the_lesson, code_spans,
+                          correct, counterpart, hint_label, printed, shown, svgs)
 
 LESSON_NAME = "02_placing_by_hand.ipynb"
 
@@ -27,8 +27,8 @@ def test_export_explains_the_int32_error_and_checks_the_exercises(exported, lang
     assert "InvalidArgumentError" in exported
     assert "no supported kernel for GPU devices" in exported
     assert shown(exported, hint_label(lang))
-    assert shown(exported, not_yet("the placement", lang))
-    assert shown(exported, not_yet("the requests of p, q and r", lang))
+    assert shown(exported, correct("the placement", lang))
+    assert shown(exported, correct("the requests of p, q and r", lang))
 
 
 def test_the_lesson_ends_with_the_same_program_for_real_tensorflow(lesson, exported):
@@ -69,9 +69,15 @@ def test_the_textbooks_device_function_leaves_the_variable_on_gpu_0(lesson):
 
 
 def test_colocation_and_ref_edges_keep_w_sq_and_inc_with_w(lesson):
+    """The text: w's helpers and w_sq are in w's group; inc is in a group of its own
+    (``loc:@inc``) and still runs on w's device, through its reference input."""
     text = printed(lesson, "groups = ', '.join(g.decode() for g in op.colocation_groups())")
+    for helper in ("w/Assign ", "w/read   "):
+        assert f"{helper}  group loc:@w       asked for /device:CPU:0   got CPU:0" in text
     assert "w_sq       group loc:@w       asked for /device:CPU:0   got CPU:0" in text
     assert "inc        group loc:@inc     asked for /device:GPU:1   got CPU:0" in text
+    explained = counterpart(lesson, "`w_sq` joined `w`'s group").source
+    assert {"loc:@inc", "GPU:1", "CPU:0"} <= set(code_spans(explained))
 
 
 def test_soft_placement_moves_the_int32_counters_whole_group_and_int64_stays(lesson):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from lesson_tools import (assert_passes_nbval, assert_tf_section_ends_the_lesson, not_yet,
+from lesson_tools import (assert_passes_nbval, assert_tf_section_ends_the_lesson, correct,
                           output_texts, plural_pattern, shown, stored_outputs, svgs,
                           timeline_transfers)
 
@@ -21,7 +21,7 @@ def test_lesson_passes_nbval_with_its_sanitizers(lesson, tmp_path):
 def test_export_walks_through_the_pending_counts(exported, lang):
     assert "pending counts: {'x': 0, 'w': 0, 'b': 0, 'xw': 2, 'sq': 1, 'y': 2, 'out': 2}" in exported
     assert "7. run out" in exported
-    assert shown(exported, not_yet("the pending counts", lang))
+    assert shown(exported, correct("the pending counts", lang))
 
 
 def test_export_draws_timelines_and_copy_costs(exported, lang):
@@ -30,7 +30,7 @@ def test_export_draws_timelines_and_copy_costs(exported, lang):
     assert any(">GPU:0</text>" in s and ">GPU:1</text>" in s and ">MatMul</text>" in s
                for s in timelines), "the two GPUs' products on one timeline"
     assert "67108864" in exported                              # the 64 MiB copy's bytes
-    assert shown(exported, not_yet("the number of transfers", lang))
+    assert shown(exported, correct("the number of transfers", lang))
 
 
 def test_the_lesson_ends_with_the_tracing_program_for_real_tensorflow(lesson, exported):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from lesson_tools import (assert_passes_nbval, assert_tf_section_ends_the_lesson, not_yet,
-                          printed, shown, stored_outputs)
+from lesson_tools import (assert_passes_nbval, assert_tf_section_ends_the_lesson, correct,
+                          output_texts, printed, shown, stored_outputs)
 
 LESSON_NAME = "05_data_parallelism.ipynb"
 
@@ -30,7 +30,7 @@ def test_export_shows_scaling_and_the_slow_gpu(exported, lang):
     assert "0.3x" in exported                                  # the slow GPU in the table
     assert re.search(r"<td>GPU:0</td>(\s*<td>[\d.]+ (µs|ms|s)</td>){3}", exported)
     assert exported.count('src="data:image/png;base64,') >= 3   # digits, loss, bar chart
-    assert shown(exported, not_yet("the slow GPU's share of the batch", lang))
+    assert shown(exported, correct("the slow GPU's share of the batch", lang))
 
 
 def test_the_lesson_ends_with_the_tower_code_for_real_tensorflow(lesson, exported):
@@ -74,3 +74,34 @@ def test_the_fast_gpu_waits_for_most_of_the_step_beside_the_slow_one(lesson):
     assert idle > busy
     assert rows["GPU:1"][1] > rows["GPU:1"][2]
 
+
+def test_the_exercise_checks_compare_with_the_lessons_own_average_and_split(lesson, lang):
+    import nbformat
+
+    cells = [c for c in nbformat.read(lesson, as_version=4).cells
+             if c.metadata.get("tfteach", {}).get("solution") in ("5.3", "5.4")
+             and "check(" in c.source]
+    assert [output_texts(c.outputs).strip() for c in cells] == [
+        correct("the averaged gradients", lang), correct("the rows each tower gets", lang)]
+
+
+def _scaling(lesson) -> tuple[int, dict[int, tuple[float, float]]]:
+    """The cores the kernel could use, and per GPU count: (steps/s, speed-up)."""
+    outputs = stored_outputs(lesson, "results = {n: throughput(n) for n in (1, 2, 4)}")
+    cores = int(re.search(r"CPU cores this kernel may use: (\d+)", output_texts(outputs)).group(1))
+    table = next(o["data"]["text/markdown"] for o in outputs
+                 if "text/markdown" in o.get("data", {}))
+    rows = re.findall(r"\| (\d) \| \d+ \| ([\d.]+) steps/s \| \d+ examples/s \| ([\d.]+)x \|",
+                      table)
+    return cores, {int(n): (float(steps), float(speedup)) for n, steps, speedup in rows}
+
+
+def test_no_gpu_count_reaches_its_own_speed_up_and_steps_per_second_fall(lesson):
+    """The text: on any computer no row's speed-up equals its number of GPUs, so steps per
+    second go down as GPUs are added; with one core the speed-up stays near 1x."""
+    cores, rows = _scaling(lesson)
+    assert sorted(rows) == [1, 2, 4] and rows[1][1] == 1.0
+    assert all(speedup < n for n, (_, speedup) in rows.items() if n > 1), rows
+    assert rows[1][0] > rows[2][0] > rows[4][0], rows
+    if cores == 1:
+        assert rows[2][1] <= 1.25 and rows[4][1] <= 1.25, rows

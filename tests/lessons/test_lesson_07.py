@@ -6,7 +6,7 @@ import re
 
 import nbformat
 import pytest
-from lesson_tools import (assert_passes_nbval, assert_stopped_every_task, not_yet, output_texts,
+from lesson_tools import (assert_passes_nbval, assert_stopped_every_task, correct, output_texts,
                           plural_pattern, shown, stored_outputs, svgs, timeline_transfers)
 
 from tfteach.i18n import tr
@@ -29,7 +29,7 @@ def test_export_shows_hello_and_placements_boxed_by_task(exported, lang):
     assert len(graphs) >= 4, "the placement pictures of the cluster runs"
     assert any("/job:host/task:0" in s for s in graphs), "the CLI workers + host run"
     assert "worker 0 exited with code 0" in exported and "worker 1 exited with code 0" in exported
-    assert shown(exported, not_yet("the placement", lang))
+    assert shown(exported, correct("the placement", lang))
     assert shown(exported, tr("Stopped the cluster", lang=lang))
 
 

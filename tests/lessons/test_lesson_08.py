@@ -6,8 +6,8 @@ import ast
 import re
 
 import pytest
-from lesson_tools import (assert_passes_nbval, assert_stopped_every_task, not_yet, output_texts,
-                          shown, stored_outputs, svgs)
+from lesson_tools import (assert_passes_nbval, assert_stopped_every_task, code_spans, correct,
+                          counterpart, message_pattern, output_texts, shown, stored_outputs, svgs)
 
 from tfteach.i18n import tr
 
@@ -28,7 +28,7 @@ def test_export_shows_variables_on_ps_tasks_and_the_wire_tables(exported, lang):
     assert re.search(r"round robin\s+9472\s+168", exported)
     assert re.search(r"greedy by bytes\s+8192\s+1448", exported)
     assert re.search(r"total\s+14\s+19304", exported), "bytes on the wire per step"
-    assert shown(exported, not_yet("the bytes per ps task", lang))
+    assert shown(exported, correct("the bytes per ps task", lang))
     assert shown(exported, tr("Stopped the cluster", lang=lang))
 
 
@@ -51,6 +51,24 @@ def test_each_worker_sees_one_gpu_as_gpu_0_and_runs_its_ops_there(lesson):
             in text
         assert f"y ran on /job:worker/replica:0/task:{task}/device:GPU:0, " \
                "w on /job:ps/replica:0/task:0/device:CPU:0" in text
+
+
+def test_each_workers_gpu_0_is_a_different_gpu_of_the_machine(lesson, lang):
+    """The text: with CUDA_VISIBLE_DEVICES=0 GPU:0 is virtual GPU 0, with =1 virtual GPU 1
+    (the line printed under each worker)."""
+    text = output_texts(stored_outputs(lesson, "gpu_cluster = tf.train.ClusterSpec(gpu_hosts)"))
+    parts = text.split("worker 1 sees:")
+    for task, part in enumerate(parts):
+        is_gpu = message_pattern("{device} is virtual GPU {index}", lang, device="GPU:0",
+                                 index=str(task))
+        assert len(re.findall(message_pattern("{device} is virtual GPU {index}", lang,
+                                              device=r"GPU:\d", index=r"\d"), part)) == 1, part
+        assert re.search(is_gpu, part), part
+
+
+def test_device_filters_are_explained_where_the_lesson_first_uses_them(lesson):
+    text = counterpart(lesson, "Its session is made with `tf.ConfigProto(device_filters").source
+    assert "tf.ConfigProto(device_filters=[...])" in code_spans(text)
 
 
 def _wire_table(text: str) -> dict:
@@ -97,13 +115,16 @@ def test_reset_of_a_named_container_empties_only_that_container(lesson):
 
 
 def test_the_ring_all_reduce_sums_and_each_link_carries_what_the_arithmetic_says(lesson):
-    """2·M·W/P bytes on a ps link, 2·M·(W−1)/W per worker in a ring (M = 9640 bytes)."""
+    """The text: 2·M·W on one ps link; with 2 ps tasks the busier holds w1, 85 % of the bytes,
+    far from the even split 2·M·W/2; 2·M·(W−1)/W per worker in a ring (M = 9640 bytes)."""
     text = output_texts(stored_outputs(lesson, "def ring_all_reduce(grads):"))
     assert "every worker has the sum: True" in text
     sent = ast.literal_eval(re.search(r"bytes sent by each worker: (\[.*?\])", text).group(1))
     assert len(sent) == 4 and all(abs(s - 2 * 9640 * 3 / 4) <= 8 for s in sent)
-    rows = re.findall(r"^\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$", text, re.M)
+    assert "M = 9640 bytes; the busier of 2 ps tasks holds 8192 of them (85%: w1)" in text
+    rows = re.findall(r"^\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$", text, re.M)
     assert [int(w) for w, *_ in rows] == [2, 4, 8, 16]
-    for w, one_ps, two_ps, ring in (map(int, row) for row in rows):
-        assert (one_ps, two_ps, ring) == (2 * 9640 * w, 9640 * w, 2 * 9640 * (w - 1) // w)
-        assert ring < 2 * 9640 <= two_ps
+    for w, one_ps, busier, even, ring in (map(int, row) for row in rows):
+        assert (one_ps, busier, even) == (2 * 9640 * w, 2 * 8192 * w, 9640 * w)
+        assert ring == 2 * 9640 * (w - 1) // w
+        assert even < busier < one_ps and ring < 2 * 9640 <= even

@@ -6,7 +6,7 @@ import ast
 import re
 
 import pytest
-from lesson_tools import (assert_passes_nbval, assert_stopped_every_task, not_yet, output_texts,
+from lesson_tools import (assert_passes_nbval, assert_stopped_every_task, correct, output_texts,
                           shown, stored_outputs, svgs)
 
 from tfteach.i18n import tr
@@ -27,7 +27,7 @@ def test_export_shows_towers_on_two_workers_and_the_comparison(exported, lang):
     assert "final global step: 120" in exported, "two async workers, 60 steps each"
     assert 'src="data:image/png;base64,' in exported, "the loss curves"
     assert re.search(r"graphs / sessions\s+1 / 1\s+2 / 2", exported)
-    assert shown(exported, not_yet("the devices (variable job, matmul)", lang))
+    assert shown(exported, correct("the devices (variable job, matmul)", lang))
     assert shown(exported, tr("Stopped the cluster", lang=lang))
 
 

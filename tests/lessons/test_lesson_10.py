@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from lesson_tools import (assert_passes_nbval, assert_stopped_every_task, output_texts,
+from lesson_tools import (assert_passes_nbval, assert_stopped_every_task, correct, output_texts,
                           shown, stored_outputs)
 
 from tfteach.i18n import tr
@@ -26,6 +26,7 @@ def test_export_shows_curves_counts_and_feedback(exported, lang):
     assert "sync: accuracy &gt;= 0.5: True" in exported
     assert "sync with a backup worker still learns (accuracy &gt;= 0.85): True" in exported
     assert shown(exported, tr(exercise("10.1")["direction"], lang=lang)), "a first try's direction"
+    assert shown(exported, correct(exercise("10.3")["what"], lang)), "the solution of exercise 3"
     assert shown(exported, "Stopped the cluster"), "the last cell's own print (code, English)"
 
 
@@ -44,6 +45,18 @@ def test_both_ways_learn_and_async_is_ahead_against_the_clock(lesson):
     assert "async: accuracy >= 0.5: True | reached global step 100 : True" in learned
     timed = _printed(lesson, "result = sync_vs_async(")
     assert _seconds(timed, "async") < _seconds(timed, "sync")
+
+
+def test_the_printed_times_are_the_steps_the_wall_time_panel_draws(lesson):
+    """The text: each time is from the first step to the last (where the panel's curve ends),
+    a part of the whole run, which also starts and ends the clients."""
+    timed = _printed(lesson, "result = sync_vs_async(")
+    for mode in ("sync", "async"):
+        steps, whole = map(float, re.search(
+            rf"^{mode} *: ([0-9.]+) s of steps \(whole run ([0-9.]+) s\)", timed, re.M).groups())
+        assert 0 < steps <= whole, timed
+    assert re.search(r"^sync *: [0-9.]+ s of steps, steps by worker", _printed(
+        lesson, "slow = sync_vs_async("), re.M)
 
 
 def test_async_updates_are_often_one_step_behind(lesson):
@@ -68,5 +81,6 @@ def test_the_straggler_stretches_sync_and_its_async_updates_are_the_stalest(less
 
 def test_a_backup_worker_makes_sync_stop_waiting_for_the_straggler(lesson):
     text = _printed(lesson, "backup = sync_vs_async(")
-    found = re.search(r"sync with 1 backup worker: ([0-9.]+) s \(without: ([0-9.]+) s\)", text)
+    found = re.search(r"sync with 1 backup worker: ([0-9.]+) s of steps \(without: ([0-9.]+) s\)",
+                      text)
     assert float(found.group(1)) < float(found.group(2)), text

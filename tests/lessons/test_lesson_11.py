@@ -2,6 +2,7 @@
 explained, in every language."""
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
@@ -32,6 +33,8 @@ def test_export_shows_every_failure_with_its_hint(exported, lang):
                          re.S), error
     assert "restoring model.ckpt-20" in exported and "step 20: w = 2.312" in exported
     assert re.search(r"25 ps restarted\s+21 22 .* 40\b", exported), "MonitoredTrainingSession"
+    passed = message_pattern("Correct: {what}. Well done!", lang, what=r"[^<\n]+?")
+    assert len(re.findall(passed, html.unescape(exported))) == 2, "both exercises' solutions"
     assert shown(exported, tr("Stopped the cluster", lang=lang))
     assert "TFTEACH_CLUSTER_TOKEN=" not in exported, "the token is never shown"
 
@@ -89,3 +92,13 @@ def test_the_same_step_runs_again_on_a_new_session_after_the_worker_restarts(les
 def test_device_filters_leave_the_task_with_the_other_token_alone(lesson):
     text = output_texts(stored_outputs(lesson, "device_filters=['/job:worker/task:0'])).run(z)"))
     assert text.strip() == "42.0"
+
+
+def test_the_text_after_the_uninitialized_error_says_why_its_hint_does_not_apply(lesson):
+    """The box's hint says to run the initializer; the next text says that is the remedy for
+    variables never set, not for trained ones, and restores the checkpoint instead."""
+    box = output_texts(stored_outputs(lesson, "sess = tf.Session(target)\ntry:\n    show_state(sess)"))
+    assert "uninitialized value" in box and "tf.global_variables_initializer()" in box
+    text = counterpart(lesson, "The error's hint,").source
+    assert {"sess.run(tf.global_variables_initializer())",
+            "tf.train.latest_checkpoint(dir)"} <= set(code_spans(text))

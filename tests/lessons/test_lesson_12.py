@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from lesson_tools import (assert_passes_nbval, assert_stopped_every_task, not_yet,
+from lesson_tools import (assert_passes_nbval, assert_stopped_every_task, correct,
                           message_pattern, output_texts, plural_pattern, shown, stored_outputs)
 
 from tfteach.i18n import tr
@@ -25,7 +25,7 @@ def test_export_shows_the_run_and_the_result(exported, lang):
     assert "exit codes: [0, 0]" in exported
     assert "test accuracy &gt;= 0.85: True" in exported
     assert shown(exported, tr(exercise("12.1")["direction"], lang=lang)), "a first try's direction"
-    assert shown(exported, not_yet("the job name, task index and worker hosts", lang))
+    assert shown(exported, correct("the job name, task index and worker hosts", lang))
     assert "Stopped the programs and the cluster" in exported
 
 

@@ -76,11 +76,14 @@ def test_grade_runs_a_learners_copy_and_prints_each_exercise_with_the_tries(tmp_
                             text=True, timeout=120, check=False)
     assert worked.stdout.split() == ["False", "False"], worked.stderr
 
+    solutions = [c for c in json.loads(notebook.read_text())["cells"] if exercises.is_solution(c)]
+    assert {c["metadata"]["tfteach"]["solution"] for c in solutions} == {"1.1", "1.2"}
+
     done = tfteach("lessons", "grade", "class", "--csv", "grades.csv", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = [line.split() for line in done.stdout.splitlines()]
     assert ["alice", LESSON, "1.1", "passed", "0"] in rows
-    assert ["alice", LESSON, "1.2", "not", "yet", "2"] in rows
+    assert ["alice", LESSON, "1.2", "not", "yet", "2"] in rows, "its solution cells did not run"
     assert "alice: 1 of 2 exercises passed" in done.stdout
     with (tmp_path / "grades.csv").open() as table:
         assert list(csv.reader(table))[1:] == [["alice", LESSON, "1.1", "1", "0"],

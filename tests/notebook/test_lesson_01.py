@@ -15,7 +15,7 @@ from tfteach.notebook import palette
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lessons"))
 import lesson_fixtures  # noqa: E402
-from lesson_tools import (assert_passes_nbval, code_spans, not_yet, counterpart,  # noqa: E402
+from lesson_tools import (assert_passes_nbval, code_spans, correct, counterpart,  # noqa: E402
                           hint_label, output_texts, plural_pattern, shown, stored_outputs, svgs)
 
 from tfteach.i18n import tr  # noqa: E402
@@ -41,7 +41,7 @@ def test_static_export_holds_placement_svgs_and_timeline_images(exported, lang):
     assert len(graphs) >= 8 and len(timelines) >= 4
     assert any(">AddN</text>" in s and ">GPU:1</text>" in s for s in graphs)
     assert shown(exported, hint_label(lang)) and "InvalidArgumentError" in exported
-    assert shown(exported, not_yet("the placement", lang))
+    assert shown(exported, correct("the placement", lang))
 
 
 @pytest.mark.browser
