@@ -106,7 +106,26 @@ DATASETS = {
     "concatenate": lambda tf: tf.data.Dataset.from_tensor_slices(X[:2]).concatenate(
         tf.data.Dataset.from_tensor_slices(X[4:])).batch(3),
     "cache_repeat": lambda tf: tf.data.Dataset.range(3).cache().repeat(2),
+    "from_generator": lambda tf: tf.data.Dataset.from_generator(
+        _pairs, (tf.int64, tf.float32), ([], [2])).batch(3),
+    "from_generator_args": lambda tf: tf.data.Dataset.from_generator(
+        lambda n: iter(range(int(n))), tf.int32, args=(tf.constant(3),)),
 }
+
+
+def _pairs():
+    for i in range(4):
+        yield i, [i / 2.0, -i]
+
+
+def test_a_generator_of_the_wrong_shape_fails_as_in_tf() -> None:
+    def build(tf):
+        return tf.data.Dataset.from_generator(lambda: iter([[1, 2], [1, 2, 3]]), tf.int64, [2])
+    for mod in (tfteach, tf1):
+        with pytest.raises(mod.errors.InvalidArgumentError,
+                           match=r"yielded an element of shape \(3,\) where an element of "
+                                 r"shape \(2,\) was expected"):
+            _dataset_run(mod, build)
 
 
 def _captured(tf):

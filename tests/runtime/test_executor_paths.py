@@ -209,6 +209,7 @@ def input_pipelines():
     fixed = tf.data.Dataset.from_tensors(np.arange(3))
     pairs = tf.data.Dataset.zip((tf.data.Dataset.range(4), tf.data.Dataset.range(4)))
     joined = pairs.shard(2, 1).concatenate(pairs.take(1)).cache()
+    generated = tf.data.Dataset.from_generator(lambda: iter([[1, 2], [3, 4]]), tf.int32, [2])
     names = tf.FIFOQueue(4, tf.string)
     key, value = tf.TextLineReader().read(names)
     whole = tf.WholeFileReader().read(names)
@@ -219,6 +220,7 @@ def input_pipelines():
             (tf.data.make_one_shot_iterator(more).get_next(), {}),
             (tf.data.make_one_shot_iterator(fixed).get_next(), {}),
             (tf.data.make_one_shot_iterator(joined).get_next(), {}),
+            (tf.data.make_one_shot_iterator(generated).get_next(), {}),
             (names.enqueue_many([[path.name] * 3]), {}),
             ([key, value] + tf.decode_csv(value, [[0], [0.0]]), {}),
             (list(whole), {}), ([tf.decode_raw(rec[1], tf.int32)], {}),

@@ -21,11 +21,12 @@ from tfteach import errors
 from tfteach.framework import dtypes
 from tfteach.framework.graph import Tensor, get_default_graph
 from tfteach.framework.registry import not_differentiable, register_op
-from tfteach.framework.tensor_shape import TensorShape
+from tfteach.framework.tensor_shape import TensorShape, as_shape
 from tfteach.i18n import tr
 from tfteach.ops import dataset_reshape_ops as _reshape  # noqa: F401 - repeat, take, zip, ...
 from tfteach.ops import iterator_ops
 from tfteach.ops.common import const_value, convert_to_tensor
+from tfteach.ops.dataset_generator_ops import register_generator
 from tfteach.ops.dataset_functions import (Structured, flatten, lookup, map_structure, pack,
                                            trace)
 
@@ -271,6 +272,20 @@ class Dataset(Structured):
         return _dataset_op("TensorDataset", flatten(element), {},
                            map_structure(lambda t: t.dtype, element),
                            map_structure(lambda t: t.shape, element))
+
+    @staticmethod
+    def from_generator(generator: Callable, output_types: Any, output_shapes: Any = None,
+                       args: Any = None) -> "Dataset":
+        """One element per value ``generator(*args)`` yields (converted to ``output_types``)."""
+        shapes = output_shapes if output_shapes is not None else \
+            map_structure(lambda _: TensorShape(None), output_types)
+        types = map_structure(dtypes.as_dtype, output_types)
+        shapes = map_structure(as_shape, shapes) if isinstance(shapes, (tuple, dict)) \
+            else as_shape(shapes)
+        g = get_default_graph()
+        name = register_generator(g, generator)
+        inputs = [convert_to_tensor(a, name="args") for a in (args or ())]
+        return _dataset_op("GeneratorDataset", inputs, {"generator": name}, types, shapes)
 
     @staticmethod
     def range(*args: Any, output_type: Any = dtypes.int64) -> "Dataset":
