@@ -12,7 +12,7 @@ lessons copy --no-solutions``, whose copy turns the request off: ``solutions_all
 A solution code cell starts with ``%%solution 5.2`` (``SOLUTION_MAGIC``): Run All does not run
 its code, only a note, until the learner asked for that solution (``revealed``), so nobody
 gets answers computed for them; ``TFTEACH_RUN_SOLUTIONS=1`` runs them all (a teacher checking
-the solutions, and the lesson tests), and each must then pass its check.
+the solutions; the lessons' stored outputs are made so), and each must then pass its check.
 Wrong tries are counted per exercise for as long as the kernel runs; a submission equal to
 the previous one, or to the exercise's untouched ``starter``, is not a try. In a copy made by
 ``tfteach lessons copy`` (its folder holds ``COPY_FILE``) each wrong try is also added to the
@@ -22,6 +22,7 @@ copy's ``TRIES_FILE``, across kernels, for ``tfteach lessons grade`` (not while 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -97,8 +98,6 @@ def _marked_folder(marker: str) -> Path | None:
 
 def _record_try(name: str) -> None:
     """Add one wrong try of ``name`` to the learner's copy's ``TRIES_FILE``."""
-    import os
-
     folder = _marked_folder(COPY_FILE)
     if folder is None or os.environ.get(GRADING_ENV, "") not in ("", "0"):
         return
@@ -155,8 +154,6 @@ def solutions_allowed() -> bool:
     """Whether ``solution()`` may show an answer: not in a copy made with ``tfteach lessons
     copy --no-solutions`` (its folder, where the kernel runs, holds ``NO_SOLUTIONS_FILE``),
     nor where ``TFTEACH_NO_SOLUTIONS`` is set."""
-    import os
-
     if os.environ.get(NO_SOLUTIONS_ENV, "") not in ("", "0"):
         return False
     return _marked_folder(NO_SOLUTIONS_FILE) is None
@@ -170,8 +167,6 @@ def revealed(name: str) -> bool:
 
 def running_every_solution() -> bool:
     """Whether ``TFTEACH_RUN_SOLUTIONS`` asks to run every solution cell."""
-    import os
-
     return os.environ.get(RUN_SOLUTIONS_ENV, "") not in ("", "0")
 
 
