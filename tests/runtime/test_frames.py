@@ -82,3 +82,22 @@ def test_cond_and_loop_ops_go_where_tf_puts_them():
     with tf.Session() as sess:
         sess.run(v.initializer)
         assert sess.run(y, {p: True}) == 6.0
+
+
+def test_an_endless_loop_ends_at_the_steps_deadline():
+    i = tf.while_loop(lambda i: i >= 0, lambda i: i + 1, [0])
+    with tf.Session() as sess, pytest.raises(tf.errors.DeadlineExceededError) as info:
+        sess.run(i, options=tf.RunOptions(timeout_in_ms=200))
+    assert "while_loop" in str(info.value)
+
+
+def test_a_dequeue_in_a_branch_waits_until_the_deadline():
+    q = tf.FIFOQueue(2, tf.float32, shapes=[])
+    p = tf.placeholder(tf.bool, [])
+    y = tf.cond(p, lambda: q.dequeue(), lambda: tf.constant(-1.0))
+    with tf.Session() as sess:
+        assert sess.run(y, {p: False}) == -1.0
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            sess.run(y, {p: True}, options=tf.RunOptions(timeout_in_ms=200))
+        sess.run(q.enqueue(4.0))
+        assert sess.run(y, {p: True}) == 4.0

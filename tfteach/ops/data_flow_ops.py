@@ -183,7 +183,12 @@ _HANDLE = [(_dtypes.string, TensorShape([]))]
 
 
 def _handle_attrs(op: Operation) -> dict:
-    return op.inputs[0].op.attrs
+    """The attrs of the op that made ``op``'s handle input (through a cond's Switch or a
+    loop's Enter, which pass the handle on)."""
+    source = op.inputs[0].op
+    while source.op_def.extra.get("flow") in ("switch", "enter") and source.inputs:
+        source = source.inputs[0].op
+    return source.attrs
 
 
 _NO_OUTPUT = lambda op: []

@@ -153,7 +153,7 @@ class Executor:
         ``timeout_s``: the step's deadline (see the module docstring); ``step_id``: the id
         ``cancel`` knows the step by (a cluster step's; None: it cannot be cancelled so)."""
         if plan.has_flow:
-            return self._run_frames(plan, feeds, resources, trace, timeout_s)
+            return self._run_frames(plan, feeds, resources, trace, timeout_s, step_id)
         path = self._path(plan)
         step = _Step(plan, resources, trace, _program(plan, trace) if path == "program" else None)
         for slot, value in feeds.items():
@@ -173,12 +173,13 @@ class Executor:
             _release(step)
         return fetched, (_stats(step) if trace else None)
 
-    @staticmethod
-    def _run_frames(plan: Plan, feeds: dict, resources: Any, trace: bool,
-                    timeout_s: float | None) -> tuple[list, StepStats | None]:
-        """A plan with control flow runs on the caller's thread (``tfteach.runtime.frames``)."""
+    def _run_frames(self, plan: Plan, feeds: dict, resources: Any, trace: bool,
+                    timeout_s: float | None, step_id: Any) -> tuple[list, StepStats | None]:
+        """A plan with control flow runs on the caller's thread (``tfteach.runtime.frames``),
+        looking now and then whether ``cancel`` ended its step."""
         step = _Step(plan, resources, trace, None)
-        fetched = frames.run(step, feeds, _as_op_error, timeout_s)
+        fetched = frames.run(step, feeds, _as_op_error, timeout_s,
+                             lambda: None if step_id is None else self._cancelled.get(step_id))
         return fetched, (_stats(step) if trace else None)
 
     def cancel(self, step_id: Any, error: BaseException) -> None:

@@ -19,7 +19,9 @@ thread, with TF's rules:
 State of a run (``_Run``): ``values`` ((slot, context) -> value), ``constants`` ((frame,
 slot) -> a constant Enter's value), ``frames`` (frame -> started iterations, constant
 Enters, live), ``arrived`` ((node, context) -> [inputs arrived, dead, dead merge inputs, done]),
-``ready`` (a stack of (node, context)). Waiting kernels (``Pending``) are waited for in place.
+``ready`` (a stack of (node, context)). Waiting kernels (``Pending``) are waited for in place;
+a cancelled step (``Executor.cancel``) or a passed deadline ends the run between nodes.
+Device memory budgets are not charged on this path.
 Traced runs record every execution, so each iteration shows in the timeline.
 """
 from __future__ import annotations
@@ -73,11 +75,12 @@ def flow_info(plan: Any) -> FlowInfo:
 
 
 class _Run:
-    def __init__(self, step: Any, feeds: dict, as_error: Callable, deadline: float | None):
+    def __init__(self, step: Any, feeds: dict, as_error: Callable, deadline: float | None,
+                 cancelled: Callable[[], BaseException | None]) -> None:
         self.step, self.plan = step, step.plan
         self.info = flow_info(self.plan)
         self.as_error = as_error
-        self.deadline = deadline
+        self.deadline, self.cancelled = deadline, cancelled
         self.values: dict = {(s, (ROOT, 0)): v for s, v in feeds.items()}
         self.fed = set(feeds)
         self.uses: dict = {}
@@ -113,11 +116,18 @@ class _Run:
         while self.ready:
             i, ctx = self.ready.pop()
             count += 1
-            if self.deadline is not None and count % 256 == 0 and \
-                    time.monotonic() > self.deadline:
-                raise DeadlineExceededError("Timed out waiting for the step to finish", hint=tr(
-                    "a while_loop may not end: check that its cond becomes false."))
+            if count % 256 == 0:
+                self._check(count)
             self.fire(nodes[i], ctx, self.arrived.pop((i, ctx), [0, False, 0, True])[1])
+
+    def _check(self, count: int) -> None:
+        """End the step if it was cancelled (its master aborted it) or ran out of time."""
+        error = self.cancelled()
+        if error is not None:
+            raise error
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise DeadlineExceededError("Timed out waiting for the step to finish", hint=tr(
+                "a while_loop may not end: check that its cond becomes false."))
 
     def fire(self, node: Any, ctx: tuple, dead: bool) -> None:
         role = self.info.role[node.index]
@@ -151,7 +161,7 @@ class _Run:
         try:
             out = node.kernel(node.ctx, *args)
             if isinstance(out, Pending):
-                out = _wait(out)
+                out = self._wait(out)
         except Exception as e:  # noqa: BLE001 (reported as the op's error)
             raise self.as_error(e, node) from e
         if step.trace:
@@ -161,6 +171,27 @@ class _Run:
                          (out if isinstance(out, tuple) else (out,)))
             step.records.append((node, t0, t1, t1, threading.get_ident(), nbytes))
         return out
+
+    def _wait(self, pending: Pending) -> Any:
+        """A waiting kernel's result; a cancellation or the deadline ends its wait (its
+        ``on_cancel`` / ``on_deadline``), as on the executor's other paths."""
+        done = threading.Event()
+        box: list = []
+        pending.add_done_callback(lambda value, error: (box.append((value, error)), done.set()))
+        told = False
+        while not done.wait(0.1):
+            if told:
+                continue
+            if self.cancelled() is not None:
+                pending.cancel()
+                told = True
+            elif self.deadline is not None and time.monotonic() > self.deadline:
+                pending.expire()
+                told = True
+        value, error = box[0]
+        if error is not None:
+            raise error
+        return value
 
     def emit(self, node: Any, ctx: tuple, out: tuple) -> None:
         """Store a node's outputs in their context and tell its consumers."""
@@ -244,22 +275,15 @@ class _Run:
             self.ready.append(key)
 
 
-def _wait(pending: Pending) -> Any:
-    done = threading.Event()
-    box: list = []
-    pending.add_done_callback(lambda value, error: (box.append((value, error)), done.set()))
-    done.wait()
-    value, error = box[0]
-    if error is not None:
-        raise error
-    return value
 
 
-def run(step: Any, feeds: dict, as_error: Callable, timeout_s: float | None = None) -> list:
+def run(step: Any, feeds: dict, as_error: Callable, timeout_s: float | None = None,
+        cancelled: Callable[[], BaseException | None] = lambda: None) -> list:
     """Run ``step``'s plan (one with control flow) with ``feeds`` (slot -> value); returns
-    the fetched values (None for ops)."""
+    the fetched values (None for ops). Every 256 nodes it checks ``cancelled()`` (an error
+    ends the step) and the deadline ``timeout_s``."""
     deadline = None if not timeout_s else time.monotonic() + timeout_s
-    r = _Run(step, feeds, as_error, deadline)
+    r = _Run(step, feeds, as_error, deadline, cancelled)
     r.run()
     fetched = []
     for k, s in enumerate(step.plan.fetch_slots):
