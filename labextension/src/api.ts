@@ -34,6 +34,8 @@ export interface IClusterInfo {
   created: number | null;
   /** Which runtime runs the tasks: tfteach's or TensorFlow's own servers. */
   backend: 'tfteach' | 'tensorflow';
+  /** The modelled link between its tasks (`LocalCluster(network=...)`); null: loopback. */
+  network?: string | null;
   /** The notebook whose kernel started the cluster (null: not a kernel of this server). */
   notebook: string | null;
   mine: boolean;

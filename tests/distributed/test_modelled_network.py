@@ -8,6 +8,7 @@ import pytest
 
 import tfteach as tf
 from tfteach import errors
+from tfteach.distributed import registry
 from tfteach.distributed.local_cluster import LocalCluster
 from tfteach.hardware import profiles
 
@@ -46,6 +47,7 @@ def fan_in_and_out():
 def test_the_cluster_says_which_link_it_models(slow_cluster):
     assert slow_cluster.network is profiles.SHIPPED[PROFILE].network is profiles.ETH_1G
     assert "network='1 Gbit Ethernet'" in repr(slow_cluster)
+    assert registry.read_entry(slow_cluster.id)["network"] == "1 Gbit Ethernet"
 
 
 def test_each_traced_transfer_takes_at_least_the_modelled_link_time(slow_cluster):

@@ -389,7 +389,7 @@ def sleeper() -> subprocess.Popen:
 def test_sidebar_lists_clusters_and_stops_the_users_own(lab, lab_page_factory, module_registry):
     foreign = fake_entry(owner_uid=os.getuid() + 4242)
     procs = [sleeper(), sleeper()]
-    mine = fake_entry(tasks=2)
+    mine = fake_entry(tasks=2, network="1 Gbit Ethernet")
     for record, proc in zip(mine["tasks"], procs):
         record.update(pid=proc.pid, argv=["sleep", "120"])
     write_entry(foreign)
@@ -407,6 +407,9 @@ def test_sidebar_lists_clusters_and_stops_the_users_own(lab, lab_page_factory, m
         assert theirs.locator(".tft-task-name").all_inner_texts() == [
             "/job:worker/task:0", "/job:worker/task:1"]
         assert theirs.locator("button").count() == 0
+        assert ours.locator(".tft-cluster-network").inner_text() == \
+            "modelled network: 1 Gbit Ethernet"
+        assert theirs.locator(".tft-cluster-network").count() == 0
         assert mine["token"] not in view.page.content()
         view.screenshot("sidebar-clusters")
         ours.locator(".tft-stop").click()

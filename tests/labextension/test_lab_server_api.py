@@ -85,6 +85,16 @@ def test_cluster_list_says_which_runtime_runs_the_tasks(server):
     assert backends == {old_entry["id"]: "tfteach", tf_entry["id"]: "tensorflow"}
 
 
+def test_cluster_list_names_a_modelled_network(server):
+    plain, modelled = fake_entry(), fake_entry(network="1 Gbit Ethernet")
+    write_entry(plain)
+    write_entry(modelled)
+    status, body, _ = server.api("GET", "tfteach/api/clusters")
+    assert status == 200
+    networks = {c["id"]: c["network"] for c in body["clusters"]}
+    assert networks[plain["id"]] is None and networks[modelled["id"]] == "1 Gbit Ethernet"
+
+
 def test_cluster_list_never_contains_the_token_argv_or_env(server):
     entry = fake_entry()
     write_entry(entry)

@@ -152,6 +152,7 @@ class LocalCluster:
         value = modelled_network.task_env(self.network, ledger, tasks)
         for record in self._entry["tasks"]:
             record["env"][modelled_network.ENV] = value
+        self._entry["network"] = self.network.name
 
     def _introduce(self, record: dict[str, Any], running: bool) -> None:
         """Tell sessions of this process about a task: its token (tfteach), or that it

@@ -2,14 +2,15 @@
 
 Each LocalCluster writes ``<registry dir>/<cluster_id>.json`` (dir 0700, file 0600):
 ``{id, owner_pid, owner_uid, created, backend, token, tasks: [{job, task, address, pid, argv,
-env, log}]}``, where ``backend`` is ``"tfteach"`` or ``"tensorflow"`` (TF's own servers, see
-``tf_task``; an entry without it is tfteach's), ``env`` holds the task's non-secret
-``TFTEACH_*`` settings and ``log`` its output file. Tasks start with the owner's
-environment, their ``env``, the token, a short OpenBLAS spin (``BLAS_SPIN``) and their share
-of this machine's cores as BLAS threads (``blas_threads``). The registry dir is
-``$TFTEACH_REGISTRY_DIR``, else ``<jupyter runtime dir>/tfteach-clusters``. The file is the
-source of truth for task pids, so a task restarted by the extension is seen by its
-LocalCluster and the other way round.
+env, log}], network}``, where ``backend`` is ``"tfteach"`` or ``"tensorflow"`` (TF's own
+servers, see ``tf_task``; an entry without it is tfteach's), ``network`` (only on a
+modelled network, ``LocalCluster(network=...)``) names the link between the tasks, ``env``
+holds the task's non-secret ``TFTEACH_*`` settings and ``log`` its output file. Tasks start
+with the owner's environment, their ``env``, the token, a short OpenBLAS spin
+(``BLAS_SPIN``) and their share of this machine's cores as BLAS threads (``blas_threads``).
+The registry dir is ``$TFTEACH_REGISTRY_DIR``, else ``<jupyter runtime dir>/tfteach-clusters``.
+The file is the source of truth for task pids, so a task restarted by the extension is seen
+by its LocalCluster and the other way round.
 
 Functions for the extension: ``list_clusters()`` (public entries, token removed; entries of
 dead owners are deleted), ``task_health``, ``kill_task``, ``restart_task``, ``stop_cluster``.

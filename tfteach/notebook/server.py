@@ -68,11 +68,13 @@ async def _blocking(func: Callable[..., Any], *args: Any) -> Any:
 
 def public_cluster(entry: dict[str, Any], uid: int) -> dict[str, Any]:
     """The fields of a registry entry that may reach a browser (whitelisted), with
-    ``mine`` telling whether ``uid`` owns it and ``backend`` which runtime runs its tasks
-    (``"tfteach"`` or ``"tensorflow"``)."""
+    ``mine`` telling whether ``uid`` owns it, ``backend`` which runtime runs its tasks
+    (``"tfteach"`` or ``"tensorflow"``) and ``network`` the modelled link between them
+    (None: this machine's loopback)."""
     cluster = {key: entry.get(key) for key in _CLUSTER_FIELDS}
     cluster["id"] = str(cluster["id"])
     cluster["backend"] = str(cluster["backend"] or "tfteach")
+    cluster["network"] = str(entry["network"]) if entry.get("network") else None
     cluster["mine"] = entry.get("owner_uid") == uid
     cluster["tasks"] = [{key: task.get(key) for key in _TASK_FIELDS}
                         for task in entry.get("tasks", [])]

@@ -115,6 +115,17 @@ export class ClusterPanel extends Widget {
       htmlEl('span', 'tft-cluster-backend', backend),
       htmlEl('span', 'tft-cluster-owner', this._owner(cluster))
     );
+    if (cluster.network) {
+      const network = htmlEl(
+        'span',
+        'tft-cluster-network',
+        this._trans.__('modelled network: %1', cluster.network)
+      );
+      network.title = this._trans.__(
+        "Tensors between its tasks are slowed to this link's modelled time: a model, not this machine's network"
+      );
+      head.insertBefore(network, head.lastChild);
+    }
     box.dataset.backend = cluster.backend;
     if (cluster.mine) {
       const stop = htmlEl('button', 'tft-button tft-stop', this._trans.__('Stop cluster'));
