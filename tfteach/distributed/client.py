@@ -42,7 +42,7 @@ from tfteach.runtime import host_memory
 from . import bulk, lane, lifetime, limits, security, shm_probe
 from .protos import tfteach_cluster_pb2 as pb
 from .protos import tfteach_cluster_pb2_grpc as pb_grpc
-from .stubs import MasterClient, WorkerClient
+from .stubs import MasterClient, WorkerClient, status_dict
 
 CHANNEL_OPTIONS = (
     ("grpc.max_send_message_length", -1),
@@ -235,6 +235,19 @@ class ClusterClient:
         proof.done.set()
         with self._lock:
             self._shm[strip_scheme(address)] = proof
+
+    def learn_status(self, address: str, response: pb.GetStatusResponse,
+                     probe: shm_probe.Probe) -> dict[str, Any]:
+        """The task at ``address`` answered GetStatus to ``probe``: its ``status_dict``,
+        whose ``shm_host`` is "" unless the task proved it shares this host; learn
+        whether it does, and its lane."""
+        proven = probe.proven(response)
+        self.learn_shm(address, proven)
+        status = status_dict(response)
+        if not proven:
+            status["shm_host"] = ""
+        self.learn_lane(address, status["lane"], status["shm_host"])
+        return status
 
     def _probe(self, address: str, proof: "_Proof") -> None:
         """Send the task at ``address`` a shared-memory probe (GetStatus); a task that

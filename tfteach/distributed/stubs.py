@@ -154,14 +154,15 @@ class WorkerClient(_Stub):
 
     def get_status(self, timeout: float | None = None) -> dict[str, Any]:
         """``{"task", "pid", "last_step", "shm_host", "lane", "devices": [attribute
-        dicts]}`` (``probed_status``); this client sends the task's streams on its lane from
-        now on, and large tensors through shared memory, if the task proved it can."""
+        dicts]}`` (``ClusterClient.learn_status``); this client sends the task's streams on
+        its lane from now on, and large tensors through shared memory, if the task proved
+        it can."""
         probe = shm_probe.Probe()
         try:
             response = self._call("GetStatus", probe.request(), timeout)
         finally:
             probe.close()
-        return probed_status(self.client, self.address, response, probe)
+        return self.client.learn_status(self.address, response, probe)
 
     def register_graph(self, graph_def: bytes, config: bytes = b"",
                        session_handle: str = "") -> str:
@@ -410,19 +411,6 @@ def device_dict(device: pb.DeviceAttributes) -> dict[str, Any]:
             "memory_limit": device.memory_limit,
             "physical_device_desc": device.physical_device_desc,
             "incarnation": device.incarnation}
-
-
-def probed_status(client: "ClusterClient", address: str, response: pb.GetStatusResponse,
-                  probe: shm_probe.Probe) -> dict[str, Any]:
-    """A GetStatus answer to ``probe`` as ``status_dict``, its ``shm_host`` "" unless the
-    task proved it shares this host; ``client`` learns whether it does, and the lane."""
-    proven = probe.proven(response)
-    client.learn_shm(address, proven)
-    status = status_dict(response)
-    if not proven:
-        status["shm_host"] = ""
-    client.learn_lane(address, status["lane"], status["shm_host"])
-    return status
 
 
 def status_dict(response: pb.GetStatusResponse) -> dict[str, Any]:

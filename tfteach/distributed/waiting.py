@@ -21,7 +21,6 @@ from .client import ClusterClient, strip_scheme
 from .protos import tfteach_cluster_pb2_grpc as pb_grpc
 from .shm_probe import Probe
 from .status import error_from_rpc
-from .stubs import probed_status
 
 LOG_PERIOD_S = 10.0
 DEFAULT_OPERATION_TIMEOUT_MS = 60000
@@ -41,8 +40,8 @@ def probe_tasks(client: ClusterClient, targets: Mapping[str, str],
     answers = {}
     for name, call in calls.items():
         try:
-            answers[name] = probed_status(client, strip_scheme(targets[name]), call.result(),
-                                          probes[name])
+            answers[name] = client.learn_status(strip_scheme(targets[name]), call.result(),
+                                                probes[name])
         except grpc.RpcError as err:
             if err.code() not in (grpc.StatusCode.UNAVAILABLE,
                                   grpc.StatusCode.DEADLINE_EXCEEDED):
