@@ -247,12 +247,15 @@ def _batches(mod, files: dict, shuffle: bool) -> dict:
             batch = mod.train.batch({"id": ident, "score": score}, 4,
                                     allow_smaller_final_batch=True)
         flat = list(batch.values()) if isinstance(batch, dict) else batch
-        out = {"static": [_static(t) for t in flat]}
+        out = {"static": [_static(t) for t in flat],
+               "summaries": [t.name for t in mod.get_collection(mod.GraphKeys.SUMMARIES)]}
+        merged = mod.summary.merge_all()
         with mod.Session() as sess:
             sess.run(mod.local_variables_initializer())
             coord = mod.train.Coordinator()
             threads = mod.train.start_queue_runners(sess, coord)
             out["batches"] = _drain(sess, batch)
+            assert sess.run(merged)
             coord.request_stop()
             coord.join(threads)
     return out
@@ -261,12 +264,14 @@ def _batches(mod, files: dict, shuffle: bool) -> dict:
 def test_train_batch_gives_tf_batches_and_a_smaller_last_one(files) -> None:
     ours, theirs = _batches(tfteach, files, False), _batches(tf1, files, False)
     assert ours["static"] == theirs["static"]
+    assert ours["summaries"] == theirs["summaries"]
     _same(ours["batches"], theirs["batches"])
 
 
 def test_shuffle_batch_gives_every_element_once_per_epoch(files) -> None:
     ours, theirs = _batches(tfteach, files, True), _batches(tf1, files, True)
     assert ours["static"] == theirs["static"]
+    assert ours["summaries"] == theirs["summaries"]
     assert [len(b[0]) for b in ours["batches"]] == [len(b[0]) for b in theirs["batches"]]
 
     def rows(batches):

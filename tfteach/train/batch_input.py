@@ -22,7 +22,7 @@ from tfteach.framework.tensor_shape import TensorShape, as_shape
 from tfteach.i18n import tr
 from tfteach.ops.array_ops import cast
 from tfteach.ops.common import convert_to_tensor
-from tfteach.ops.math_ops import multiply
+from tfteach.ops.math_ops import maximum, multiply, subtract
 from tfteach.ops.queue_ops import FIFOQueue
 from tfteach.ops.shuffle_queue_ops import RandomShuffleQueue
 from tfteach.train.queue_runner import QueueRunner, add_queue_runner
@@ -63,7 +63,7 @@ def _convert(tensors_list: list) -> list[list[Tensor]]:
 
 def _batched(tensors: Any, tensors_list: list, batch_size: Any, queue_fn: Any,
              enqueue_many: bool, shapes: Any, allow_smaller: bool, summary: str,
-             capacity: float, name: str) -> Any:
+             capacity: float, floor: int, name: str) -> Any:
     """What every batch function does: queue, enqueue ops and their runner, summary, dequeue."""
     g = get_default_graph()
     with g.name_scope(name) as scope:
@@ -78,8 +78,10 @@ def _batched(tensors: Any, tensors_list: list, batch_size: Any, queue_fn: Any,
         queue = queue_fn(types, _shapes(lists[0], shapes, enqueue_many))
         enqueue = queue.enqueue_many if enqueue_many else queue.enqueue
         add_queue_runner(QueueRunner(queue, [enqueue(tl) for tl in lists]))
-        full = multiply(cast(queue.size(), dtypes.float32), 1.0 / capacity)
-        scalar(summary, full)
+        size = queue.size()
+        if floor:       # a shuffle queue: only what is above min_after_dequeue counts
+            size = maximum(0, subtract(size, floor))
+        scalar(summary, multiply(cast(size, dtypes.float32), 1.0 / capacity))
         dequeue = queue.dequeue_up_to if allow_smaller else queue.dequeue_many
         return _as_original(tensors, dequeue(batch_size, name=scope))
 
@@ -105,7 +107,7 @@ def batch_join(tensors_list: list, batch_size: Any, capacity: int = 32,
         return FIFOQueue(capacity, types, shapes_, shared_name=shared_name)
     original = tensors_list[0] if _original is None else _original
     return _batched(original, tensors_list, batch_size, queue_fn, enqueue_many, shapes,
-                    allow_smaller_final_batch, f"fraction_of_{capacity}_full", capacity,
+                    allow_smaller_final_batch, f"fraction_of_{capacity}_full", capacity, 0,
                     name or "batch_join")
 
 
@@ -133,7 +135,8 @@ def shuffle_batch_join(tensors_list: list, batch_size: Any, capacity: int,
     return _batched(original, tensors_list, batch_size, queue_fn, enqueue_many, shapes,
                     allow_smaller_final_batch,
                     f"fraction_over_{min_after_dequeue}_of_{capacity - min_after_dequeue}_full",
-                    max(capacity - min_after_dequeue, 1), name or "shuffle_batch_join")
+                    max(capacity - min_after_dequeue, 1), min_after_dequeue,
+                    name or "shuffle_batch_join")
 
 
 def _no_dynamic_pad(dynamic_pad: bool) -> None:

@@ -11,7 +11,7 @@ goes through ``limit_epochs``, a ``CountUpTo`` on a local variable ``epochs`` (s
 queue and a dequeue of the empty, closed queue raises ``OutOfRangeError``.
 
 Built as TF builds them (``input_producer/limit_epochs/epochs``, ``RandomShuffle`` when
-``shuffle``), without TF's fill-fraction summary (tfteach has no summaries).
+``shuffle``, the summary ``fraction_of_<capacity>_full`` of how full the queue is).
 """
 from __future__ import annotations
 
@@ -21,12 +21,15 @@ from tfteach.framework import dtypes
 from tfteach.framework.graph import GraphKeys, Tensor, get_default_graph
 from tfteach.framework.tensor_shape import TensorShape, as_shape
 from tfteach.ops import array_ops
+from tfteach.ops.array_ops import cast
 from tfteach.ops.common import convert_to_tensor
 from tfteach.ops.data_flow_ops import FIFOQueue
 from tfteach.ops.gather_ops import gather
+from tfteach.ops.math_ops import multiply
 from tfteach.ops.random_ops import random_shuffle
 from tfteach.ops.state_ops import Variable
 from tfteach.train.queue_runner import QueueRunner, add_queue_runner
+from tfteach.train.summaries import scalar
 
 
 def limit_epochs(tensor: Any, num_epochs: int | None = None, name: str | None = None) -> Tensor:
@@ -63,6 +66,8 @@ def input_producer(input_tensor: Any, element_shape: Any = None, num_epochs: int
                           shared_name=shared_name, name=name)
         enqueue = queue.enqueue_many([input_tensor])
         add_queue_runner(QueueRunner(queue, [enqueue], cancel_op=cancel_op))
+        full = multiply(cast(queue.size(), dtypes.float32), 1.0 / capacity)
+        scalar(summary_name or f"fraction_of_{capacity}_full", full)
         return queue
 
 
