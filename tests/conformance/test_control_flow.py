@@ -6,6 +6,8 @@ Runs only where TensorFlow is installed; otherwise the whole module skips.
 """
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -195,3 +197,36 @@ def test_build_errors_match_tensorflow(name):
     for tf in (tfteach, tf1):
         with tf.Graph().as_default(), pytest.raises(kind, match=text):
             build(tf)
+
+
+def _layers_with_a_training_tensor(tf, layers, shape):
+    """tf.layers' smart_cond: batch_normalization and dropout fed training=False, then True
+    (outputs, then the moving mean after each step's update ops)."""
+    x_value = np.linspace(-2.0, 3.0, int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, shape)
+        training = tf.placeholder(tf.bool, [])
+        y = layers.batch_normalization(x, momentum=0.8, training=training)
+        kept = layers.dropout(y, rate=0.5, training=training)
+        updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+        mean = [v for v in tf.global_variables() if "moving_mean" in v.op.name][0]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            out = []
+            for flag in (False, True):
+                values = sess.run([y, kept] + updates, {x: x_value, training: flag})
+                out += [values[0], sess.run(mean)]
+                if not flag:
+                    out.append(values[1])
+            return out
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (2, 3, 2, 3)], ids=["unfused", "fused"])
+def test_tf_layers_take_a_training_tensor_as_tf_does(shape):
+    """Needs ``tf_keras`` (TF 2.16+ serves ``tf.compat.v1.layers`` from it); skips without."""
+    pytest.importorskip("tf_keras", reason="tf.compat.v1.layers needs tf_keras on TF 2.16+")
+    legacy = importlib.import_module("tf_keras.api._v1.keras.__internal__.legacy.layers")
+    ours = _layers_with_a_training_tensor(tfteach, tfteach.layers, shape)
+    theirs = _layers_with_a_training_tensor(tf1, legacy, shape)
+    for a, b in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
