@@ -4,11 +4,13 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 
 import grpc
 import numpy as np
 import pytest
 
+from tfteach import errors
 from tfteach.distributed import bulk
 from tfteach.distributed.client import ClusterClient
 from tfteach.distributed.processes import free_ports
@@ -42,7 +44,8 @@ def test_a_tensor_left_to_stream_arrives_intact_on_the_bulk_port(make_server, va
     reply = _left_to_stream(server, 1, value)
     client = bulk.BulkClient(TOKEN)
     try:
-        got, is_dead = client.fetch("127.0.0.1", reply.bulk_port, 1, reply.stream_key, 10)
+        got, is_dead = client.fetch(server.target[7:], reply.bulk_port, 1, reply.stream_key,
+                                    10)
     finally:
         client.close()
     assert got.dtype == value.dtype and got.shape == value.shape and not is_dead
@@ -65,40 +68,47 @@ def test_a_worker_client_pulls_a_large_tensor_over_the_bulk_port(make_server):
     assert server._bulk.sent == 2
 
 
-def _hello(port, token):
-    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
-    sock.sendall(bulk.MAGIC + struct.pack("!I", len(token)) + token)
-    return sock
-
-
-def test_a_wrong_token_gets_the_connection_closed_and_no_tensor(make_server):
-    server = make_server(token=TOKEN)
-    reply = _left_to_stream(server, 1, np.ones(2 * MiB, np.uint8))
-    sock = _hello(reply.bulk_port, b"not-" + TOKEN.encode())
-    request = pb.RecvTensorRequest(step_id=1, rendezvous_key=reply.stream_key,
+def _ask_with_hello(server, key, token, grpc_port):
+    """Send a HELLO and a request on a raw connection; what comes back before it closes."""
+    sock = socket.create_connection(("127.0.0.1", server._bulk.port), timeout=5)
+    request = pb.RecvTensorRequest(step_id=1, rendezvous_key=key,
                                    timeout_s=5).SerializeToString()
     try:
-        sock.sendall(struct.pack("!I", len(request)) + request)
-        assert sock.recv(16) == b""         # closed, nothing answered
+        sock.sendall(bulk.MAGIC + struct.pack("!II", 4 + len(token), grpc_port) + token +
+                     struct.pack("!I", len(request)) + request)
+        return sock.recv(16)
     except ConnectionResetError:
-        pass
+        return b""
     finally:
         sock.close()
+
+
+@pytest.mark.parametrize("wrong", ["token", "task"])
+def test_a_wrong_token_or_task_gets_the_connection_closed_and_no_tensor(make_server, wrong):
+    server = make_server(token=TOKEN)
+    reply = _left_to_stream(server, 1, np.ones(2 * MiB, np.uint8))
+    port = int(server.target.rsplit(":", 1)[1])
+    token, port = (b"not-" + TOKEN.encode(), port) if wrong == "token" else \
+        (TOKEN.encode(), port + 1)     # a task that restarted, its bulk port reused
+    assert _ask_with_hello(server, reply.stream_key, token, port) == b""
     assert server._bulk.sent == 0
     assert server.engine.rendezvous.pending() == [(1, reply.stream_key)]   # still there
 
 
-def test_only_tensors_left_to_stream_are_served(make_server):
-    """A caller with the token cannot take a tensor that a _Recv waits for."""
+def test_a_bulk_request_waits_for_its_tensor_to_be_sent(make_server):
     server = make_server(token=TOKEN)
-    server.engine.put_tensor(1, "k", np.ones(4, np.float32))
     client = bulk.BulkClient(TOKEN)
+    value = np.arange(MiB, dtype=np.int64)
+    timer = threading.Timer(0.3, server.engine.put_tensor, (5, "later", value))
+    timer.start()
     try:
-        with pytest.raises(Exception, match="not a streamed tensor"):
-            client.fetch("127.0.0.1", server._bulk.port, 1, "k", 5)
+        got, _ = client.fetch(server.target[7:], server._bulk.port, 5, "later", 10)
+        with pytest.raises(errors.DeadlineExceededError):
+            client.fetch(server.target[7:], server._bulk.port, 6, "never", 0.2)
     finally:
+        timer.join()
         client.close()
-    assert server.engine.rendezvous.pending() == [(1, "k")]
+    np.testing.assert_array_equal(got, value)
 
 
 def test_an_unreachable_bulk_port_falls_back_to_the_grpc_stream(make_server):
@@ -117,8 +127,22 @@ def test_an_unreachable_bulk_port_falls_back_to_the_grpc_stream(make_server):
     assert server._bulk.sent == 0
 
 
-def test_a_task_with_tls_has_no_bulk_port():
-    assert bulk.serve(None, "127.0.0.1", TOKEN, tls=object()) is None
+def test_with_tls_a_large_tensor_streams_encrypted_and_no_bulk_port_listens(make_server,
+                                                                           tmp_path):
+    from test_auth import _self_signed
+
+    from tfteach.distributed import security
+    cert, key = _self_signed(tmp_path)
+    server = make_server(tls=security.TLSConfig(cert=cert, key=key), token=TOKEN)
+    client = ClusterClient(TOKEN, tls=security.TLSConfig(ca=cert))
+    value = np.arange(MiB, dtype=np.float32)
+    server.engine.put_tensor(1, "k", value)
+    try:
+        got, _ = client.worker(server.target).recv_tensor(1, "k", timeout=10, use_shm=False)
+    finally:
+        client.close()
+    np.testing.assert_array_equal(got, value)
+    assert server._bulk is None and client.bulk is None
 
 
 PS_ELSEWHERE = """
@@ -147,18 +171,20 @@ def test_a_large_fetch_from_a_task_on_another_host_leaves_on_its_bulk_port(monke
             with tf.device("/job:ps/task:0"):
                 v = tf.Variable(tf.range(MiB, dtype=tf.float32), name="v")
             with tf.device("/job:worker/task:0"):
-                total = tf.reduce_sum(v)
+                total = tf.reduce_sum(v * 2.0)  # the _Recv feeds an op: pulled, not answered
             with tf.Session(server.target) as sess:
                 sess.run(v.initializer)
                 bulk_before = _bulk_connections(server)
-                got, got_total = sess.run([v, total])
+                got = sess.run(v)
                 assert _bulk_connections(server) == bulk_before + 1
+                totals = [sess.run(total) for _ in range(2)]    # the second asks at once
+                assert server._client.bulk.port_of(ps_address)
     finally:
         server.stop()
         ps.terminate()
         ps.wait(timeout=30)
     np.testing.assert_array_equal(got, np.arange(MiB, dtype=np.float32))
-    assert got_total == np.arange(MiB, dtype=np.float32).sum(dtype=np.float32)
+    assert totals == [(2 * np.arange(MiB, dtype=np.float32)).sum(dtype=np.float32)] * 2
 
 
 def _bulk_connections(server):

@@ -9,14 +9,22 @@ a ``stream_key``, or a RunGraph answer's header with one. The receiver (``BulkCl
 then takes the tensor there; where it cannot connect (a firewall), or with TLS, the tensor
 streams through gRPC's RecvTensor as before.
 
-Protocol, per connection: HELLO (``MAGIC``, u32 length, the cluster token); then requests
+Once a client knows a task's bulk port (``learn``), it asks there at once for the
+tensors of ``MIN_BYTES`` or more that it pulls from that task (``port_of``), and the task
+answers when the tensor is sent (one round trip, where RecvTensorInline then a stream took
+two).
+
+Protocol, per connection: HELLO (``MAGIC``, u32 length, then the task's gRPC port as the
+client knows it, u32, and the cluster token): a task that is not that port's (it restarted
+and another took its bulk port) or a wrong token gets the connection closed. Then requests
 (u32 length, a ``RecvTensorRequest``), each answered by a kind byte and u32 length: 0 and a
-``TensorHeader`` followed by the content's bytes, or 1 and ``ErrorClass: message``.
-Only tensors already left under a stream key are served (no wait), so a request never holds
-a thread; a connection that has not said HELLO with the token within ``HELLO_TIMEOUT_S``
-is closed on the listening thread and gets none (``MAX_CONNECTIONS`` at most, each with a
-thread of its own once authenticated). Connections idle for ``IDLE_S`` are closed; clients
-reuse one only while idle for less than half of that.
+``TensorHeader`` followed by the content's bytes, or 1 and ``ErrorClass: message``. A
+connection closed before any answer was read means the request was not taken: the client
+asks through gRPC instead. A connection that has not said HELLO within ``HELLO_TIMEOUT_S``
+is closed on the listening thread and gets no thread (``MAX_CONNECTIONS`` at most, each
+with a thread of its own once authenticated, which waits for the tensors it is asked for).
+Connections idle for ``IDLE_S`` are closed; clients reuse one only while idle for less
+than half of that.
 """
 from __future__ import annotations
 
@@ -33,7 +41,7 @@ import numpy as np
 from tfteach import errors
 from tfteach.i18n import tr
 
-from . import wire
+from . import security, wire
 from .protos import tfteach_cluster_pb2 as pb
 
 MAGIC = b"TFTB"
@@ -42,7 +50,9 @@ IDLE_S = 60.0
 CONNECT_TIMEOUT_S = 1.0
 UNREACHABLE_S = 30.0        # after a failed connect, gRPC for this long
 MAX_CONNECTIONS = 32
+MIN_BYTES = 256 << 10       # smaller tensors travel inside gRPC messages
 _MAX_HELLO = 4096
+MAX_WAIT_S = 3600.0         # the longest a request waits for its tensor
 _MAX_REQUEST = 1 << 16
 _U32 = struct.Struct("!I")
 _ANSWER = struct.Struct("!BI")
@@ -52,13 +62,14 @@ class Unreachable(Exception):
     """The task's bulk port could not be reached: stream through gRPC instead."""
 
 
-def serve(engine: Any, host: str, token: str | None, tls: Any) -> "BulkServer | None":
-    """A task's ``BulkServer`` on ``host``; None with TLS (its tensors stream on gRPC,
-    encrypted) or where no port can be bound there."""
+def serve(engine: Any, host: str, token: str | None, tls: Any,
+          grpc_port: int) -> "BulkServer | None":
+    """The ``BulkServer`` on ``host`` of the task served on ``grpc_port``; None with TLS
+    (its tensors stream on gRPC, encrypted) or where no port can be bound there."""
     if tls is not None:
         return None
     try:
-        return BulkServer(engine, host, token)
+        return BulkServer(engine, host, token, grpc_port)
     except OSError:
         return None
 
@@ -82,9 +93,10 @@ class BulkServer:
     """A task's bulk listener: one thread reads HELLOs, one thread per authenticated
     connection serves its requests from ``engine``'s rendezvous."""
 
-    def __init__(self, engine: Any, host: str, token: str | None) -> None:
+    def __init__(self, engine: Any, host: str, token: str | None, grpc_port: int) -> None:
         self._engine = engine
         self._token = (token or "").encode()
+        self._grpc_port = grpc_port
         family = socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM)[0][0]
         self._listener = socket.create_server((host, 0), family=family)
         self._listener.setblocking(False)
@@ -148,12 +160,15 @@ class BulkServer:
         if not chunk or len(data) > 8 + _MAX_HELLO or data[:4] != MAGIC[:len(data[:4])]:
             self._forget(sock)
             return
-        if len(data) < 8 or len(data) < 8 + _U32.unpack_from(data, 4)[0]:
+        if len(data) >= 8 and _U32.unpack_from(data, 4)[0] < 4:
+            self._forget(sock)
             return
-        token = bytes(data[8:8 + _U32.unpack_from(data, 4)[0]])
+        if len(data) < 12 or len(data) < 8 + _U32.unpack_from(data, 4)[0]:
+            return
+        port, token = _U32.unpack_from(data, 8)[0], bytes(data[12:])
         self._selector.unregister(sock)
         del self._hellos[sock]
-        if not hmac.compare_digest(token, self._token) or len(data) != 8 + len(token):
+        if not hmac.compare_digest(token, self._token) or port != self._grpc_port:
             _close(sock)
             return
         sock.setblocking(True)
@@ -196,14 +211,13 @@ class BulkServer:
 
     def _answer(self, sock: socket.socket, request: pb.RecvTensorRequest) -> None:
         try:
-            if not request.rendezvous_key.endswith("#stream"):
-                raise errors.InvalidArgumentError(
-                    f"Bulk transfer of {request.rendezvous_key!r}, which is not a streamed "
-                    "tensor")
-            value, is_dead = self._engine.recv_tensor(request.step_id,
-                                                      request.rendezvous_key, 0.0)
+            value, is_dead = self._engine.recv_tensor(
+                request.step_id, request.rendezvous_key,
+                min(max(request.timeout_s, 0.0), MAX_WAIT_S))
             header, content = wire.encode(value)
-        except errors.OpError as err:
+        except Exception as err:  # noqa: BLE001 - every failure is answered
+            if not isinstance(err, errors.OpError):
+                err = errors.InternalError(f"{type(err).__name__}: {err}")
             text = f"{type(err).__name__}: {err.message}".encode()
             sock.sendall(_ANSWER.pack(1, len(text)) + text)
             return
@@ -219,7 +233,8 @@ class BulkClient:
 
     def __init__(self, token: str | None) -> None:
         token_bytes = (token or "").encode()
-        self._hello = MAGIC + _U32.pack(len(token_bytes)) + token_bytes
+        self._token = token_bytes
+        self._ports: dict[str, int] = {}        # task address -> its bulk port
         self._idle: dict[tuple[str, int], list[tuple[float, socket.socket]]] = {}
         self._unreachable: dict[tuple[str, int], float] = {}
         self._lock = threading.Lock()
@@ -233,22 +248,47 @@ class BulkClient:
             for _, sock in socks:
                 _close(sock)
 
-    def fetch(self, host: str, port: int, step_id: int, key: str,
+    def learn(self, address: str, port: int) -> None:
+        """The task at ``address`` (``host:port`` of its gRPC server) named bulk ``port``."""
+        self._ports[address] = port
+
+    def port_of(self, address: str) -> int:
+        """The bulk port the task at ``address`` named (0: none known)."""
+        return self._ports.get(address, 0)
+
+    def fetch(self, address: str, port: int, step_id: int, key: str,
               timeout: float) -> tuple[np.ndarray, bool]:
-        """``(array, is_dead)`` of the tensor the task at ``host:port`` left under ``key``;
-        ``Unreachable`` if the port cannot be reached (the caller streams it instead)."""
+        """``(array, is_dead)`` of tensor ``key`` of step ``step_id`` from bulk ``port`` of
+        the task at ``address`` (waiting up to ``timeout`` s for it to be sent);
+        ``Unreachable`` if the port cannot be reached or refused the request unread (the
+        caller asks through gRPC instead)."""
+        host, grpc_port = security.split_address(address)
+        host = security.bind_host(host)
         where = (host, port)
-        sock = self._connection(where)
+        sock = self._connection(where, grpc_port)
         request = pb.RecvTensorRequest(step_id=step_id, rendezvous_key=key,
                                        timeout_s=timeout).SerializeToString()
         try:
-            sock.settimeout(timeout)
+            sock.settimeout(timeout + HELLO_TIMEOUT_S)
             sock.sendall(_U32.pack(len(request)) + request)
             value = _receive(sock)
+        except _Refused:
+            _close(sock)
+            with self._lock:
+                if self._ports.get(address) == port:
+                    del self._ports[address]
+            raise Unreachable(where) from None
+        except TimeoutError:
+            _close(sock)
+            raise errors.DeadlineExceededError(
+                f"Timed out after {timeout:g} s waiting for tensor {key!r} from {address}",
+                hint=tr("The task that sends it may be slow, stuck or dead; check that "
+                        "every task of the cluster is running.")) from None
         except OSError:
             _close(sock)
             raise errors.UnavailableError(
-                f"Lost the connection to {host}:{port} while receiving tensor {key!r}",
+                f"Lost the connection to {address} (bulk port {port}) while receiving "
+                f"tensor {key!r}",
                 hint=tr("The sending task stopped, or its host left the network; check "
                         "that every task of the cluster is running.")) from None
         except BaseException:
@@ -261,7 +301,7 @@ class BulkClient:
                 self._idle.setdefault(where, []).append((time.monotonic(), sock))
         return value
 
-    def _connection(self, where: tuple[str, int]) -> socket.socket:
+    def _connection(self, where: tuple[str, int], grpc_port: int) -> socket.socket:
         with self._lock:
             idle = self._idle.get(where, [])
             while idle:
@@ -274,7 +314,8 @@ class BulkClient:
         try:
             sock = socket.create_connection(where, timeout=CONNECT_TIMEOUT_S)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock.sendall(self._hello)
+            sock.sendall(MAGIC + _U32.pack(4 + len(self._token)) + _U32.pack(grpc_port)
+                         + self._token)
         except OSError:
             with self._lock:
                 self._unreachable[where] = time.monotonic() + UNREACHABLE_S
@@ -282,8 +323,18 @@ class BulkClient:
         return sock
 
 
+class _Refused(Exception):
+    """The task closed the connection before answering: it did not take the request."""
+
+
 def _receive(sock: socket.socket) -> tuple[np.ndarray, bool]:
-    kind, length = _ANSWER.unpack(_read_exact(sock, _ANSWER.size))
+    try:
+        first = sock.recv(1)
+    except ConnectionResetError:
+        first = b""
+    if not first:
+        raise _Refused()
+    kind, length = _ANSWER.unpack(first + _read_exact(sock, _ANSWER.size - 1))
     if length > _MAX_REQUEST:
         raise errors.DataLossError(f"Received a bulk answer header of {length} bytes")
     data = _read_exact(sock, length)

@@ -253,7 +253,9 @@ class GraphEngine(WorkerTransport):
         (the sender is here, or the master delivers it: ``via_master``) a pool thread
         waits; from another task a RecvTensorInline call is put in flight and its answer
         resolves ``pending`` on gRPC's thread (a tensor left to stream streams on a pool
-        thread). A cancelled step cancels the call. A tensor from another task is awaited
+        thread; one of ``bulk.MIN_BYTES`` or more from a task whose bulk port is known is
+        asked for there, on a pool thread). A cancelled step cancels the call (a bulk
+        request ends when the sender aborts the step). A tensor from another task is awaited
         ``RECV_GRACE_S`` beyond the step's timeout: its sender enforces that timeout itself,
         and the sender's error says what it waited for (a queue, an accumulator)."""
         def resolve(get_value: Callable[[], Any]) -> None:
@@ -269,6 +271,10 @@ class GraphEngine(WorkerTransport):
             self.pool.submit(resolve, lambda: self.rendezvous.recv(step_id, key, timeout)[0])
             return
         worker = self.task.client.worker(attrs["src_address"], attrs["src_task"])
+        port = worker.bulk_port(_static_bytes(attrs))
+        if port:        # a large tensor from a task of another host: one round trip
+            self.pool.submit(resolve, lambda: worker.recv_bulk(step_id, key, timeout, port)[0])
+            return
         call = worker.start_recv(step_id, key, timeout, reply_bytes=_static_bytes(attrs))
         pending.on_cancel = call.cancel
 

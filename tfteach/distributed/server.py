@@ -177,7 +177,8 @@ class Server:
             _stop_grpc(server)      # release the port we just bound
             raise
         servicers = add_services(server, self._engine, self._task_name)
-        self._bulk = bulk.serve(self._engine, security.bind_host(host), self._token, self._tls)
+        self._bulk = bulk.serve(self._engine, security.bind_host(host), self._token, self._tls,
+                                real_port)
         servicers[1].bulk_port = self._bulk.port if self._bulk is not None else 0
         self._lane = lane_server.serve(servicers, self._token, self._max_message_bytes,
                                        self._task_name)

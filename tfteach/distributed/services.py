@@ -31,7 +31,7 @@ from google.protobuf.message import DecodeError
 from tfteach import errors
 from tfteach.i18n import tr
 
-from . import limits, shm, shm_callers, shm_probe, wire
+from . import bulk, limits, shm, shm_callers, shm_probe, wire
 from .engine_api import Cancellation, Engine, as_run_result, serving
 from .protos import tfteach_cluster_pb2 as pb
 from .protos import tfteach_cluster_pb2_grpc as pb_grpc
@@ -295,23 +295,30 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
             _tensors(request.send, request, caller), list(request.recv_key),
             request.options))
         response = pb.RunGraphResponse(metadata=result.metadata)
-        wire.add_named(response.recv, result.tensors)
-        sent = result.sent
-        if sent and _sender(request, caller) is None:
+        fetched, sent = result.tensors, result.sent
+        if (fetched or sent) and _sender(request, caller) is None:
+            fetched = self._leave_large(response.recv, request.step_id, fetched)
             sent = self._leave_large(response.sent, request.step_id, sent)
+        wire.add_named(response.recv, fetched)
         _add_answer(response.sent, sent, request, caller)
         return response
 
+    def _inline_bytes(self) -> int:
+        """The largest tensor an answer carries in its message: below ``bulk.MIN_BYTES``
+        when larger ones can leave on the bulk port (fewer copies), else
+        ``wire.INLINE_BYTES``."""
+        return bulk.MIN_BYTES - 1 if self.bulk_port else wire.INLINE_BYTES
+
     def _leave_large(self, field: Any, step_id: int, tensors: Mapping[str, Any]) -> dict:
         """For a caller on another host: each numeric tensor of ``tensors`` over
-        ``wire.INLINE_BYTES`` stays in the rendezvous under ``name + STREAM_SUFFIX``, which
+        ``_inline_bytes()`` stays in the rendezvous under ``name + STREAM_SUFFIX``, which
         its header in ``field`` names with the bulk port (the caller takes it there, or
         streams it with RecvTensor, where a bytes field in a message costs several
         copies); the others are returned, to go inline."""
         inline = {}
         for name, value in tensors.items():
             array = np.asarray(value)
-            if array.dtype.kind not in "biufc" or array.nbytes <= wire.INLINE_BYTES:
+            if array.dtype.kind not in "biufc" or array.nbytes <= self._inline_bytes():
                 inline[name] = value
                 continue
             header, _ = wire.encode(array)
@@ -350,7 +357,8 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
         if not is_dead and _into_reply_segment(response.tensor, value, request, context):
             return response
         if wire.fill_reply(response.tensor, value, is_dead=is_dead,
-                           shm_ok=_receiver_shares(request, context)):
+                           shm_ok=_receiver_shares(request, context),
+                           inline_bytes=self._inline_bytes()):
             return response
         stream_key = request.rendezvous_key + STREAM_SUFFIX
         self.engine.put_tensor(request.step_id, stream_key, value, is_dead)

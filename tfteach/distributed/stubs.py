@@ -195,12 +195,15 @@ class WorkerClient(_Stub):
                     for item in response.sent}
         finally:
             shm.give_back(reply)
-        return RunResult(wire.from_named(response.recv), response.metadata, sent,
-                         wire.reply_bytes(response.sent))
+        fetched = {item.name: self._sent_value(item.tensor, None, step_id, timeout)
+                   for item in response.recv if item.tensor.header.stream_key}
+        fetched = {**wire.from_named(i for i in response.recv if i.name not in fetched),
+                   **fetched} if fetched else wire.from_named(response.recv)
+        return RunResult(fetched, response.metadata, sent, wire.reply_bytes(response.sent))
 
     def _sent_value(self, proto: pb.TensorProto, reply: "shm.ReusedSegment | None",
                     step_id: int, timeout: float | None) -> Any:
-        """A value of a RunGraph answer's ``sent``: in the message or a segment
+        """A value of a RunGraph answer's ``sent`` (or ``recv``): in the message or a segment
         (``wire.from_reply``), or, from a task on another host, left there under the
         header's ``stream_key`` and pulled (``_pull``)."""
         key = proto.header.stream_key
@@ -267,13 +270,27 @@ class WorkerClient(_Stub):
         return self._pull(_recv_request(step_id, reply.stream_key, timeout, use_shm),
                           reply.bulk_port)
 
+    def bulk_port(self, nbytes: int) -> int:
+        """The task's bulk port if a tensor of ``nbytes`` from it should be asked for
+        there at once (``recv_bulk``): large enough, and the port is known; else 0."""
+        known = self.client.bulk.port_of(self.address) if self.client.bulk else 0
+        return known if nbytes >= bulk.MIN_BYTES else 0
+
+    def recv_bulk(self, step_id: int, key: str, timeout: float, port: int) -> tuple[Any, bool]:
+        """``recv_tensor`` on the task's bulk ``port``, which waits for the tensor; through
+        gRPC where that port turned out unreachable."""
+        try:
+            return self.client.bulk.fetch(self.address, port, step_id, key, timeout)
+        except bulk.Unreachable:
+            return self.recv_tensor(step_id, key, timeout)
+
     def _pull(self, request: pb.RecvTensorRequest, bulk_port: int) -> tuple[Any, bool]:
         """``(array, is_dead)`` of a tensor the task left under ``request``'s key: from
         its bulk port when it names one and this client can reach it, else streamed."""
         if bulk_port and self.client.bulk is not None:
-            host = security.bind_host(security.split_address(self.address)[0])
+            self.client.bulk.learn(self.address, bulk_port)
             try:
-                return self.client.bulk.fetch(host, bulk_port, request.step_id,
+                return self.client.bulk.fetch(self.address, bulk_port, request.step_id,
                                               request.rendezvous_key, request.timeout_s)
             except bulk.Unreachable:
                 pass
