@@ -39,11 +39,11 @@ def files(tmp_path_factory) -> dict:
     return {"csv": [str(a), str(b)], "raw": str(raw)}
 
 
-def _drain(sess, fetch, limit: int = 100) -> list:
+def _drain(sess, fetch, feed=None, limit: int = 100) -> list:
     out = []
     for _ in range(limit):
         try:
-            out.append(sess.run(fetch))
+            out.append(sess.run(fetch, feed))
         except (tfteach.errors.OutOfRangeError, tf1.errors.OutOfRangeError):
             return out
     raise AssertionError(f"no OutOfRangeError after {limit} elements")
@@ -189,6 +189,29 @@ def test_initializable_iterator_restarts_with_new_feeds_as_in_tf() -> None:
     assert ours["static"] == theirs["static"]
     _same(ours["first"], theirs["first"])
     _same(ours["second"], theirs["second"])
+
+
+def _feedable(mod) -> list:
+    with mod.Graph().as_default():
+        train = mod.data.Dataset.range(100).make_one_shot_iterator()
+        valid = mod.data.Dataset.range(3).map(lambda i: -i).make_initializable_iterator()
+        handle = mod.placeholder(mod.string, [])
+        it = mod.data.Iterator.from_string_handle(handle, train.output_types,
+                                                  train.output_shapes)
+        nxt = it.get_next()
+        with mod.Session() as sess:
+            th, vh = sess.run([train.string_handle(), valid.string_handle()])
+            sess.run(valid.initializer)
+            got = [sess.run(nxt, {handle: th}) for _ in range(2)]
+            got += _drain(sess, nxt, {handle: vh})
+            got += [sess.run(nxt, {handle: th})]
+    return [_static(nxt)] + got
+
+
+def test_a_feedable_iterator_switches_between_iterators_as_in_tf() -> None:
+    ours, theirs = _feedable(tfteach), _feedable(tf1)
+    assert ours[0] == theirs[0]
+    _same(ours[1:], theirs[1:])
 
 
 def _monitored(mod) -> int:

@@ -220,7 +220,9 @@ def input_pipelines():
             (tf.data.make_one_shot_iterator(more).get_next(), {}),
             (tf.data.make_one_shot_iterator(fixed).get_next(), {}),
             (tf.data.make_one_shot_iterator(joined).get_next(), {}),
-            (tf.data.make_one_shot_iterator(generated).get_next(), {}),
+            (tf.data.Iterator.from_string_handle(
+                tf.data.make_one_shot_iterator(generated).string_handle(), tf.int32,
+                [2]).get_next(), {}),
             (names.enqueue_many([[path.name] * 3]), {}),
             ([key, value] + tf.decode_csv(value, [[0], [0.0]]), {}),
             (list(whole), {}), ([tf.decode_raw(rec[1], tf.int32)], {}),

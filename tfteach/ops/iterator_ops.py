@@ -9,6 +9,8 @@ a one-shot iterator starts one the first time its handle runs, from the dataset 
 an input (so it cannot depend on a placeholder). ``IteratorGetNext`` gives the next element,
 OutOfRangeError ("End of sequence") once the stream has ended, FailedPreconditionError before
 initialization. The lock serialises concurrent GetNexts: each element is given once.
+A feedable iterator (``Iterator.from_string_handle``) reads whichever iterator the string fed
+to it names (``iterator.string_handle()``: the resource's container and name).
 """
 from __future__ import annotations
 
@@ -102,6 +104,23 @@ def _get_next_kernel(ctx: Any, it: IteratorResource) -> Any:
     return element[0] if len(element) == 1 else element
 
 
+def _to_string_kernel(ctx: Any, it: IteratorResource) -> np.ndarray:
+    return np.array(f"{ctx.op.inputs[0].op.attrs.get('container', '')}/{it.name}".encode(),
+                    dtype=object)
+
+
+def _from_string_kernel(ctx: Any, handle: Any) -> IteratorResource:
+    text = np.asarray(ctx.device.to_host(handle)).item()
+    container, _, name = (text.decode() if isinstance(text, bytes) else str(text)).partition("/")
+    found = ctx.resources.table(container).get(f"iterator:{name}")
+    if found is None:
+        raise errors.NotFoundError(
+            f"Resource {container}/{name} of type iterator does not exist.", op=ctx.op,
+            hint=tr("feed the value of sess.run(iterator.string_handle()) of an iterator of "
+                    "this session."))
+    return found
+
+
 def _get_next_shape(op: Operation) -> list:
     return list(zip(op.attrs["output_types"], op.attrs["output_shapes"], strict=True))
 
@@ -112,7 +131,12 @@ register_op("IteratorV2", lambda op: _HANDLE, _resource, **_HANDLE_FACTS)
 register_op("OneShotIterator", lambda op: _HANDLE, _one_shot_kernel, **_HANDLE_FACTS)
 register_op("MakeIterator", lambda op: [], _make_iterator_kernel, ref_inputs=(1,), **_USES)
 register_op("IteratorGetNext", _get_next_shape, _get_next_kernel, ref_inputs=(0,), **_USES)
-not_differentiable("IteratorV2", "OneShotIterator", "MakeIterator", "IteratorGetNext")
+register_op("IteratorToStringHandle", lambda op: _HANDLE, _to_string_kernel, ref_inputs=(0,),
+            **_USES)
+register_op("IteratorFromStringHandleV2", lambda op: _HANDLE, _from_string_kernel,
+            **_HANDLE_FACTS)
+not_differentiable("IteratorV2", "OneShotIterator", "MakeIterator", "IteratorGetNext",
+                   "IteratorToStringHandle", "IteratorFromStringHandleV2")
 
 
 # ---- the Python API ----------------------------------------------------------------------------
@@ -156,6 +180,25 @@ class Iterator(Structured):
         g = self._handle.graph
         return g.create_op("MakeIterator", [dataset._variant_tensor, self._handle], {},
                            name=name or "MakeIterator")
+
+    def string_handle(self, name: str | None = None) -> Tensor:
+        """A string naming this iterator, to feed to ``Iterator.from_string_handle``."""
+        return self._handle.graph.create_op("IteratorToStringHandle", [self._handle], {},
+                                            name=name or "IteratorToStringHandle").outputs[0]
+
+    @staticmethod
+    def from_string_handle(string_handle: Any, output_types: Any, output_shapes: Any = None,
+                           output_classes: Any = None) -> "Iterator":
+        """An iterator that reads the iterator whose ``string_handle()`` is fed to it."""
+        from tfteach.ops.common import convert_to_tensor
+        handle = convert_to_tensor(string_handle, dtype=dtypes.string, name="string_handle")
+        if output_shapes is None:
+            output_shapes = map_structure(lambda _: TensorShape(None), output_types)
+        ref = handle.graph.create_op(
+            "IteratorFromStringHandleV2", [handle],
+            {"output_types": flatten(output_types), "output_shapes": flatten(output_shapes)},
+            name="IteratorFromStringHandleV2").outputs[0]
+        return Iterator(ref, None, output_types, output_shapes)
 
     @staticmethod
     def from_structure(output_types: Any, output_shapes: Any = None,
