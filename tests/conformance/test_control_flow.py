@@ -230,3 +230,19 @@ def test_tf_layers_take_a_training_tensor_as_tf_does(shape):
     theirs = _layers_with_a_training_tensor(tf1, legacy, shape)
     for a, b in zip(ours, theirs, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_a_tensorflow_graph_def_with_a_loop_and_a_cond_runs_here():
+    """TF's own GraphDef (Enter, Merge <- NextIteration back edges, Switch, LoopCond)
+    imports into tfteach and gives TF's value."""
+    with tf1.Graph().as_default() as g:
+        x = tf1.placeholder(tf1.float32, [], name="x")
+        _, w = tf1.while_loop(lambda i, a: i < 4, lambda i, a: (i + 1, tf1.cond(
+            a > 2.0, lambda: a * x, lambda: a + 1.0)), [0, 1.0])
+        with tf1.Session() as sess:
+            want = sess.run(w, {x: 1.5})
+        data = g.as_graph_def().SerializeToString()
+    with tfteach.Graph().as_default():
+        tfteach.import_graph_def(data, name="")
+        with tfteach.Session() as sess:
+            assert sess.run(w.name, {"x:0": 1.5}) == pytest.approx(want)

@@ -101,3 +101,16 @@ def test_a_dequeue_in_a_branch_waits_until_the_deadline():
             sess.run(y, {p: True}, options=tf.RunOptions(timeout_in_ms=200))
         sess.run(q.enqueue(4.0))
         assert sess.run(y, {p: True}) == 4.0
+
+
+def test_a_loop_gradient_survives_a_graph_def_export_and_import():
+    """A GraphDef's back edges (Merge <- NextIteration, the counter <- history pushes) are
+    set after their sources are imported."""
+    x = tf.placeholder(tf.float32, [], name="x")
+    _, w = tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * x), [0, 1.0])
+    dw = tf.gradients(w, x)[0]
+    graph_def = tf.get_default_graph().as_graph_def()
+    with tf.Graph().as_default():
+        tf.import_graph_def(graph_def, name="")
+        with tf.Session() as sess:
+            assert sess.run([w.name, dw.name], {"x:0": 2.0}) == [8.0, 12.0]

@@ -259,7 +259,7 @@ def _topological(nodes: list[pb.NodeDef], mapped: Mapping[str, Any]) -> list[pb.
             stack.append((node, True))
             for ref in node.input:
                 name, index = _ref(ref)
-                if _key(name, index) in mapped:
+                if _key(name, index) in mapped or _back_edge(node, ref, by_name):
                     continue
                 if name not in by_name:
                     raise ValueError(f"Node '{node.name}': input '{ref}' is not in the "
@@ -267,6 +267,18 @@ def _topological(nodes: list[pb.NodeDef], mapped: Mapping[str, Any]) -> list[pb.
                 if state.get(name) != "done":
                     stack.append((by_name[name], False))
     return order
+
+
+def _back_edge(node: pb.NodeDef, ref: str, by_name: Mapping[str, pb.NodeDef]) -> bool:
+    """A while loop's back edge, set after its source is imported: a NextIteration into
+    its Merge, or a loop gradient's history push into the loop's counter (control)."""
+    name, index = _ref(ref)
+    source = by_name.get(name)
+    if source is None:
+        return False
+    if index is None:
+        return source.op == "LoopHistoryPush"
+    return node.op == "Merge" and source.op == "NextIteration"
 
 
 def _check_op_types(nodes: Iterable[pb.NodeDef]) -> None:
@@ -301,9 +313,15 @@ def import_graph_def(graph_def: Any, input_map: Mapping[str, Any] | None = None,
                          f"[{', '.join(sorted(unused))}]")
     scope = "" if name == "" else g.unique_name(name or "import") + "/"
     created: dict[str, Operation] = {}
+    later: list = []
     with g.as_default():
         for node in nodes:
-            created[node.name] = _import_node(g, node, scope, created, mapped)
+            created[node.name] = _import_node(g, node, scope, created, mapped, later)
+    for op, position, name, index in later:
+        if index is None:
+            g._add_control_input(op, created[name])
+        else:
+            g._update_input(op, position, created[name].outputs[index])
     return None if return_elements is None else \
         [_element(created, ref, graph_def) for ref in return_elements]
 
@@ -318,12 +336,20 @@ def _element(created: Mapping[str, Operation], ref: str, graph_def: Any) -> Any:
     return created[name] if index is None else created[name].outputs[int(index)]
 
 
-def _resolve(node: pb.NodeDef, created: Mapping[str, Operation],
-             mapped: Mapping[str, Any]) -> tuple[list[Tensor], list[Operation]]:
+def _resolve(node: pb.NodeDef, created: Mapping[str, Operation], mapped: Mapping[str, Any],
+             later: list) -> tuple[list[Tensor], list[Operation]]:
+    """The inputs and control inputs of ``node``; a back edge (its source not imported yet)
+    goes to ``later`` as (position, name, index), a Merge's standing in with its first
+    input until then, as TF builds it."""
     inputs, controls = [], []
     for ref in node.input:
         name, index = _ref(ref)
         source = mapped.get(_key(name, index))
+        if source is None and name not in created:
+            later.append((len(inputs), name, index))
+            if index is not None:
+                inputs.append(None)
+            continue
         if source is None:
             op = created[name]
             if index is not None and index >= len(op.outputs):
@@ -331,12 +357,14 @@ def _resolve(node: pb.NodeDef, created: Mapping[str, Operation],
                                  f"source node {name} which has {len(op.outputs)} outputs")
             source = op if index is None else op.outputs[index]
         (controls if index is None else inputs).append(source)
-    return inputs, controls
+    present = [t for t in inputs if t is not None]
+    return [t if t is not None else present[0] for t in inputs], controls
 
 
 def _import_node(g: Graph, node: pb.NodeDef, scope: str, created: Mapping[str, Operation],
-                 mapped: Mapping[str, Any]) -> Operation:
-    inputs, controls = _resolve(node, created, mapped)
+                 mapped: Mapping[str, Any], later: list) -> Operation:
+    edges: list = []
+    inputs, controls = _resolve(node, created, mapped, edges)
     try:
         attrs = {k: attr_from_proto(v) for k, v in node.attr.items()
                  if k not in ("_class", "_output_shapes")}
@@ -361,6 +389,7 @@ def _import_node(g: Graph, node: pb.NodeDef, scope: str, created: Mapping[str, O
     for dep in controls:
         g._add_control_input(op, dep)
     g._names_in_use[op.name.lower()] = max(1, g._names_in_use.get(op.name.lower(), 0))
+    later.extend((op, position, name, index) for position, name, index in edges)
     return op
 
 
