@@ -106,6 +106,28 @@ def test_a_fetch_from_another_task_crosses_the_link_to_the_master(slow_cluster):
     assert ledger.free_at(PS1)[0] < before       # ps 1 sent nothing in that step
 
 
+def test_a_placement_cell_on_the_cluster_captions_its_timeline_as_partly_modelled(
+        slow_cluster):
+    from tfteach.notebook.displays import Note
+    from tfteach.notebook.placement_cell import (PlacementOptions, result_displays,
+                                                 run_placement_cell)
+
+    source = ("with tf.device('/job:ps/task:0'):\n    a = tf.ones([256, 256], name='a')\n"
+              "with tf.device('/job:worker/task:0'):\n    s = tf.reduce_sum(a, name='s')\ns\n")
+    target = slow_cluster.target("worker", 0)
+    result = run_placement_cell(source, PlacementOptions(trace=True, target=target),
+                                {"tf": tf})
+    try:
+        assert result.error is None and result.network == "1 Gbit Ethernet"
+        shown = result_displays(result)
+        note = shown.index(result.timeline) - 1
+        assert isinstance(shown[note], Note) and "1 Gbit Ethernet" in shown[note].text
+        [moved] = [t for t in result.timeline.data["transfers"] if t["tensor"] == "a:0"]
+        assert moved["end_us"] - moved["start_us"] >= slow_cluster.network.time(1 << 18) * 1e6
+    finally:
+        result.close()
+
+
 def test_a_link_too_slow_for_the_steps_timeout_is_deadline_exceeded():
     dialup = profiles.LinkProfile("56k modem", 7e3, 0.1)
     with LocalCluster(ps=1, workers=1, network=dialup) as cluster:

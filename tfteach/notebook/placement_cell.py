@@ -10,7 +10,9 @@
 3. with ``--run`` or ``--trace``, initialises the graph's variables, then runs the final
    expression's tensors/ops (or, without one, the graph's sink ops) with FULL_TRACE;
    ``--warmup`` runs them once untraced first, so the timeline shows a warm step (the first
-   step of a session also pays for starting its devices' workers);
+   step of a session also pays for starting its devices' workers); a step on a LocalCluster
+   with a modelled network (``network``) has its timeline captioned so: ops measured,
+   transfers slowed to the modelled link;
 4. with ``--model PROFILE``, models the same step on a hardware profile
    (``tfteach.hardware.predict``: no kernel runs) and adds its timeline, captioned and
    marked as modelled.
@@ -77,6 +79,7 @@ class PlacementResult:
     log: str = ""
     step_stats: Any = None
     estimate: Any = None            # --model: the hardware.Estimate of the step
+    network: str | None = None      # the modelled link of the LocalCluster the step ran on
     modelled: TimelineView | None = None
 
     @property
@@ -255,6 +258,28 @@ def _run(result: PlacementResult, options: PlacementOptions) -> None:
         result.values = {_fetch_name(f): v for f, v in zip(fetches, values, strict=True)}
     result.timeline = TimelineView.from_step_stats(
         metadata.step_stats, [d.name for d in sess.list_devices()])
+    result.network = modelled_network(options.target)
+
+
+def modelled_network(target: str) -> str | None:
+    """The modelled link between the tasks of the LocalCluster that ``target`` names
+    (``LocalCluster(network=...)``), or None."""
+    if not target.startswith("grpc://"):
+        return None
+    from tfteach.distributed import registry
+
+    address = target[len("grpc://"):]
+    for entry in registry.list_clusters():
+        if entry.get("network") and any(t.get("address") == address
+                                        for t in entry.get("tasks", [])):
+            return str(entry["network"])
+    return None
+
+
+def network_caption(link: str) -> str:
+    """What a timeline of a cluster on a modelled network says about itself."""
+    return tr("Ops measured here; transfers between tasks also took the modelled {link}'s "
+              "time (LocalCluster(network=...)).", link=link)
 
 
 def _model(result: PlacementResult, profile: str, soft: bool) -> None:
@@ -282,6 +307,8 @@ def result_displays(result: PlacementResult) -> list[Any]:
     if result.values is not None:
         out.append(RunValues(result.values))
     if result.timeline is not None:
+        if result.network:
+            out.append(Note(network_caption(result.network)))
         out.append(result.timeline)
     if result.modelled is not None:
         out += [Note(modelled_caption(result.estimate.profile)), result.modelled]
