@@ -85,10 +85,16 @@ def _maximum_iterations(tf, x, v):
                           maximum_iterations=3)]
 
 
+def _while_in_cond(tf, x, v):
+    return [tf.cond(x > 0, lambda: tf.while_loop(lambda a: tf.reduce_sum(a) < 50.0,
+                                                 lambda a: a * (x + 1.5), [v + 3.0]),
+                    lambda: v * x)]
+
+
 BUILDS = {f.__name__[1:]: f for f in (
     _cond, _cond_const_branch, _cond_tuple, _nested_cond, _case, _while_counter,
     _while_accumulate, _while_power, _while_fixed_shape, _while_shape_invariants,
-    _cond_in_while, _maximum_iterations)}
+    _cond_in_while, _maximum_iterations, _while_in_cond)}
 NO_GRADIENT = {"while_shape_invariants"}     # TF's gradient of a growing concat: not compared
 
 
@@ -161,6 +167,20 @@ def test_an_assign_in_the_untaken_branch_leaves_the_variable():
             with tf.Session() as sess:
                 sess.run(v.initializer)
                 assert sess.run(y, {p: False}) == 2.0 and sess.run(v) == 1.0
+
+
+def test_an_assign_in_a_loop_body_runs_once_per_iteration():
+    for tf in (tfteach, tf1):
+        with tf.Graph().as_default():
+            count = tf.Variable(0.0)
+
+            def body(i):
+                with tf.control_dependencies([tf.assign_add(count, 1.0)]):
+                    return i + 1
+            n = tf.while_loop(lambda i: i < 5, body, [0])
+            with tf.Session() as sess:
+                sess.run(count.initializer)
+                assert sess.run(n) == 5 and sess.run(count) == 5.0
 
 
 ERRORS = {

@@ -208,7 +208,7 @@ def input_pipelines():
     more = tf.data.Dataset.range(3).repeat(2)
     fixed = tf.data.Dataset.from_tensors(np.arange(3))
     pairs = tf.data.Dataset.zip((tf.data.Dataset.range(4), tf.data.Dataset.range(4)))
-    joined = pairs.shard(2, 1).concatenate(pairs.take(1)).cache()
+    joined = pairs.shard(2, 1).concatenate(pairs.take(1)).cache().padded_batch(2, ([], []))
     generated = tf.data.Dataset.from_generator(lambda: iter([[1, 2], [3, 4]]), tf.int32, [2])
     names = tf.FIFOQueue(4, tf.string)
     key, value = tf.TextLineReader().read(names)
@@ -241,9 +241,14 @@ def control_flow():
     v = tf.Variable(np.zeros((2, 3), _F32))
     y = tf.cond(p, lambda: tf.assign(v, x) * 2.0, lambda: tf.sin(x))
     z = tf.cond(p, lambda: x * x, lambda: tf.sin(x))
-    _, w = tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * x), [0, tf.ones_like(x)])
+    count = tf.Variable(0.0)
+
+    def body(i, a):
+        with tf.control_dependencies([tf.assign_add(count, 1.0)]):      # a RefEnter
+            return i + 1, a * x
+    _, w = tf.while_loop(lambda i, a: i < 3, body, [0, tf.ones_like(x)])
     runs = [([y, z, w] + _grads(z + w, [x]), {x: _mat(2, 3), p: flag}) for flag in (True, False)]
-    return [([v.initializer], {})] + runs
+    return [([v.initializer, count.initializer], {})] + runs + [([count], {})]
 
 
 EXAMPLES = [unary_math, binary_math, reductions_and_matmul, shapes_and_slices,

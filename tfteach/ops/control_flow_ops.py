@@ -1,6 +1,6 @@
 """TF 1.x's control-flow primitives: ``Switch``, ``RefSwitch``, ``Merge``, ``Enter``,
-``Exit``, ``NextIteration`` and ``LoopCond``, from which ``tf.cond``, ``tf.case`` and
-``tf.while_loop`` are built (``cond_ops``, ``while_ops``).
+``RefEnter``, ``Exit``, ``NextIteration`` and ``LoopCond``, from which ``tf.cond``,
+``tf.case`` and ``tf.while_loop`` are built (``cond_ops``, ``while_ops``).
 
 A tensor may be *dead*: the output of a ``Switch`` that was not taken. The runtime
 (``tfteach.runtime.frames``) propagates deadness as TF's executor does: an op with a dead
@@ -116,6 +116,8 @@ register_op("RefSwitch", _switch_shape, _switch_kernel, gpu_types=ALL_TYPES, ref
             ref_output=True, extra={"flow": "switch"})
 register_op("Merge", _merge_shape, _merge_kernel, gpu_types=ALL_TYPES, extra={"flow": "merge"})
 register_op("Enter", _same_shape, _forward, gpu_types=ALL_TYPES, extra={"flow": "enter"})
+register_op("RefEnter", _same_shape, _forward, gpu_types=ALL_TYPES, ref_inputs=(0,),
+            ref_output=True, extra={"flow": "enter"})
 register_op("Exit", _same_shape, _forward, gpu_types=ALL_TYPES, extra={"flow": "exit"})
 register_op("NextIteration", _same_shape, _forward, gpu_types=ALL_TYPES, extra={"flow": "next"})
 register_op("LoopCond", _loop_cond_shape, _forward, gpu_types=ALL_TYPES, dtype_attr="",
@@ -146,10 +148,11 @@ def merge(inputs: list[Tensor], name: str = "Merge") -> tuple[Tensor, Tensor]:
 
 def enter(data: Tensor, frame_name: str, is_constant: bool = False,
           parallel_iterations: int = 10, name: str = "Enter") -> Tensor:
-    return create_op("Enter", [data], {"T": data.dtype, "frame_name": frame_name,
-                                       "is_constant": is_constant,
-                                       "parallel_iterations": parallel_iterations},
-                     name).outputs[0]
+    """``data`` in the frame ``frame_name`` (a ref, e.g. a variable assigned in the loop
+    body, enters as a ref: ``RefEnter``)."""
+    return create_op("RefEnter" if data.is_ref else "Enter", [data],
+                     {"T": data.dtype, "frame_name": frame_name, "is_constant": is_constant,
+                      "parallel_iterations": parallel_iterations}, name).outputs[0]
 
 
 def exit_(data: Tensor, name: str = "Exit") -> Tensor:
