@@ -111,8 +111,8 @@ def _branch(ctx: CondContext, fn: Callable, arg: str) -> tuple[Any, Any]:
         original = fn()
         if original is None:
             raise ValueError(with_hint(f"'{arg}' must have a return value.", tr(
-                "a cond branch returns the tensors the cond gives (use tf.no_op() wrapped "
-                "in tf.identity-like results, or return a tensor).")))
+                "return the branch's result from its function: a tensor, a tuple of "
+                "tensors, or an op.")))
         result = pack(original, [_cond_tensor(ctx, v) for v in flatten(original)])
     return original, result
 

@@ -293,7 +293,8 @@ def run(step: Any, feeds: dict, as_error: Callable, timeout_s: float | None = No
         v = r.lookup(s, (ROOT, 0))
         if v is DEAD or v is _MISSING:
             raise InvalidArgumentError(f"Retval[{k}] does not have value", hint=tr(
-                "'{name}' is computed only in a branch of a tf.cond that was not taken; fetch "
-                "the cond's result instead.", name=step.plan.slot_names[s]))
+                "'{name}' has no value in this step: it is computed only in a tf.cond branch "
+                "that was not taken, or inside a tf.while_loop; fetch the cond's or the "
+                "loop's result instead.", name=step.plan.slot_names[s]))
         fetched.append(v)
     return fetched
