@@ -61,7 +61,8 @@ RECONNECT_WAIT_S = 1.5  # a channel backing off reconnects within its 1 s backof
 KEEP_STREAMS = 2        # idle streams kept per task and method
 _RESPONSES = {"RunStepStream": pb.RunStepResponse, "RunGraphStream": pb.RunGraphResponse}
 STREAM_RETRY_S = 5.0    # after a task refused a stream, unary calls to it for this long
-PROBE_TIMEOUT_S = 10.0  # a task that answers no shared-memory probe in this long: inline
+PROBE_TIMEOUT_S = 5.0   # a task that answers no shared-memory probe in this long: inline
+_PROBE_AGAIN = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
 
 class ClusterClient:
@@ -212,10 +213,11 @@ class ClusterClient:
         for stream in stale:
             stream.close()
 
-    def shm_shared(self, address: str, wait: bool = False) -> bool:
+    def shm_shared(self, address: str, wait: float | bool = False) -> bool:
         """Whether the task at ``address`` proved that it shares this process's /dev/shm
         (``shm_probe``). The first ask sends it a probe; ``wait`` waits for its answer (at
-        most ``PROBE_TIMEOUT_S``), else the answer counts once it has come."""
+        most ``PROBE_TIMEOUT_S``, or ``wait`` seconds), else the answer counts once it has
+        come. A task that did not answer (down, or frozen) is probed again when next asked."""
         address = strip_scheme(address)
         with self._lock:
             proof = self._shm.get(address)
@@ -225,7 +227,7 @@ class ClusterClient:
         if new:
             self._probe(address, proof)
         if wait:
-            proof.done.wait(PROBE_TIMEOUT_S)
+            proof.done.wait(PROBE_TIMEOUT_S if wait is True else min(wait, PROBE_TIMEOUT_S))
         return proof.proven
 
     def learn_shm(self, address: str, proven: bool) -> None:
@@ -251,7 +253,7 @@ class ClusterClient:
 
     def _probe(self, address: str, proof: "_Proof") -> None:
         """Send the task at ``address`` a shared-memory probe (GetStatus); a task that
-        could not be reached is probed again the next time it is asked about."""
+        did not answer is probed again the next time it is asked about."""
         probe = shm_probe.Probe()
         try:
             call = self.stub(pb_grpc.WorkerServiceStub, address).GetStatus.future(
@@ -266,7 +268,7 @@ class ClusterClient:
                 proof.proven = probe.proven(call.result())
             else:
                 probe.close()
-                if call.exception().code() == grpc.StatusCode.UNAVAILABLE:
+                if call.exception().code() in _PROBE_AGAIN:
                     with self._lock:
                         if self._shm.get(address) is proof:
                             del self._shm[address]
@@ -298,8 +300,9 @@ class ClusterClient:
         """Whether a call to ``address`` that failed to connect (so its request never left)
         may be sent again: the task's port accepts connections now (it started or
         restarted since the channel last failed to reach it, and the channel is backing
-        off), and the channel became ready within ``RECONNECT_WAIT_S``. Where nothing
-        listens, False at once: the call fails at once, as before."""
+        off), and the channel became ready within ``RECONNECT_WAIT_S`` (shared memory
+        with it is then proven again). Where nothing listens, False at once: the call
+        fails at once, as before."""
         if err.code() != grpc.StatusCode.UNAVAILABLE or \
                 "failed to connect" not in (err.details() or ""):
             return False
@@ -309,6 +312,8 @@ class ClusterClient:
             grpc.channel_ready_future(self.channel(address)).result(timeout=RECONNECT_WAIT_S)
         except (OSError, grpc.FutureTimeoutError):
             return False
+        with self._lock:        # a new connection, maybe to a task elsewhere: prove again
+            self._shm.pop(strip_scheme(address), None)
         return True
 
     def _open(self, address: str) -> grpc.Channel:

@@ -236,7 +236,7 @@ class WorkerClient(_Stub):
         """``recv_tensor``'s unary call, in flight (no thread of ours waits on it). A
         tensor of ``reply_bytes`` (``SEGMENT_MIN_BYTES`` or more) is asked for in a
         reused segment of ours, which a sender on this host writes it into."""
-        use_shm = use_shm and self.client.shm_shared(self.address, wait=True)
+        use_shm = use_shm and self.client.shm_shared(self.address, wait=timeout)
         request = _recv_request(step_id, key, timeout, use_shm)
         segment = shm.reused_segment(reply_bytes) \
             if use_shm and reply_bytes >= shm.SEGMENT_MIN_BYTES else None
