@@ -106,11 +106,19 @@ DATASETS = {
     "concatenate": lambda tf: tf.data.Dataset.from_tensor_slices(X[:2]).concatenate(
         tf.data.Dataset.from_tensor_slices(X[4:])).batch(3),
     "cache_repeat": lambda tf: tf.data.Dataset.range(3).cache().repeat(2),
+    "padded_to_largest": lambda tf: _ragged(tf).padded_batch(3, padded_shapes=[None]),
+    "padded_fixed_values": lambda tf: _ragged(tf).map(lambda v: (v, tf.size(v))).padded_batch(
+        2, padded_shapes=([6], []), padding_values=(tf.constant(-1, tf.int64), 0),
+        drop_remainder=True),
     "from_generator": lambda tf: tf.data.Dataset.from_generator(
         _pairs, (tf.int64, tf.float32), ([], [2])).batch(3),
     "from_generator_args": lambda tf: tf.data.Dataset.from_generator(
         lambda n: iter(range(int(n))), tf.int32, args=(tf.constant(3),)),
 }
+
+
+def _ragged(tf):
+    return tf.data.Dataset.range(1, 6).map(lambda n: tf.fill(tf.expand_dims(n, 0), n))
 
 
 def _pairs():

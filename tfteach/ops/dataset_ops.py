@@ -23,6 +23,7 @@ from tfteach.framework.graph import Tensor, get_default_graph
 from tfteach.framework.registry import not_differentiable, register_op
 from tfteach.framework.tensor_shape import TensorShape, as_shape
 from tfteach.i18n import tr
+from tfteach.ops import dataset_batch_ops as _batch  # noqa: F401 - batch, padded_batch
 from tfteach.ops import dataset_reshape_ops as _reshape  # noqa: F401 - repeat, take, zip, ...
 from tfteach.ops import iterator_ops
 from tfteach.ops.common import const_value, convert_to_tensor
@@ -126,33 +127,6 @@ class _Map:
                 yield element
 
 
-class _Batch:
-    def __init__(self, source: Any, size: int, drop: bool, op: Any) -> None:
-        self.source, self.size, self.drop, self.op = source, size, drop, op
-
-    def elements(self, env: Any) -> Iterator[tuple]:
-        batch: list = []
-        for element in self.source.elements(env):
-            batch.append(element)
-            if len(batch) == self.size:
-                yield self._stack(batch)
-                batch = []
-        if batch and not self.drop:
-            yield self._stack(batch)
-
-    def _stack(self, batch: list) -> tuple:
-        for c in range(len(batch[0])):
-            for i, element in enumerate(batch[1:], start=1):
-                if np.shape(element[c]) != np.shape(batch[0][c]):
-                    raise errors.InvalidArgumentError(
-                        f"Cannot batch tensors with different shapes in component {c}. First "
-                        f"element had shape {list(np.shape(batch[0][c]))} and element {i} had "
-                        f"shape {list(np.shape(element[c]))}.", op=self.op,
-                        hint=tr("batch stacks elements of one shape; resize or pad them in "
-                                "map first."))
-        return tuple(np.stack([e[c] for e in batch]) for c in range(len(batch[0])))
-
-
 class _Shuffle:
     def __init__(self, source: Any, size: int, seeds: tuple, reshuffle: bool) -> None:
         self.source, self.size, self.seeds, self.reshuffle = source, size, seeds, reshuffle
@@ -186,14 +160,6 @@ def _map_kernel(ctx: Any, source: Any, *captured: Any) -> _Map:
     return _Map(source, func, list(captured), keep=ctx.op.type == "FilterDataset")
 
 
-def _batch_kernel(ctx: Any, source: Any, size: Any, drop: Any) -> _Batch:
-    n = _scalar(ctx, size)
-    if n <= 0:
-        raise errors.InvalidArgumentError("Batch size must be greater than zero.", op=ctx.op,
-                                          hint=tr("give batch() a batch size of 1 or more."))
-    return _Batch(source, n, bool(ctx.device.to_host(drop)), ctx.op)
-
-
 def _shuffle_kernel(ctx: Any, source: Any, size: Any, seed: Any, seed2: Any) -> _Shuffle:
     n = _scalar(ctx, size)
     if n <= 0:
@@ -217,7 +183,6 @@ _register("RangeDataset", _range_kernel)
 _register("TextLineDataset", _text_kernel)
 _register("MapDataset", _map_kernel)
 _register("FilterDataset", _map_kernel)
-_register("BatchDatasetV2", _batch_kernel)
 _register("ShuffleDataset", _shuffle_kernel)
 
 
@@ -322,13 +287,36 @@ class Dataset(Structured):
 
     def batch(self, batch_size: Any, drop_remainder: bool = False) -> "Dataset":
         """Stack ``batch_size`` consecutive elements (the last batch may be smaller)."""
-        size = convert_to_tensor(batch_size, dtype=dtypes.int64, name="batch_size")
-        drop = convert_to_tensor(drop_remainder, dtype=dtypes.bool_, name="drop_remainder")
-        n = const_value(size)
-        first = int(n) if drop_remainder and n is not None else None
+        size, drop, first = self._batch_args(batch_size, drop_remainder)
         shapes = map_structure(lambda s: TensorShape([first] + list(s.dims))
                                if s.dims is not None else TensorShape(None), self._shapes)
         return self._op("BatchDatasetV2", [size, drop], {}, self._types, shapes)
+
+    def padded_batch(self, batch_size: Any, padded_shapes: Any = None,
+                     padding_values: Any = None, drop_remainder: bool = False) -> "Dataset":
+        """Batches whose components are padded to ``padded_shapes`` (None or -1: to the
+        batch's largest) with ``padding_values`` (default 0, or b"" for strings)."""
+        size, drop, first = self._batch_args(batch_size, drop_remainder)
+        wanted = padded_shapes if padded_shapes is not None else self._shapes
+        wanted = pack(self._types, [as_shape(s) for s in flatten(wanted)]) \
+            if isinstance(wanted, (tuple, dict)) else as_shape(wanted)
+        types = flatten(self._types)
+        values = flatten(padding_values) if padding_values is not None else \
+            [b"" if t is dtypes.string else 0 for t in types]
+        dims = [convert_to_tensor([-1 if d is None else d for d in s.dims], dtype=dtypes.int64,
+                                  name="padded_shapes") for s in flatten(wanted)]
+        pads = [convert_to_tensor(v, dtype=t, name="padding_values")
+                for v, t in zip(values, types, strict=True)]
+        shapes = map_structure(lambda s: TensorShape([first] + list(s.dims)), wanted)
+        return self._op("PaddedBatchDatasetV2", [size] + dims + pads + [drop],
+                        {"N": len(types)}, self._types, shapes)
+
+    @staticmethod
+    def _batch_args(batch_size: Any, drop_remainder: bool) -> tuple:
+        size = convert_to_tensor(batch_size, dtype=dtypes.int64, name="batch_size")
+        drop = convert_to_tensor(drop_remainder, dtype=dtypes.bool_, name="drop_remainder")
+        n = const_value(size)
+        return size, drop, int(n) if drop_remainder and n is not None else None
 
     def shuffle(self, buffer_size: Any, seed: int | None = None,
                 reshuffle_each_iteration: bool | None = None) -> "Dataset":
