@@ -39,6 +39,7 @@ from tfteach.devices.base import Device
 from tfteach.framework.graph import Graph
 from tfteach.framework.graph_io import copy_graph
 from tfteach.i18n import tr
+from tfteach.ops.control_flow_ops import DEAD
 from tfteach.runtime.config import StepStats, TransferStats
 from tfteach.runtime.executor import Executor, to_fetch_value
 from tfteach.runtime.partition_graphs import partition_graphs
@@ -258,9 +259,10 @@ class GraphEngine(WorkerTransport):
         request ends when the sender aborts the step). A tensor from another task is awaited
         ``RECV_GRACE_S`` beyond the step's timeout: its sender enforces that timeout itself,
         and the sender's error says what it waited for (a queue, an accumulator)."""
-        def resolve(get_value: Callable[[], Any]) -> None:
+        def resolve(get_value: Callable[[], tuple]) -> None:
             try:
-                pending.resolve(device.from_host(np.asarray(get_value())))
+                value, is_dead = get_value()
+                pending.resolve(DEAD if is_dead else device.from_host(np.asarray(value)))
             except BaseException as e:  # noqa: BLE001 (reported through the step)
                 pending.resolve(error=e)
 
@@ -268,18 +270,18 @@ class GraphEngine(WorkerTransport):
         if attrs["src_task"] != self.task.task_name:
             timeout += RECV_GRACE_S
         if attrs["src_task"] == self.task.task_name or attrs.get("via_master"):
-            self.pool.submit(resolve, lambda: self.rendezvous.recv(step_id, key, timeout)[0])
+            self.pool.submit(resolve, lambda: self.rendezvous.recv(step_id, key, timeout))
             return
         worker = self.task.client.worker(attrs["src_address"], attrs["src_task"])
         port = worker.bulk_port(_static_bytes(attrs))
         if port:        # a large tensor from a task of another host: one round trip
-            self.pool.submit(resolve, lambda: worker.recv_bulk(step_id, key, timeout, port)[0])
+            self.pool.submit(resolve, lambda: worker.recv_bulk(step_id, key, timeout, port))
             return
         call = worker.start_recv(step_id, key, timeout, reply_bytes=_static_bytes(attrs))
         pending.on_cancel = call.cancel
 
         def answered(call: Any) -> None:
-            get = lambda: worker.recv_result(call, step_id, timeout)[0]  # noqa: E731
+            get = lambda: worker.recv_result(call, step_id, timeout)  # noqa: E731
             if worker.recv_streams(call):
                 self.pool.submit(resolve, get)
             else:

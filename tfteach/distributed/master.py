@@ -159,6 +159,8 @@ class MasterSession:
         master = self.engine.task.task_name
         partitioner = Partitioner(self.placement.devices, self.targets, bypass_noops=phased)
         parts = partitioner.run(ops, set(fed), fetches, master=master)
+        # A dead tensor cannot travel in a RunGraph request or answer: such a step pulls.
+        phased = phased and not partitioner.may_be_dead
         split = split_phases(parts, master, partitioner.tensors) if phased else None
         registered = []
         isolate = self.config.isolate_session_state

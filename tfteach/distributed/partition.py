@@ -17,8 +17,11 @@ Rules:
   RunGraphResponse.recv). No op waits on a sink, so the value may arrive when the
   sender's part has finished.
 
-No tensor from inside a cond branch or a while loop crosses tasks (``UnimplementedError``):
-transfers carry values, not TF's dead-tensor signal.
+A tensor from inside a cond branch or a while loop may be dead: its ``_Recv`` is marked
+``may_be_dead`` (its step runs in frames; the deadness crosses with the tensor, as TF's
+``is_dead``) and never goes through the master's RunGraph answer (the master then runs
+the step without phases). A tensor from inside a while loop may not cross tasks
+(``UnimplementedError``): transfer keys do not tell iterations apart.
 
 Phases (cutting each part into the stages of an untraced step) are ``phases``'s job.
 Nodes are ``node_def.NodeDef``s; ``TaskPart.graph_def`` gives the dicts RegisterGraph sends.
@@ -79,6 +82,9 @@ class Partitioner:
         self.bypass_noops = bypass_noops  # wait on a NoOp's control inputs instead of it
         self.parts: dict[str, TaskPart] = {}
         self.recvs: dict[tuple, str] = {}
+        self.depth: dict = {}                        # op name -> conds/loops it is inside
+        self.loop_depth: dict = {}                   # op name -> loops it is inside
+        self.may_be_dead = False                     # a transfer may carry a dead tensor
         self.tensors: dict[str, Tensor] = {}        # every output of the step's ops, by name
 
     def part(self, task: str) -> TaskPart:
@@ -88,9 +94,9 @@ class Partitioner:
 
     def run(self, ops: list[Operation], fed: set[Tensor], fetches: list[Tensor],
             master: str | None = None) -> dict:
+        self.depth, self.loop_depth = _flow_depths(ops), _flow_depths(ops, loops_only=True)
         for op in ops:
             self._add_op(op, fed)
-        _check_control_flow(ops, self.placement)
         for t in fetches:
             if t not in fed:
                 self.part(task_of(self.placement[t.op.name].name)).fetches.append(t.name)
@@ -148,6 +154,8 @@ class Partitioner:
         if const not in src_part.names:
             src_part.add(node_def.control_const(const, src_dev, after=c.name))
             src_part.consumed.add(c.name)
+            self.depth[const], self.loop_depth[const] = self.depth.get(c.name, 0), \
+                self.loop_depth.get(c.name, 0)
         return "^" + self._recv(f"{const}:0", node_def.control_types(), src_dev, part, dev,
                                 carries_control=True)
 
@@ -167,35 +175,32 @@ class Partitioner:
         src_part.add(node_def.send(f"_send/{flat}/to_{dst}", src_dev, tensor, rkey, types[0],
                                    carries_control))
         name = f"_recv/{flat}"
-        part.add(node_def.recv(name, dev, rkey, types, src_dev, src_task,
-                               self.addresses[src_task], tensor, carries_control))
+        if self.loop_depth.get(source_of(tensor), 0) > 0:
+            raise _loop_across_tasks(source_of(tensor), src_task, part.task)
+        recv = node_def.recv(name, dev, rkey, types, src_dev, src_task,
+                             self.addresses[src_task], tensor, carries_control)
+        if self.depth.get(source_of(tensor), 0) > 0:
+            recv.attr["may_be_dead"] = True     # from inside a cond or loop: see route_...
+            self.may_be_dead = True
+        part.add(recv)
         self.recvs[key] = name
         return name
 
 
-def _check_control_flow(ops: list[Operation], placement: dict) -> None:
-    """No tensor from inside a cond branch or a loop crosses tasks: tfteach's transfers
-    carry values, not TF's dead-tensor signal, so a branch split over tasks could wait for
-    a value that never comes. Values from outside may enter a cond or loop on another task."""
-    depth = _flow_depths(ops)
-    for op in ops:
-        task = task_of(placement[op.name].name)
-        for src in [t.op for t in op.inputs] + list(op.control_inputs):
-            if depth.get(src.name, 0) > 0 and task_of(placement[src.name].name) != task:
-                raise UnimplementedError(
-                    f"Control flow across tasks: '{src.name}' ({src.type}) is inside a "
-                    f"tf.cond or tf.while_loop on {task_of(placement[src.name].name)} and "
-                    f"'{op.name}' ({op.type}) reads it on {task}.",
-                    hint=tr("tfteach runs each branch of a tf.cond or tf.while_loop on one "
-                            "task: read a variable on another task into a tensor on this "
-                            "one before the cond (with tf.device(...): r = tf.identity(v)) "
-                            "and use that tensor in the branch."))
+def _loop_across_tasks(source: str, src_task: str, task: str) -> UnimplementedError:
+    return UnimplementedError(
+        f"Control flow across tasks: '{source}' is inside a tf.while_loop on {src_task} and "
+        f"{task} reads it.", hint=tr(
+            "tfteach runs a tf.while_loop on one task (its transfers are not told apart by "
+            "iteration): place the loop's ops on one task with tf.device; it may read "
+            "tensors and variables of other tasks."))
 
 
-def _flow_depths(ops: list[Operation]) -> dict:
+def _flow_depths(ops: list[Operation], loops_only: bool = False) -> dict:
     """How many conds and loops each op's outputs are inside (op name -> depth): a cond's
     Switch and an Enter open one, a cond's Merge and an Exit close one; a loop's own
-    Switch (on its LoopCond) and Merge (with a NextIteration) stay in the loop."""
+    Switch (on its LoopCond) and Merge (with a NextIteration) stay in the loop.
+    ``loops_only``: count loops only (Enter and Exit)."""
     depth: dict = {}
     for op in ops:
         ins = [depth.get(t.op.name, 0) for t in op.inputs
@@ -206,9 +211,9 @@ def _flow_depths(ops: list[Operation]) -> dict:
         loop_switch = role == "switch" and op.inputs[1].op.op_def.extra.get("flow") == "loop_cond"
         loop_merge = role == "merge" and any(t.op.op_def.extra.get("flow") == "next"
                                              for t in op.inputs)
-        if role == "enter" or (role == "switch" and not loop_switch):
+        if role == "enter" or (role == "switch" and not loop_switch and not loops_only):
             d += 1
-        elif role == "exit" or (role == "merge" and not loop_merge):
+        elif role == "exit" or (role == "merge" and not loop_merge and not loops_only):
             d = max(0, d - 1)
         depth[op.name] = d
     return depth
@@ -222,7 +227,7 @@ def route_through_master(parts: dict[str, TaskPart], master: str) -> None:
     keys = set()
     for node in part.nodes:
         users = consumers.get(node.name, [])
-        if node.op == RECV and users and all(
+        if node.op == RECV and users and not node.attr.get("may_be_dead") and all(
                 user not in part.consumed and ops[user] != SEND for user in users):
             node.attr["via_master"] = True
             keys.add(node.key)

@@ -11,7 +11,9 @@ goes back in the RunGraph answer and the master puts it in its own rendezvous, w
 returns a ``Pending`` that the call's answer (or a pool thread waiting on this task's
 rendezvous) resolves, so it never blocks a device thread. On a modelled network
 (``LocalCluster(network=...)``: ``modelled_network``) the tensor reaches the ``_Recv`` when
-its modelled transfer ends.
+its modelled transfer ends. A dead tensor (a cond's untaken branch) crosses as TF's does:
+marked ``is_dead`` (never through the master's RunGraph answer: ``partition`` keeps such
+transfers off that route), and the ``_Recv`` gives ``DEAD`` to its step's frames.
 Kernels reach their task's engine through ``ctx.resources`` (a ``StepResources``: the
 partition's containers plus the current step id and outbox).
 """
@@ -19,16 +21,23 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from tfteach.framework.registry import ALL_TYPES, register_op
 from tfteach.ops.common import no_output_fn
+from tfteach.ops.control_flow_ops import DEAD
 from tfteach.runtime.executor import Pending
 
 from . import modelled_network
 
 
 def _send_kernel(ctx: Any, value: Any) -> None:
+    """Leave ``value`` for its ``_Recv``; a dead one (from an untaken cond branch) goes as
+    TF sends it: an empty tensor marked ``is_dead``, and the ``_Recv`` gives ``DEAD``."""
     res = ctx.resources
-    if ctx.attrs.get("to_master"):
+    if value is DEAD:
+        res.engine.rendezvous.send(res.step_id, ctx.attrs["key"], _EMPTY, is_dead=True)
+    elif ctx.attrs.get("to_master"):
         res.outbox[ctx.attrs["key"]] = ctx.device.to_host(value)
     else:
         res.engine.rendezvous.send(res.step_id, ctx.attrs["key"], ctx.device.to_host(value))
@@ -42,7 +51,11 @@ def _recv_kernel(ctx: Any) -> Pending:
     return pending
 
 
-register_op("_Send", no_output_fn, _send_kernel, gpu_types=ALL_TYPES, stateful=True)
+_EMPTY = np.zeros(0, np.float32)
+
+# A _Send runs with a dead input too (the runtime's frames call it), to pass the deadness on.
+register_op("_Send", no_output_fn, _send_kernel, gpu_types=ALL_TYPES, stateful=True,
+            extra={"takes_dead": True})
 register_op("_Recv", lambda op: [(op.attrs["dtype"], op.attrs["shape"])], _recv_kernel,
             gpu_types=ALL_TYPES, dtype_attr="dtype", stateful=True, is_async=True)
 

@@ -141,6 +141,10 @@ class _Run:
             out = (args[0],)                # nothing to keep from an untaken branch
         elif role == "history" and args[0] is not DEAD:
             out = (self._call(node, args),)
+        elif (dead or any(a is DEAD for a in args)) and node.op_def is not None and \
+                node.op_def.extra.get("takes_dead"):
+            out = self._call(node, [DEAD] * len(args))      # a _Send passes deadness on
+            out = (out,) if len(node.out_slots) == 1 else tuple(out or ())
         elif dead or any(a is DEAD for a in args):
             out = (DEAD,) * len(node.out_slots)
         else:

@@ -92,7 +92,8 @@ class Plan:
     uses_virtual_blas: bool = False
     uses_cpu_blas: bool = False
     slot_names: list = field(default_factory=list)
-    has_flow: bool = False    # control flow (cond, while_loop): runs in ``frames``
+    has_flow: bool = False    # control flow (cond, while_loop), or a cluster step's
+    #                           _Recv that may get a dead tensor: runs in ``frames``
     flow: Any = None          # ... with its ``frames.FlowInfo``, built on first run
 
 
@@ -219,7 +220,9 @@ class _Builder:
             if n.device not in devices:
                 devices.append(n.device)
         has_async = any(n.is_async for n in self.nodes)
-        has_flow = any(n.op_def is not None and "flow" in n.op_def.extra for n in self.nodes)
+        has_flow = any(n.op_def is not None and ("flow" in n.op_def.extra or
+                                                 n.op.attrs.get("may_be_dead"))
+                       for n in self.nodes)
         plan = Plan(self.nodes, len(self.slot_device), {t: self.slots[t] for t in feeds},
                     fetch_slots, [t is not None and t.is_ref for t in fetches], self.uses,
                     devices, self.slot_device, single_device=len(devices) <= 1,
