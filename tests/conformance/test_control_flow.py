@@ -38,6 +38,10 @@ def _nested_cond(tf, x, v):
                     lambda: tf.cond(x < -1, lambda: -x, lambda: v * x))]
 
 
+def _cond_old_names(tf, x, v):
+    return [tf.cond(x < 1, fn1=lambda: v - x, fn2=lambda: v * v)]
+
+
 def _case(tf, x, v):
     return [tf.case([(x > 1, lambda: x * 10.0), (x > 0, lambda: x * 5.0 + v)],
                     default=lambda: x + v)]
@@ -92,7 +96,7 @@ def _while_in_cond(tf, x, v):
 
 
 BUILDS = {f.__name__[1:]: f for f in (
-    _cond, _cond_const_branch, _cond_tuple, _nested_cond, _case, _while_counter,
+    _cond, _cond_const_branch, _cond_tuple, _cond_old_names, _nested_cond, _case, _while_counter,
     _while_accumulate, _while_power, _while_fixed_shape, _while_shape_invariants,
     _cond_in_while, _maximum_iterations, _while_in_cond)}
 NO_GRADIENT = {"while_shape_invariants"}     # TF's gradient of a growing concat: not compared

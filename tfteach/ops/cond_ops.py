@@ -72,9 +72,14 @@ def _unpack_if_singleton(res: Any) -> Any:
 
 # ---- cond -----------------------------------------------------------------------------
 def cond(pred: Any, true_fn: Callable | None = None, false_fn: Callable | None = None,
-         strict: bool = False, name: str | None = None) -> Any:
+         strict: bool = False, name: str | None = None, fn1: Callable | None = None,
+         fn2: Callable | None = None) -> Any:
     """``true_fn()`` if ``pred`` is true at run time, else ``false_fn()``; only the chosen
-    branch's ops run."""
+    branch's ops run. ``fn1`` / ``fn2``: TF 1.x's old names of the two functions."""
+    for arg, old, fn in (("true_fn", "fn1", fn1), ("false_fn", "fn2", fn2)):
+        if fn is not None and (true_fn if arg == "true_fn" else false_fn) is not None:
+            raise TypeError(f"cond(): '{arg}' and '{old}' may not be set simultaneously.")
+    true_fn, false_fn = true_fn or fn1, false_fn or fn2
     for arg, fn in (("true_fn", true_fn), ("false_fn", false_fn)):
         if fn is None:
             raise TypeError(f"cond(): '{arg}' argument required")
