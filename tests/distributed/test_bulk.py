@@ -191,3 +191,35 @@ def _bulk_connections(server):
     """The bulk connections the server's client keeps (one per task it took from)."""
     idle = server._client.bulk._idle
     return sum(len(kept) for kept in idle.values())
+
+
+def test_tfteach_server_names_its_bulk_port_which_listens(tmp_path):
+    import os
+    import re
+    ps, = free_ports(1)
+    env = dict(os.environ, TFTEACH_CLUSTER_TOKEN=TOKEN)
+    proc = subprocess.Popen([sys.executable, "-m", "tfteach.server", f"--ps_hosts=localhost:{ps}",
+                             "--job_name=ps", "--task_index=0"], env=env,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        lines = [proc.stderr.readline() for _ in range(2)]
+        port = int(re.search(r"leave on TCP port (\d+)", lines[1]).group(1))
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    assert f"Started server with target: grpc://localhost:{ps}" in lines[0]
+
+
+def test_tfteach_bulk_0_turns_the_bulk_port_off(make_server, monkeypatch):
+    monkeypatch.setenv("TFTEACH_BULK", "0")
+    server = make_server(token=TOKEN)
+    value = np.arange(MiB, dtype=np.float32)
+    server.engine.put_tensor(1, "k", value)
+    client = ClusterClient(TOKEN)
+    try:
+        got, _ = client.worker(server.target).recv_tensor(1, "k", timeout=10, use_shm=False)
+    finally:
+        client.close()
+    np.testing.assert_array_equal(got, value)
+    assert server.bulk_port == 0 and not client.bulk.port_of(server.target[7:])

@@ -6,8 +6,9 @@ straight into the preallocated array (``recv_into``). A task without TLS listens
 of its own (``BulkServer``, chosen by the system, on the host of its gRPC address) and
 names it (``bulk_port``) where it leaves a tensor to stream: a RecvTensorInline answer with
 a ``stream_key``, or a RunGraph answer's header with one. The receiver (``BulkClient``)
-then takes the tensor there; where it cannot connect (a firewall), or with TLS, the tensor
-streams through gRPC's RecvTensor as before.
+then takes the tensor there; where it cannot connect (a firewall: that port is not tried
+again), or with TLS, the tensor streams through gRPC's RecvTensor as before.
+``TFTEACH_BULK=0`` turns the bulk port off (no listener, every tensor on gRPC).
 
 Once a client knows a task's bulk port (``learn``), it asks there at once for the
 tensors of ``MIN_BYTES`` or more that it pulls from that task (``port_of``), and the task
@@ -29,6 +30,7 @@ than half of that.
 from __future__ import annotations
 
 import hmac
+import os
 import selectors
 import socket
 import struct
@@ -48,7 +50,7 @@ MAGIC = b"TFTB"
 HELLO_TIMEOUT_S = 10.0
 IDLE_S = 60.0
 CONNECT_TIMEOUT_S = 1.0
-UNREACHABLE_S = 30.0        # after a failed connect, gRPC for this long
+BULK_ENV = "TFTEACH_BULK"
 MAX_CONNECTIONS = 32
 MIN_BYTES = 256 << 10       # smaller tensors travel inside gRPC messages
 _MAX_HELLO = 4096
@@ -66,7 +68,7 @@ def serve(engine: Any, host: str, token: str | None, tls: Any,
           grpc_port: int) -> "BulkServer | None":
     """The ``BulkServer`` on ``host`` of the task served on ``grpc_port``; None with TLS
     (its tensors stream on gRPC, encrypted) or where no port can be bound there."""
-    if tls is not None:
+    if tls is not None or os.environ.get(BULK_ENV, "1").strip() == "0":
         return None
     try:
         return BulkServer(engine, host, token, grpc_port)
@@ -236,7 +238,7 @@ class BulkClient:
         self._token = token_bytes
         self._ports: dict[str, int] = {}        # task address -> its bulk port
         self._idle: dict[tuple[str, int], list[tuple[float, socket.socket]]] = {}
-        self._unreachable: dict[tuple[str, int], float] = {}
+        self._unreachable: set[tuple[str, int]] = set()   # never tried again (a firewall)
         self._lock = threading.Lock()
         self._closed = False
 
@@ -309,7 +311,7 @@ class BulkClient:
                 if time.monotonic() - since < IDLE_S / 2:
                     return sock
                 _close(sock)
-            if self._unreachable.get(where, 0.0) > time.monotonic():
+            if where in self._unreachable:
                 raise Unreachable(where)
         try:
             sock = socket.create_connection(where, timeout=CONNECT_TIMEOUT_S)
@@ -318,7 +320,7 @@ class BulkClient:
                          + self._token)
         except OSError:
             with self._lock:
-                self._unreachable[where] = time.monotonic() + UNREACHABLE_S
+                self._unreachable.add(where)
             raise Unreachable(where) from None
         return sock
 

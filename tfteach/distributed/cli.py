@@ -119,6 +119,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - any failure to start: report it, exit 1
         logging.getLogger("tfteach.distributed").error("Cannot start server: %s", exc)
         return 1
+    if server.bulk_port:
+        from . import tflog
+        from tfteach.i18n import tr
+        tflog.info(tr("Large tensors for other hosts leave on TCP port {port} (where a "
+                      "firewall blocks it, they take the cluster port)", port=server.bulk_port))
     while not stop.wait(0.5):
         pass
     _exit_if_stuck(EXIT_GRACE_S)

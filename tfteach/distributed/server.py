@@ -84,6 +84,11 @@ class Server:
         return f"grpc://{self._address}"
 
     @property
+    def bulk_port(self) -> int:
+        """The TCP port where large tensors leave for other hosts (``bulk``; 0: none)."""
+        return self._bulk.port if self._bulk is not None else 0
+
+    @property
     def server_def(self) -> pb.ServerDef:
         """This server's ``ServerDef`` (cluster, job, task, protocol)."""
         return pb.ServerDef(cluster=self._cluster.as_cluster_def(), job_name=self._job_name,
