@@ -4,6 +4,7 @@ task, with a hint); a peer that answers something other than tfteach's gRPC is
 UnavailableError naming its address."""
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -29,12 +30,18 @@ def frozen_master():
             x = tf.constant(2.0) * 3.0
         session = tf.Session(cluster.target("worker", 0), graph=graph)
         assert session.run(x) == 6.0
-        pid = cluster._record("worker", 0)["pid"]
-        os.kill(pid, signal.SIGSTOP)
-        try:
+        with _stopped(cluster._record("worker", 0)["pid"]):
             yield cluster, session, x
-        finally:
-            os.kill(pid, signal.SIGCONT)
+
+
+@contextlib.contextmanager
+def _stopped(pid: int):
+    """Process ``pid`` stopped (SIGSTOP) inside the block, continued (SIGCONT) after it."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield pid
+    finally:
+        os.kill(pid, signal.SIGCONT)
 
 
 def _timed(call):
@@ -141,12 +148,8 @@ def frozen_ps():
         sessions = [tf.Session(cluster.target("worker", 0), graph=graph, config=c)
                     for c in (None, config)]
         assert [s.run(x) for s in sessions] == [7.0, 7.0]
-        pid = cluster._record("ps", 0)["pid"]
-        os.kill(pid, signal.SIGSTOP)
-        try:
+        with _stopped(cluster._record("ps", 0)["pid"]) as pid:
             yield sessions, x, pid
-        finally:
-            os.kill(pid, signal.SIGCONT)
 
 
 @pytest.mark.parametrize("how", ["run_options", "operation_timeout"])

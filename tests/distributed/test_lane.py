@@ -353,20 +353,25 @@ sess.run(take)
 """
 
 
+def _kill_while_waiting(script: str, cluster: LocalCluster, **env: str) -> None:
+    """Run the client ``script`` against worker 0 of ``cluster`` and kill -9 it once it
+    says it is waiting (its step then waits on the task)."""
+    env = {**__import__("os").environ, "TFTEACH_CLUSTER_TOKEN": cluster.token, **env}
+    proc = subprocess.Popen([sys.executable, "-c", script, cluster.target("worker", 0)],
+                            stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout.readline().strip() == "waiting"
+        time.sleep(0.5)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_a_client_killed_during_a_step_cancels_it_on_the_task():
     """A client's RunStep waits on the lane (a dequeue from an empty queue); kill -9 of the
     client aborts that step, so it does not swallow the element enqueued afterwards."""
     with LocalCluster(ps=1, workers=1) as cluster:
-        env = {**__import__("os").environ, "TFTEACH_CLUSTER_TOKEN": cluster.token}
-        proc = subprocess.Popen([sys.executable, "-c", CLIENT_THAT_WAITS,
-                                 cluster.target("worker", 0)], stdout=subprocess.PIPE,
-                                text=True, env=env)
-        try:
-            assert proc.stdout.readline().strip() == "waiting"
-            time.sleep(0.5)
-        finally:
-            proc.kill()
-            proc.wait()
+        _kill_while_waiting(CLIENT_THAT_WAITS, cluster)
         time.sleep(1.0)
         take, put = _blocking_dequeue("gone_q")
         with tf.Session(cluster.target("worker", 0)) as sess:
@@ -445,17 +450,7 @@ def test_a_client_killed_during_a_step_on_grpc_frees_both_tasks():
         with tf.Session(cluster.target("worker", 0)) as sess:
             sess.run(q.size())      # the master's channel to the ps is open from here on
             before = [_descriptors(pid) for pid in pids]
-            env = {**__import__("os").environ, "TFTEACH_CLUSTER_TOKEN": cluster.token,
-                   "TFTEACH_LANE": "0"}
-            proc = subprocess.Popen([sys.executable, "-c", script,
-                                     cluster.target("worker", 0)],
-                                    stdout=subprocess.PIPE, text=True, env=env)
-            try:
-                assert proc.stdout.readline().strip() == "waiting"
-                time.sleep(0.5)
-            finally:
-                proc.kill()
-                proc.wait()
+            _kill_while_waiting(script, cluster, TFTEACH_LANE="0")
             deadline = time.monotonic() + 10
             while any(_descriptors(p) > b for p, b in zip(pids, before, strict=True)) \
                     and time.monotonic() < deadline:
