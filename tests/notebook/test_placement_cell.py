@@ -21,6 +21,10 @@ def test_a_cell_with_a_cond_and_a_loop_runs_and_its_timeline_shows_each_iteratio
     text = result.timeline.text()
     assert text.count("while/mul (Mul)") == 3 and text.count("cond/mul (Mul)") == 1
     assert "NextIteration" in result.view.text()
+    dot = result.view.dot()
+    assert '"while/Switch" [' in dot and "shape=diamond" in dot
+    assert '"while/NextIteration" -> "while/Merge" [style=dashed, constraint=false];' in dot
+    assert "<svg" in result.view.svg()
 
 
 def test_execute_cell_returns_the_final_expression_and_keeps_names():

@@ -12,7 +12,8 @@ device colours, in the payload's device order, as the extension does) or by op t
 bordered differently past the fourth type), each label in the colour that contrasts with
 its fill; boxed by job, task (only when there are several) and device, cross-device edges
 (transfers) thick and red with their size, requested vs assigned device in each node's
-tooltip; the legend lists the colours the graph uses. Its text
+tooltip; control flow's ops have shapes of their own (``FLOW_SHAPES``) and a loop's back
+edge is dashed; the legend lists the colours the graph uses. Its text
 form is one ``name (Type) -> device`` line per node, in graph order. No state beyond the view
 settings (see ``tfteach.notebook.view``).
 """
@@ -126,12 +127,22 @@ def placement_dot(data: dict, color_by: str = "device", show_transfers: bool = T
     return "\n".join(lines)
 
 
+# Control flow's ops by shape: a cond's or loop's Switch and Merge as diamonds, a loop's
+# Enter and Exit as the frame's doors; the NextIteration back edge is dashed and does not
+# rank the layout (the drawing stays top to bottom).
+FLOW_SHAPES = {"Switch": "diamond", "RefSwitch": "diamond", "Merge": "diamond",
+               "Enter": "invhouse", "RefEnter": "invhouse", "Exit": "house",
+               "NextIteration": "cds", "LoopCond": "octagon"}
+
+
 def _node_line(node: dict, colors: dict, color_by: str) -> str:
     tip = (f"{node['name']} ({node['type']})\nrequested: {node['requested_device'] or '(any)'}"
            f"\nassigned: {node['assigned_device']}")
     label = node["name"] if node["name"] == node["type"] else f"{node['name']}\n{node['type']}"
+    shape = FLOW_SHAPES.get(node["type"])
+    shape = f", shape={shape}" if shape else ""
     return (f'"{escape(node["name"])}" [label="{escape(label)}", tooltip="{escape(tip)}", '
-            f'{_fill_attrs(*colors[_color_key(node, color_by)])}];')
+            f'{_fill_attrs(*colors[_color_key(node, color_by)])}{shape}];')
 
 
 def _fill_attrs(fill: str, border: str) -> str:
@@ -164,9 +175,12 @@ def _clusters(data: dict, colors: dict, color_by: str) -> list[str]:
 
 def _edges(data: dict, show_transfers: bool) -> list[str]:
     lines = []
+    types = {n["name"]: n["type"] for n in data["nodes"]}
     for e in data["edges"]:
         ends = f'"{escape(e["src"])}" -> "{escape(e["dst"])}"'
-        if not e["cross_device"]:
+        if types.get(e["src"]) == "NextIteration":
+            lines.append(f"{ends} [style=dashed, constraint=false];")
+        elif not e["cross_device"]:
             lines.append(f"{ends};")
         elif show_transfers:
             size = format_bytes(e["bytes"])
