@@ -148,13 +148,23 @@ def program(name: str, *args: str, backend: str = "tfteach", cwd: Path | None = 
             env: dict | None = None) -> Process:
     """Start ``scripts/name`` with ``args`` as its own process."""
     workdir = Path(cwd or os.getcwd())
+    return start_file(script_for(name, backend, workdir), *args, backend=backend, cwd=workdir,
+                      env=env)
+
+
+def start_file(path: Path, *args: str, backend: str = "tfteach", cwd: Path | None = None,
+               env: dict | None = None) -> Process:
+    """Start the program at ``path`` with ``args`` as its own process, on ``backend``'s
+    environment (it imports what it imports: ``scripts/`` programs get their copy from
+    ``program``, the corpus of ``wild/`` picks its runtime from ``WILD_BACKEND``)."""
+    workdir = Path(cwd or os.getcwd())
     full_env = dict(os.environ, PYTHONUNBUFFERED="1", TFTEACH_VIRTUAL_GPUS="0",
                     PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     if backend == "tensorflow":
         full_env.update(TF_QUIET)
         full_env.pop("GRPC_VERBOSITY", None)    # importing tfteach set it: TF then logs nothing
     full_env.update(env or {})
-    argv = [sys.executable, str(script_for(name, backend, workdir)), *map(str, args)]
+    argv = [sys.executable, str(path), *map(str, args)]
     popen = subprocess.Popen(argv, cwd=workdir, env=full_env, stdin=subprocess.DEVNULL,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              errors="replace")
