@@ -254,7 +254,12 @@ class _Run:
         dead_slots = {s for s, v in zip(node.out_slots, out, strict=True) if v is DEAD}
         for j in info.consumers[node.index]:
             ins = [s for s in nodes[j].in_slots if info.producer.get(s) == node.index]
-            dead = any(s in dead_slots for s in ins) if ins else node_dead
+            if not ins:
+                dead = node_dead
+            elif info.role[j] == "merge":     # a Merge takes any live input it gets
+                dead = all(s in dead_slots for s in ins)
+            else:
+                dead = any(s in dead_slots for s in ins)
             self._arrive(j, ctx, dead)
 
     def _arrive(self, j: int, ctx: tuple, dead: bool) -> None:
