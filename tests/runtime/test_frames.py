@@ -114,3 +114,20 @@ def test_a_loop_gradient_survives_a_graph_def_export_and_import():
         tf.import_graph_def(graph_def, name="")
         with tf.Session() as sess:
             assert sess.run([w.name, dw.name], {"x:0": 2.0}) == [8.0, 12.0]
+
+
+def test_a_loop_counts_each_iterations_values_against_the_device_and_returns_them():
+    """Values held in a loop are charged to the device until their last read: the peak
+    holds a few iterations' arrays, not all hundred, and every byte comes back."""
+    with tf.device("/gpu:0"):
+        x = tf.placeholder(tf.float32, [256, 256])
+        _, y = tf.while_loop(lambda i, a: i < 100, lambda i, a: (i + 1, a * 1.01 + x),
+                             [0, tf.zeros([256, 256])])
+    sess = tf.Session()
+    dev = [d for d in sess.devices if d.name.endswith("GPU:0")][0]
+    before, one = dev.memory.used, 256 * 256 * 4
+    dev.memory.peak = before
+    out = sess.run(y, {x: np.ones((256, 256), np.float32)})
+    assert out[0, 0] == pytest.approx((1.01 ** 100 - 1) / 0.01, rel=1e-4)
+    assert dev.memory.used == before
+    assert one < dev.memory.peak - before <= 12 * one

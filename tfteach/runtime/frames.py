@@ -21,7 +21,8 @@ slot) -> a constant Enter's value), ``frames`` (frame -> started iterations, con
 Enters, live), ``arrived`` ((node, context) -> [inputs arrived, dead, dead merge inputs, done]),
 ``ready`` (a stack of (node, context)). Waiting kernels (``Pending``) are waited for in place;
 a cancelled step (``Executor.cancel``) or a passed deadline ends the run between nodes.
-Device memory budgets are not charged on this path.
+Kept values count against their device's memory budget until their last read in their
+context (``charged``), and all are returned when the run ends.
 Traced runs record every execution, so each iteration shows in the timeline.
 """
 from __future__ import annotations
@@ -84,6 +85,8 @@ class _Run:
         self.values: dict = {(s, (ROOT, 0)): v for s, v in feeds.items()}
         self.fed = set(feeds)
         self.uses: dict = {}
+        self.charged: dict = {}         # (slot, context) -> (device budget, bytes)
+        self.dropped: list = []         # keys read for the last time by the node running
         self.constants: dict = {}
         self.frames: dict = {}
         self.arrived: dict = {}
@@ -106,6 +109,7 @@ class _Run:
             if left <= 0:
                 del self.values[key]
                 self.uses.pop(key, None)
+                self.dropped.append(key)    # its bytes return once the reader's are kept
             else:
                 self.uses[key] = left
         return v
@@ -151,6 +155,9 @@ class _Run:
             out = self._call(node, args)
             out = (out,) if len(node.out_slots) == 1 else tuple(out or ())
         self.emit(node, ctx, out)
+        for key in self.dropped:
+            self._free(key)
+        self.dropped.clear()
 
     @staticmethod
     def _merge(args: list) -> tuple:
@@ -220,9 +227,29 @@ class _Run:
         for s, v in zip(node.out_slots, out, strict=True):
             if s >= 0:
                 self.values[(s, ctx)] = v
+                self._charge(node, s, ctx, v)
         if role in ("enter", "next"):
             self._start_iteration(ctx)
         self._deliver(node, ctx, out)
+
+    def _charge(self, node: Any, s: int, ctx: tuple, v: Any) -> None:
+        """Count a kept value's bytes against its device until its last read (an OOM is
+        TF's ResourceExhaustedError), as the executor's other paths do."""
+        nbytes = getattr(v, "nbytes", 0)
+        if nbytes and v is not DEAD and self.plan.uses[s] and s not in self.fed:
+            node.device.memory.alloc(nbytes, v.shape, v.dtype, node.name, node.device.name)
+            self.charged[(s, ctx)] = (node.device.memory, nbytes)
+
+    def _free(self, key: tuple) -> None:
+        charged = self.charged.pop(key, None)
+        if charged is not None:
+            charged[0].free(charged[1])
+
+    def release(self) -> None:
+        """Return the bytes of every value still held (fetches, a Merge's unread inputs)."""
+        for budget, nbytes in self.charged.values():
+            budget.free(nbytes)
+        self.charged.clear()
 
     def _frame(self, frame: tuple) -> list:
         """A frame's [started iterations, constant Enters, whether a live value entered]."""
@@ -293,7 +320,15 @@ def run(step: Any, feeds: dict, as_error: Callable, timeout_s: float | None = No
     ends the step) and the deadline ``timeout_s``."""
     deadline = None if not timeout_s else time.monotonic() + timeout_s
     r = _Run(step, feeds, as_error, deadline, cancelled)
-    r.run()
+    try:
+        r.run()
+        return _fetched(step, r)
+    finally:
+        r.release()
+
+
+def _fetched(step: Any, r: _Run) -> list:
+    """The fetched values of a finished run, in the root frame (a dead one is an error)."""
     fetched = []
     for k, s in enumerate(step.plan.fetch_slots):
         if s is None:
