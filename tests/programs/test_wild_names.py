@@ -17,7 +17,8 @@ WILD = Path(__file__).resolve().parent / "wild"
 SHIM = "wild_tf.py"
 
 PENDING: dict[str, str] = {
-    # "tf.name": "why tfteach does not have it yet",  (none: every name the corpus uses)
+    "tf.Dimension": "tfteach's static dimensions are ints (TF 2's behaviour), not TF 1.x's "
+                    "Dimension objects",
 }
 
 

@@ -47,7 +47,7 @@ PROGRAMS = [
     Program("multigpu_basics", "aymericdamien/TensorFlow-Examples "
             "examples/6_MultiGPU/multigpu_basics.py", placements=True),
     Program("gpu_guide", "TF 1.x guide: Using GPUs (tensorflow/docs site/en/guide/using_gpu.md)",
-            placements=True),
+            placements=True, live_tf=True),
     Program("cifar10_multi_gpu_train", "tensorflow/models "
             "tutorials/image/cifar10/cifar10_multi_gpu_train.py", args=("--train_dir={logdir}",),
             rtol=1e-2),
@@ -78,6 +78,9 @@ PROGRAMS = [
     Program("control_flow", "TF 1.x guide: control flow (tf.cond, tf.while_loop)"),
     Program("csv_input_pipeline", "TF 1.x guide: Reading data (queue-based CSV pipeline)",
             args=("{logdir}",)),
+    Program("static_shapes", "model code of TF's CIFAR-10 and MNIST tutorials "
+            "(get_shape()[i].value)", pending="tfteach's static dimensions are ints (TF 2's "
+            "behaviour); TF 1.x code reads Dimension objects: .value, tf.Dimension"),
     Program("mnist_replica", "tensorflow/tools/dist_test/python/mnist_replica.py (async)",
             args=REPLICA_ARGS, ps=1, workers=2, timeout=180),
     Program("mnist_replica_sync", "tensorflow/tools/dist_test/python/mnist_replica.py "
