@@ -22,7 +22,7 @@ PS, W0, W1 = ("/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0",
 TASKS = {"/job:ps/task:0": PS, "/job:worker/task:0": W0, "/job:worker/task:1": W1}
 
 
-def _split(fetches, targets=(), fed=(), master=W0):
+def _split(fetches, targets=(), fed=(), master=W0, apart=frozenset()):
     g = tf.get_default_graph()
     devices = {task: RemoteDevice({"name": f"{task}/device:CPU:0"}) for task in TASKS.values()}
     placement = {op.name: devices[TASKS[op.device]] for op in g.get_operations()}
@@ -30,7 +30,7 @@ def _split(fetches, targets=(), fed=(), master=W0):
     ops = [op for op in g.get_operations() if op._id in need]
     partitioner = Partitioner(placement, {t: "h:1" for t in TASKS.values()}, bypass_noops=True)
     parts = partitioner.run(ops, set(fed), fetches, master=master)
-    return split_phases(parts, master, partitioner.tensors)
+    return split_phases(parts, master, partitioner.tensors, apart)
 
 
 def _softmax(towers, ps="/job:ps/task:0", batch=4):
@@ -107,6 +107,19 @@ def test_a_large_tensor_between_two_other_tasks_is_pulled_in_a_later_phase():
     [sender] = [p for p in split if send in p.nodes]
     [receiver] = [p for p in split if recv in p.nodes]
     assert (sender.task, receiver.task) == (PS, W1) and receiver.phase > sender.phase
+
+
+@pytest.mark.parametrize("apart", [frozenset(), frozenset({PS})], ids=["one host", "apart"])
+def test_a_1_mib_tensor_between_other_tasks_is_pulled_only_from_another_host(apart):
+    """Through the master it would cross the network twice; on one host, the master's
+    shared-memory copies cost less than the receiver's extra call."""
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(tf.zeros([(1 << 20) // 4]), name="mid")
+    with tf.device("/job:worker/task:1"):
+        s = tf.reduce_sum(v)
+    split = _split([s], apart=apart)
+    pulled = [n for p in split for n in p.nodes if n.op == "_Recv"]
+    assert len(pulled) == (1 if apart else 0)
 
 
 def test_a_step_with_no_op_on_the_master_is_cut_into_phases():

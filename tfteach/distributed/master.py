@@ -161,7 +161,8 @@ class MasterSession:
         parts = partitioner.run(ops, set(fed), fetches, master=master)
         # A dead tensor cannot travel in a RunGraph request or answer: such a step pulls.
         phased = phased and not partitioner.may_be_dead
-        split = split_phases(parts, master, partitioner.tensors) if phased else None
+        split = split_phases(parts, master, partitioner.tensors, self._apart(parts)) \
+            if phased else None
         registered = []
         isolate = self.config.isolate_session_state
         for part in split or parts.values():
@@ -173,6 +174,12 @@ class MasterSession:
             registered.append((task, worker, handle, part))
         self.registered[key] = registered
         return registered
+
+    def _apart(self, parts: dict) -> frozenset:
+        """The tasks of ``parts`` that did not prove they share this task's host."""
+        client = self.engine.task.client
+        return frozenset(task for task in parts if task != self.engine.task.task_name and
+                         not client.shm_shared(self.targets[task], wait=True))
 
     def _worker(self, task: str) -> Any:
         if task == self.engine.task.task_name:

@@ -40,19 +40,22 @@ from .rendezvous import rendezvous_key
 
 DIRECT_BYTES = 4 << 20   # a tensor between two other tasks this big (known statically) is
                          # pulled by its receiver, not carried through the master
+DIRECT_APART_BYTES = 256 << 10  # ... this big, where either task is not on the master's
+                                # host (through the master it would cross the network twice)
 
-def split_phases(parts: dict[str, TaskPart], master: str,
-                 tensors: dict[str, Tensor]) -> list[TaskPart] | None:
+def split_phases(parts: dict[str, TaskPart], master: str, tensors: dict[str, Tensor],
+                 apart: frozenset = frozenset()) -> list[TaskPart] | None:
     """Every part cut into phases (module docstring): the master's first, in the order it
     runs them, then the others'; None when the step must keep using RecvTensor.
-    ``tensors`` (name -> Tensor) gives the types of values the master carries over."""
+    ``tensors`` (name -> Tensor) gives the types of values the master carries over;
+    ``apart``, the tasks not on the master's host (``DIRECT_APART_BYTES``)."""
     if len(parts) < 2:      # one task: nothing crosses
         return None
     if master not in parts:     # the master only runs the step (its model is elsewhere)
         parts = {master: TaskPart(master), **parts}
     sends = {node.key: (part.task, node.name)
              for part in parts.values() for node in part.nodes if node.op == SEND}
-    direct = _direct_keys(parts, master)
+    direct = _direct_keys(parts, master, apart)
     levels = _levels(parts, master, sends)
     others: list[TaskPart] = []
     recv_phase: dict[str, int] = {}         # rendezvous key -> phase of its _Recv
@@ -287,16 +290,19 @@ def _as_phase_nodes(node: NodeDef, ph: TaskPart, answers: bool) -> list[NodeDef]
                                  node.attr["shape"])]
 
 
-def _direct_keys(parts: dict[str, TaskPart], master: str) -> frozenset:
+def _direct_keys(parts: dict[str, TaskPart], master: str, apart: frozenset) -> frozenset:
     """The rendezvous keys of the transfers between two tasks other than the master whose
-    tensors are ``DIRECT_BYTES`` or more: the receiver pulls them from the sender's
-    rendezvous (one RecvTensorInline, through shared memory on one host) in a later
-    phase, instead of two copies more through the master."""
+    tensors are ``DIRECT_BYTES`` or more (``DIRECT_APART_BYTES`` where either task is in
+    ``apart``): the receiver pulls them from the sender's rendezvous (one RecvTensorInline,
+    through shared memory on one host, or its bulk port) in a later phase, instead of two
+    copies more through the master."""
     keys = set()
     for part in parts.values():
         for node in part.nodes:
-            if node.op == RECV and master not in (part.task, node.attr["src_task"]) and \
-                    _static_bytes(node) >= DIRECT_BYTES:
+            src = node.attr["src_task"] if node.op == RECV else ""
+            least = DIRECT_APART_BYTES if apart & {src, part.task} else DIRECT_BYTES
+            if node.op == RECV and master not in (part.task, src) and \
+                    _static_bytes(node) >= least:
                 keys.add(node.key)
     return frozenset(keys)
 
