@@ -160,6 +160,7 @@ NET = (
     ("n_step", "softmax step on worker 1, hosts apart (ms)", "<= TF", 0, _train([W1])),
 )
 NET_HOST_OF = {("ps", 0): 0, ("worker", 1): 1, ("worker", 0): 2}
+NET_ROUNDS = 9      # more rounds than on loopback: the network path's times vary more
 
 
 def _touch_all(tf, sess_target, tasks: tuple[str, ...] = (PS, W0, W1)) -> None:
@@ -284,7 +285,7 @@ def _rate(seconds: float, nbytes: int) -> float:
 
 
 def _measure(rows: tuple, ours: tuple, theirs: tuple | None, steps: int,
-             stack: contextlib.ExitStack, only: set[str]) -> None:
+             stack: contextlib.ExitStack, only: set[str], rounds: int = ROUNDS) -> None:
     """Build and time each of ``rows`` on both runtimes; print a line per row."""
     for key, label, goal, nbytes, build in rows:
         if only and key not in only:
@@ -293,11 +294,11 @@ def _measure(rows: tuple, ours: tuple, theirs: tuple | None, steps: int,
         mine_fn = build(ours[0], ours[1], stack)
         if theirs is None:
             mine_fn()
-            mine = statistics.median(per_call(mine_fn, n) for _ in range(ROUNDS))
+            mine = statistics.median(per_call(mine_fn, n) for _ in range(rounds))
             print(f"{label:44} {_rate(mine, nbytes):10.2f} {'n/a':>10}", flush=True)
             continue
         mine, tf_s, time_ratio = interleaved(mine_fn, build(theirs[0], theirs[1], stack),
-                                             ROUNDS, n)
+                                             rounds, n)
         ratio = 1 / time_ratio if nbytes else time_ratio      # MB/s: tfteach / TF
         print(f"{label:44} {_rate(mine, nbytes):10.2f} {_rate(tf_s, nbytes):10.2f} "
               f"{ratio:7.2f}  {goal}", flush=True)
@@ -335,6 +336,7 @@ def net_child(args: argparse.Namespace, only: set[str]) -> None:
 
     def place(job: str, index: int, argv: list[str]) -> list[str]:
         return hosts.command(NET_HOST_OF[(job, index)], argv)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tfteach  # noqa: F401 - imported before the clocks start, as TF below
     _tensorflow()
     with contextlib.ExitStack() as stack:
@@ -343,7 +345,7 @@ def net_child(args: argparse.Namespace, only: set[str]) -> None:
         tf_text = f"{tf_s:10.2f} {ours_s / tf_s:7.2f}" if theirs else f"{'n/a':>10}"
         print(f"{'cluster ready, hosts apart (s)':44} {ours_s:10.2f} {tf_text}  <= TF",
               flush=True)
-        _measure(NET, ours, theirs, args.steps, stack, only)
+        _measure(NET, ours, theirs, args.steps, stack, only, NET_ROUNDS)
 
 
 def main() -> int:
