@@ -41,9 +41,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "multihost"))
 os.environ.setdefault("TFTEACH_VIRTUAL_GPUS", "0")
 
-import net_hosts  # noqa: E402
+import hosts as net_hosts  # noqa: E402 - namespaces as hosts, shared with tests/multihost
 from timing import interleaved, per_call  # noqa: E402
 
 TF_TASK = """
