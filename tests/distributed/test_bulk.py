@@ -223,3 +223,25 @@ def test_tfteach_bulk_0_turns_the_bulk_port_off(make_server, monkeypatch):
         client.close()
     np.testing.assert_array_equal(got, value)
     assert server.bulk_port == 0 and not client.bulk.port_of(server.target[7:])
+
+
+@pytest.mark.parametrize("garbage", [b"GET / HTTP/1.1\r\n\r\n", bulk.MAGIC + b"\xff" * 8,
+                                     bulk.MAGIC + struct.pack("!I", 2) + b"xx"],
+                         ids=["http", "huge-length", "short-payload"])
+def test_a_garbled_hello_is_closed_and_the_port_still_serves(make_server, garbage):
+    server = make_server(token=TOKEN)
+    sock = socket.create_connection(("127.0.0.1", server.bulk_port), timeout=5)
+    try:
+        sock.sendall(garbage)
+        assert sock.recv(16) == b""
+    except ConnectionResetError:
+        pass
+    finally:
+        sock.close()
+    reply = _left_to_stream(server, 1, np.ones(MiB, np.uint8))
+    client = bulk.BulkClient(TOKEN)
+    try:
+        got, _ = client.fetch(server.target[7:], server.bulk_port, 1, reply.stream_key, 10)
+    finally:
+        client.close()
+    assert got.sum() == MiB

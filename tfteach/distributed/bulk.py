@@ -162,7 +162,7 @@ class BulkServer:
         if not chunk or len(data) > 8 + _MAX_HELLO or data[:4] != MAGIC[:len(data[:4])]:
             self._forget(sock)
             return
-        if len(data) >= 8 and _U32.unpack_from(data, 4)[0] < 4:
+        if len(data) >= 8 and not 4 <= _U32.unpack_from(data, 4)[0] <= _MAX_HELLO:
             self._forget(sock)
             return
         if len(data) < 12 or len(data) < 8 + _U32.unpack_from(data, 4)[0]:
