@@ -103,3 +103,16 @@ def test_grade_stops_a_notebook_at_the_time_limit(tmp_path):
     rows = [line.split() for line in done.stdout.splitlines()]
     assert ["bob", LESSON, "1.1", "timed", "out", "0"] in rows
     assert ["bob", LESSON, "1.2", "timed", "out", "0"] in rows
+
+
+def test_grade_goes_on_when_a_notebook_ends_its_own_kernel(tmp_path):
+    notebook = learner_copy(tmp_path / "carol")
+    edit_cells(notebook, lambda cells: cells.insert(
+        0, {"cell_type": "code", "execution_count": None, "id": "exits", "metadata": {},
+            "outputs": [], "source": "import os\nos._exit(3)"}))
+
+    done = tfteach("lessons", "grade", str(tmp_path / "carol"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [line.split() for line in done.stdout.splitlines()]
+    assert ["carol", LESSON, "1.1", "not", "checked", "0"] in rows
+    assert "carol: 0 of 2 exercises passed" in done.stdout

@@ -10,7 +10,7 @@ kernel reports every exercise it checked (``exercises.progress``).
 
 A row per exercise of each notebook's lesson (its file name starts with the lesson's number):
 whether its last check in that run passed (``None``: never checked, e.g. a cell before it
-failed or the time ran out), and the wrong tries the learner made while working, from the
+failed, the kernel died or the time ran out), and the wrong tries the learner made while working, from the
 copy's record (``exercises.recorded_tries``). nbclient comes with JupyterLab and is imported
 only here.
 """
@@ -85,6 +85,7 @@ def run_notebook(notebook: Path, limit: float) -> tuple[dict, bool]:
     ``exercises.progress()``, and whether the time ran out."""
     import nbformat
     from nbclient import NotebookClient
+    from nbclient.exceptions import DeadKernelError
 
     nb = nbformat.read(notebook, as_version=4)
     client = NotebookClient(
@@ -93,10 +94,13 @@ def run_notebook(notebook: Path, limit: float) -> tuple[dict, bool]:
         resources={"metadata": {"path": str(notebook.parent.resolve())}})
     deadline = time.monotonic() + limit
     with client.setup_kernel(env=_kernel_env(nb), stderr=subprocess.DEVNULL):
-        timed_out = _run_cells(client, nb, deadline)
-        nb.cells.append(nbformat.v4.new_code_cell(REPORT_CELL))
-        client.timeout = 30
-        report = client.execute_cell(nb.cells[-1], len(nb.cells) - 1)
+        try:
+            timed_out = _run_cells(client, nb, deadline)
+            nb.cells.append(nbformat.v4.new_code_cell(REPORT_CELL))
+            client.timeout = 30
+            report = client.execute_cell(nb.cells[-1], len(nb.cells) - 1)
+        except DeadKernelError:         # the notebook ended its own kernel: nothing to report
+            return {}, False
     return _read_report(report), timed_out
 
 
