@@ -330,6 +330,23 @@ def test_12_3_and_12_4_run_the_learners_functions_on_hidden_inputs():
     assert not check(lambda logits, labels: tf.constant(0.75), exercise="12.4")
 
 
+def test_12_4_runs_two_cases_so_a_constant_that_fits_one_fails():
+    """A constant is right only where it happens to equal the hidden accuracy: the check's
+    second case, with another accuracy, refuses the first case's value."""
+    remembered = []
+
+    def accuracy_once(logits, labels):
+        op = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), labels), tf.float32))
+        if remembered:
+            return tf.constant(remembered[0])
+        with tf.Session() as sess:
+            remembered.append(float(sess.run(op)))
+        return op
+
+    assert not check(accuracy_once, exercise="12.4")
+    assert len(remembered) == 1
+
+
 def backup_worker(task_index, num_workers=3, replicas=2):
     graph = tf.Graph()
     with graph.as_default():

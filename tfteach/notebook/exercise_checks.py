@@ -479,24 +479,36 @@ def check_step_after(make: Any, context: dict) -> list[str]:
 
 
 def check_accuracy(make: Any, context: dict) -> list[str]:
-    """12.4: random logits and labels, some of them wrong; the fraction right."""
+    """12.4: random logits and labels, some of them wrong; the fraction right, on two such
+    cases whose accuracies differ (so that no constant passes)."""
     import tfteach as tf
 
     if not callable(make):
         raise WrongKind
     rng = np.random.default_rng()
+    first = _accuracy_case(rng)
+    second = _accuracy_case(rng)
+    while np.isclose(second[2], first[2], atol=1e-3):
+        second = _accuracy_case(rng)
+    for logits, labels, expected in (first, second):
+        with tf.Graph().as_default(), tf.Session() as sess:
+            try:
+                value = sess.run(make(tf.constant(logits), tf.constant(labels, tf.int64)))
+            except Exception as error:         # the learner's code: any error is feedback
+                return _raised(error)
+        if np.shape(value) != () or not np.isclose(float(value), expected, atol=1e-5):
+            return [tr("your op computes something else than the accuracy on the check's "
+                       "logits")]
+    return []
+
+
+def _accuracy_case(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, float]:
+    """Random logits, labels of which a random part is wrong, and the accuracy."""
     logits = rng.normal(size=(int(rng.integers(20, 60)), 10)).astype(np.float32)
     labels = logits.argmax(axis=1)
     wrong = rng.random(len(labels)) < rng.uniform(0.1, 0.6)
     labels[wrong] = (labels[wrong] + 1) % 10
-    with tf.Graph().as_default(), tf.Session() as sess:
-        try:
-            value = sess.run(make(tf.constant(logits), tf.constant(labels, tf.int64)))
-        except Exception as error:         # the learner's code: any error is feedback
-            return _raised(error)
-    if np.shape(value) != () or not np.isclose(float(value), 1 - wrong.mean(), atol=1e-5):
-        return [tr("your op computes something else than the accuracy on the check's logits")]
-    return []
+    return logits, labels, float(1 - wrong.mean())
 
 
 def check_backup_worker(build: Any, context: dict) -> list[str]:
