@@ -263,8 +263,10 @@ def test_a_stream_that_never_reads_its_answer_is_ended(monkeypatch):
         worker = client.worker(server.target)
         name = worker.get_status()["lane"]
         handle = worker.register_graph(json.dumps({"probe": "echo"}).encode())
-        request = pb.RunGraphRequest(graph_handle=handle, step_id=1, recv_key=["x"])
-        wire.add_named(request.send, {"x": np.ones(200_000, np.float32)})   # 800 KB back
+        # 1.6 MB back, in tensors under the size a task keeps for another host to pull
+        keys = [f"x{i}" for i in range(8)]
+        request = pb.RunGraphRequest(graph_handle=handle, step_id=1, recv_key=keys)
+        wire.add_named(request.send, {k: np.ones(50_000, np.float32) for k in keys})
         sock.settimeout(5)
         sock.connect("\0" + name)
         lane.send_frame(sock, lane.HELLO, b"RunGraphStream\0" + TOKEN.encode())
