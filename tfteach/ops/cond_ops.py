@@ -22,37 +22,14 @@ from tfteach.framework.graph import Operation, Tensor
 from tfteach.i18n import tr
 from tfteach.ops import array_ops
 from tfteach.ops.common import const_value, convert_to_tensor, graph_of
+from tfteach.framework.nest import flatten, pack
 from tfteach.ops.control_flow_ops import merge, switch
 from tfteach.ops.flow_context import CondContext
 
 __all__ = ["cond", "case", "smart_cond", "flatten", "pack"]
 
 
-# ---- nesting (TF's ``nest`` for lists, tuples, dicts) -----------------------------------
-def flatten(structure: Any) -> list:
-    if isinstance(structure, dict):
-        return [x for k in sorted(structure) for x in flatten(structure[k])]
-    if isinstance(structure, (list, tuple)):
-        return [x for s in structure for x in flatten(s)]
-    return [structure]
-
-
-def pack(template: Any, flat: list) -> Any:
-    """``flat``'s values nested as ``template`` is (the inverse of ``flatten``)."""
-    it = iter(flat)
-
-    def build(t: Any) -> Any:
-        if isinstance(t, dict):
-            return {k: build(t[k]) for k in sorted(t)}
-        if isinstance(t, (list, tuple)):
-            items = [build(s) for s in t]
-            if hasattr(t, "_fields"):
-                return type(t)(*items)
-            return type(t)(items)
-        return next(it)
-    return build(template)
-
-
+# ---- nesting (TF's ``nest`` for lists, tuples, dicts: tfteach.framework.nest) -----------
 def same_structure(a: Any, b: Any) -> bool:
     if isinstance(a, dict) or isinstance(b, dict):
         return isinstance(a, dict) and isinstance(b, dict) and sorted(a) == sorted(b) and \

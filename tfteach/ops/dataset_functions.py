@@ -23,6 +23,7 @@ from typing import Any, Callable, Sequence
 from tfteach import errors
 from tfteach.framework.graph import Graph, Operation, Tensor
 from tfteach.framework.graph_io import graph_from_dict, graph_to_dict
+from tfteach.framework import nest
 from tfteach.framework.kernel import Pending
 from tfteach.i18n import tr
 from tfteach.ops.array_ops import placeholder
@@ -33,25 +34,14 @@ FUNCTIONS = "_dataset_functions"
 
 # ---- element structures ------------------------------------------------------------------
 def flatten(structure: Any) -> list:
-    """The leaves of ``structure`` (tuples in order, dicts by sorted key)."""
-    if isinstance(structure, tuple):
-        return [leaf for item in structure for leaf in flatten(item)]
-    if isinstance(structure, dict):
-        return [leaf for key in sorted(structure) for leaf in flatten(structure[key])]
-    return [structure]
+    """The leaves of an element ``structure`` (tuples in order, dicts by sorted key; a list is
+    one value, as in tf.data)."""
+    return nest.flatten(structure, (tuple,))
 
 
 def pack(template: Any, flat: Sequence[Any]) -> Any:
-    """``flat``'s values nested as ``template`` is (the inverse of ``flatten``)."""
-    items = iter(flat)
-
-    def build(node: Any) -> Any:
-        if isinstance(node, tuple):
-            return tuple(build(x) for x in node)
-        if isinstance(node, dict):
-            return {k: build(node[k]) for k in sorted(node)}
-        return next(items)
-    return build(template)
+    """``flat``'s values nested as the element ``template`` is (the inverse of ``flatten``)."""
+    return nest.pack(template, flat, (tuple,))
 
 
 def map_structure(fn: Callable, structure: Any) -> Any:

@@ -21,7 +21,6 @@ import contextlib
 import sys
 import threading
 import weakref
-from collections.abc import Mapping
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -32,6 +31,7 @@ from tfteach.framework import graph as graph_mod
 from tfteach.framework.device_spec import DeviceSpec
 from tfteach.framework.graph import Graph, Operation, Tensor
 from tfteach.framework.indexed_slices import IndexedSlices, IndexedSlicesValue
+from tfteach.framework.nest import flatten
 from tfteach.i18n import tr
 from tfteach.runtime import placer
 from tfteach.runtime.config import ConfigProto, RunMetadata, RunOptions
@@ -417,7 +417,7 @@ def _flatten_feed_dict(feed_dict: dict) -> dict:
     for key, value in feed_dict.items():
         pairs: Any = [(key, value)]
         if isinstance(key, tuple):
-            keys, values = _leaves(key), _leaves(value)
+            keys, values = flatten(key), flatten(value)
             if len(keys) != len(values):
                 raise ValueError(with_hint(
                     f"Could not flatten dictionary. Key had {len(keys)} elements, but value had "
@@ -431,15 +431,6 @@ def _flatten_feed_dict(feed_dict: dict) -> dict:
                 raise ValueError(f"Cannot flatten dict because this key is not unique: {k}")
             out[k] = v
     return out
-
-
-def _leaves(x: Any) -> list:
-    """The leaves of nested lists, tuples and dicts (dict values by sorted key), as TF's nest."""
-    if isinstance(x, Mapping):
-        return [leaf for k in sorted(x) for leaf in _leaves(x[k])]
-    if isinstance(x, (list, tuple)):
-        return [leaf for item in x for leaf in _leaves(item)]
-    return [x]
 
 
 def _fits(dims: list | None, shape: tuple) -> bool:
