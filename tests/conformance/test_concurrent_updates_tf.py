@@ -1,6 +1,6 @@
 """Concurrent updates and reads of a variable, on tfteach and on real TensorFlow: two threads
 of one session updating one variable lose no whole update (with ``use_locking`` none at
-all; a one-element counter counts every increment), Adam never gives NaN, and a read
+all; tfteach's one-element counter counts every increment, TF's unlocked one may lose one), Adam never gives NaN, and a read
 fetched with an update of the same step shows the update (TF's read aliases the variable,
 which the update changes in place), while an array fetched earlier never changes."""
 from __future__ import annotations
@@ -47,6 +47,12 @@ def _count_in_two_threads(tf, use_locking: bool) -> tuple:
 @pytest.mark.parametrize("use_locking", [False, True], ids=["unlocked", "locked"])
 def test_two_threads_lose_no_whole_update(tf, use_locking):
     v, c = _count_in_two_threads(tf, use_locking)
+    if tf is tf1 and not use_locking:
+        # A difference on purpose: TF's unlocked AssignAdd races (read, add, write), so its
+        # counter can lose an increment now and then (599 of 600 seen on a loaded CI run);
+        # tfteach's unlocked update of one element is never lost.
+        assert 2 * STEPS - 10 <= c <= 2 * STEPS and v.min() >= STEPS and v.max() <= 2 * STEPS
+        return
     assert v.max() == 2 * STEPS and c == 2 * STEPS
     if use_locking:
         assert (v == 2 * STEPS).all()
