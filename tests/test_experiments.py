@@ -62,10 +62,10 @@ def test_async_gradients_are_stale_and_the_straggler_most(result):
 def test_every_worker_starts_async_steps_together_the_straggler_too(result):
     """No worker trains alone while another's session waits for the chief's initialisation."""
     firsts = [_by_worker(result["async"], w)[0]["global_step"] for w in range(3)]
-    # of 300: the 10 %-speed straggler's first step takes ten fast steps' time, during which
-    # the two fast workers make some 20-30 updates (32 seen under load); a worker left waiting
-    # for the chief's initialisation would first show up near the end of the run
-    assert max(firsts) <= 60, firsts
+    # of 300: the 3 %-speed straggler's first step takes some 33 fast steps' time, during
+    # which the two fast workers make some 60 updates (77 seen on a loaded CI machine); a
+    # worker left waiting for the chief's initialisation would first show up near the end
+    assert max(firsts) <= 150, firsts
     assert sum(r["staleness"] >= 1 for r in _by_worker(result["async"], 2)) >= 2
 
 

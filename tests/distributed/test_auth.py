@@ -120,3 +120,25 @@ def test_tls_paths_come_from_the_environment(make_server, tmp_path, monkeypatch)
         assert env_client.worker(server.target).get_status(timeout=10)["task"]
     finally:
         env_client.close()
+
+
+def test_a_token_set_after_a_refused_session_is_heard_on_the_next(monkeypatch):
+    """The learner's path in lesson 11: a session without the token is refused; they set
+    TFTEACH_CLUSTER_TOKEN and open a new session to the same server, which now runs."""
+    import tfteach as tf
+
+    monkeypatch.delenv(security.TOKEN_ENV, raising=False)
+    from tfteach.distributed.processes import free_ports
+
+    spec = tf.train.ClusterSpec({"local": [f"localhost:{free_ports(1)[0]}"]})
+    server = tf.train.Server(spec, job_name="local", task_index=0, token=TOKEN)
+    with server, tf.Graph().as_default():
+        doubled = tf.constant(21.0) * 2.0
+        with tf.Session(server.target) as sess, pytest.raises(errors.UnauthenticatedError):
+            sess.run(doubled)
+        monkeypatch.setenv(security.TOKEN_ENV, TOKEN)
+        with tf.Session(server.target) as sess:
+            assert sess.run(doubled) == 42.0
+        monkeypatch.setenv(security.TOKEN_ENV, "not-" + TOKEN)
+        with tf.Session(server.target) as sess, pytest.raises(errors.UnauthenticatedError):
+            sess.run(doubled)

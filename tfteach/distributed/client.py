@@ -159,6 +159,11 @@ class ClusterClient:
                 stub = self._stubs.setdefault(key, stub)
         return stub
 
+    @property
+    def credentials(self) -> tuple[str | None, security.TLSConfig | None]:
+        """The token and TLS files this client's calls carry."""
+        return self._token, self._tls
+
     def stream(self, stub_class: Callable[[grpc.Channel], Any], address: str,
                method: str) -> "_CallStream":
         """An idle stream of ``method`` (RunStepStream, RunGraphStream) to ``address``

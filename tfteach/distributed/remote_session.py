@@ -82,12 +82,16 @@ def refuse_tensorflow_task(target: str) -> None:
 
 
 def client_for(address: str) -> ClusterClient:
+    """The client for sessions to ``address``, with the token and TLS files that hold now: a
+    learner who sets ``TFTEACH_CLUSTER_TOKEN`` after a refused step is heard on the next
+    session, not refused again with the old credentials."""
     address = strip_scheme(address)
     with _lock:
+        token = _tokens.get(address) or security.token_from_env()
+        tls = security.TLSConfig.from_env()
         client = _clients.get(address)
-        if client is None:
-            token = _tokens.get(address) or security.token_from_env()
-            client = _clients[address] = ClusterClient(token, security.TLSConfig.from_env())
+        if client is None or client.credentials != (token, tls):
+            client = _clients[address] = ClusterClient(token, tls)
         return client
 
 
