@@ -6,8 +6,8 @@ import re
 
 import pytest
 from lesson_tools import (assert_passes_nbval, assert_tf_section_ends_the_lesson, correct,
-                          output_texts, plural_pattern, shown, stored_outputs, svgs,
-                          timeline_transfers)
+                          message_pattern, output_texts, plural_pattern, printed, shown,
+                          stored_outputs, svgs, timeline_transfers)
 
 LESSON_NAME = "04_how_a_graph_runs.ipynb"
 
@@ -81,3 +81,37 @@ def test_a_control_dependency_makes_sq_wait_for_xw(lesson):
     text = output_texts(stored_outputs(lesson, "with tf.control_dependencies([xw]):"))
     assert "'sq': 2" in text
     assert "4. run xw    counts: sq 1→0, y 1→0" in text
+
+
+def test_modelled_two_gpus_take_a_little_more_than_half_the_one_gpu_step(lesson, lang):
+    """The modelled view (2x V100 PCIe): each product costs the by-hand launch + 2 n³ FLOPs
+    / peak, and on two GPUs the step takes a little more than half as long as on one."""
+    from tfteach.hardware import get
+
+    text = printed(lesson, "hardware.get('2x V100 PCIe')")
+    gpu = get("2x V100 PCIe").gpu
+    by_hand = float(re.search(r"= ([\d.]+) µs per product", text).group(1))
+    assert by_hand == pytest.approx((gpu.launch_s + 2 * 1024 ** 3 / gpu.flops["float32"]) * 1e6,
+                                    abs=0.05)
+    products = [int(us) for us in re.findall(r"product_\d (\d+) µs", text)]
+    assert len(products) == 4 and all(abs(us - by_hand) <= 1 for us in products), products
+    steps = dict(re.findall(r"modelled, (one GPU|two GPUs): .*; step ([\d.]+) µs", text))
+    ratio = float(steps["two GPUs"]) / float(steps["one GPU"])
+    assert 0.5 < ratio < 0.65, ratio
+    stated = float(re.search(r"takes ([\d.]+) of the one-GPU step", text).group(1))
+    assert stated == pytest.approx(ratio, abs=0.005)
+    caption = message_pattern("Modelled time on {profile}: a model of that machine, not "
+                              "measured here.", lang, profile=re.escape("2x V100 PCIe"))
+    assert re.search(caption, text), "the modelled timeline says it is modelled"
+
+
+def test_the_modelled_products_run_side_by_side_on_two_gpus(lesson):
+    """The modelled timeline's payload: the two products on different GPUs, overlapping."""
+    outputs = stored_outputs(lesson, "hardware.get('2x V100 PCIe')")
+    data = next(o["data"]["application/vnd.tfteach.timeline+json"] for o in outputs
+                if "application/vnd.tfteach.timeline+json" in o.get("data", {}))
+    assert data["modelled_on"] == "2x V100 PCIe"
+    products = [op for op in data["ops"] if op["op"] == "MatMul"]
+    assert len({op["device"] for op in products}) == 2
+    overlap = min(op["end_us"] for op in products) - max(op["start_us"] for op in products)
+    assert overlap > 0.9 * (products[0]["end_us"] - products[0]["start_us"])
