@@ -6,7 +6,7 @@ import re
 
 import pytest
 from lesson_tools import (assert_passes_nbval, assert_tf_section_ends_the_lesson, correct,
-                          output_texts, shown, stored_outputs, svgs)
+                          message_pattern, output_texts, printed, shown, stored_outputs, svgs)
 
 LESSON_NAME = "06_model_parallelism.ipynb"
 
@@ -65,3 +65,58 @@ def test_without_colocation_every_gradient_lands_on_gpu_0(lesson):
     grads = [line for line in text.splitlines() if line.startswith("gradients/")
              and "MatMul_grad/MatMul" in line]
     assert grads and all(line.endswith("-> GPU:0") for line in grads)
+
+
+def _modelled_rows(text: str) -> dict[tuple[int, str], float]:
+    """(batch, training step) -> the modelled step in ms, from the modelled table."""
+    return {(int(batch), name): float(step) for batch, name, step in re.findall(
+        r"^ *(\d+)  (one GPU|model parallel|pipelined, 4 micro-batches) +([\d.]+) ms", text,
+        re.M)}
+
+
+def test_modelled_pipelining_shortens_the_big_step_and_lengthens_the_small_one(lesson):
+    """The modelled view (8x V100 NVLink): for the big batch, pipelining overlaps copies and
+    maths (much shorter than the split step); for the lesson's batch the small kernels' fixed
+    costs make it longer; one GPU is fastest at both sizes."""
+    rows = _modelled_rows(printed(lesson, "hardware.get('8x V100 NVLink')"))
+    assert len(rows) == 6
+    big = {name: step for (batch, name), step in rows.items() if batch == 65536}
+    small = {name: step for (batch, name), step in rows.items() if batch == 1024}
+    assert big["pipelined, 4 micro-batches"] < 0.7 * big["model parallel"]
+    assert small["pipelined, 4 micro-batches"] > small["model parallel"]
+    for sizes in (big, small):
+        assert sizes["one GPU"] == min(sizes.values())
+
+
+def test_the_by_hand_activation_copy_is_the_models_copy_each_way(lesson):
+    """65536 x 1024 floats over NVLink: bytes / bandwidth + latency, as the text says (5.37 ms),
+    and as the model's copies between the GPUs took, each way."""
+    from tfteach.hardware import get
+
+    text = printed(lesson, "hardware.get('8x V100 NVLink')")
+    link = get("8x V100 NVLink").gpu_link
+    by_hand = float(re.search(r"= ([\d.]+) ms each way", text).group(1))
+    assert by_hand == pytest.approx((65536 * 1024 * 4 / link.bandwidth + link.latency_s) * 1e3,
+                                    abs=0.005)
+    assert by_hand == 5.37, "the figure the text quotes"
+    copies = re.findall(r"modelled: GPU:(\d) -> GPU:(\d) .*: ([\d,]+) bytes, ([\d.]+) ms", text)
+    assert sorted((a, b) for a, b, *_ in copies) == [("0", "1"), ("1", "0")]
+    for *_, nbytes, ms in copies:
+        assert int(nbytes.replace(",", "")) >= 65536 * 1024 * 4
+        assert float(ms) == pytest.approx(by_hand, abs=0.02)
+
+
+def test_the_modelled_pipeline_starts_with_only_gpu_0_computing(lesson, lang):
+    """The bubble on the modelled timeline: GPU:1's first product starts after GPU:0's first
+    one ended; the timeline says it is modelled, on the profile."""
+    outputs = stored_outputs(lesson, "hardware.get('8x V100 NVLink')")
+    data = next(o["data"]["application/vnd.tfteach.timeline+json"] for o in outputs
+                if "application/vnd.tfteach.timeline+json" in o.get("data", {}))
+    assert data["modelled_on"] == "8x V100 NVLink"
+    first = {gpu: min((op for op in data["ops"] if op["op"] == "MatMul"
+                       and op["device"].endswith(gpu)), key=lambda op: op["start_us"])
+             for gpu in ("GPU:0", "GPU:1")}
+    assert first["GPU:1"]["start_us"] >= first["GPU:0"]["end_us"]
+    caption = message_pattern("Modelled time on {profile}: a model of that machine, not "
+                              "measured here.", lang, profile=re.escape("8x V100 NVLink"))
+    assert re.search(caption, output_texts(outputs))
