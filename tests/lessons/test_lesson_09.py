@@ -7,7 +7,7 @@ import re
 
 import pytest
 from lesson_tools import (assert_passes_nbval, assert_stopped_every_task, correct, output_texts,
-                          shown, stored_outputs, svgs)
+                          printed, shown, stored_outputs, svgs)
 
 from tfteach.i18n import tr
 
@@ -96,3 +96,37 @@ def test_a_bigger_batch_needs_a_bigger_rate_and_a_big_rate_a_warm_up(lesson):
     assert abs(same_rate[1] - one[1]) < 0.05
     assert scaled[1] < one[1] / 2
     assert big[0] > 2.303 > warm[0]
+
+
+def _modelled(lesson) -> tuple[str, dict[str, tuple[float, float, float]]]:
+    """The modelled cell's text and, per step, (network µs, busiest device µs, step µs)."""
+    text = printed(lesson, "hardware.get('2 hosts x 2 V100, 1 Gbit')")
+    steps = {name: (float(net), float(busy), float(step)) for name, net, busy, step in
+             re.findall(r"modelled, (.+?): network +([\d.]+) µs, busiest device +([\d.]+) µs, "
+                        r"step +([\d.]+) µs", text)}
+    return text, steps
+
+
+def test_the_by_hand_ps_traffic_is_the_models_and_the_network_sets_the_step(lesson):
+    """1 Gbit Ethernet, 2 workers in-graph: 2 workers x 2 ways x (4 tensors x latency + 9640
+    bytes / bandwidth) through the ps, as the model has it; the maths is about a tenth."""
+    from tfteach.hardware import get
+
+    text, steps = _modelled(lesson)
+    link = get("2 hosts x 2 V100, 1 Gbit").network
+    by_hand = float(re.search(r"= ([\d.]+) µs through the ps", text).group(1))
+    assert by_hand == pytest.approx(4 * (4 * link.latency_s + 9640 / link.bandwidth) * 1e6,
+                                    abs=0.05)
+    network, busy, step = steps["in-graph, 2 workers"]
+    assert network == pytest.approx(by_hand, abs=0.1)
+    assert 1.0e3 < network < 1.2e3, "about 1.1 ms, as the text says"
+    assert busy < 0.15 * network and step >= network
+
+
+def test_in_graph_traffic_grows_with_the_workers_and_a_between_graph_step_is_half(lesson):
+    _, steps = _modelled(lesson)
+    two, four, eight = (steps[f"in-graph, {n} workers"][0] for n in (2, 4, 8))
+    assert four == pytest.approx(2 * two, rel=0.01) and eight == pytest.approx(4 * two, rel=0.01)
+    assert steps["in-graph, 8 workers"][2] > 3 * steps["in-graph, 2 workers"][2]
+    own = steps["between-graph, one worker's step"][2]
+    assert 0.4 < own / steps["in-graph, 2 workers"][2] < 0.6, "about half as long"
