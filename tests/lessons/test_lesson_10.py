@@ -6,7 +6,7 @@ import re
 
 import pytest
 from lesson_tools import (assert_passes_nbval, assert_stopped_every_task, correct, output_texts,
-                          shown, stored_outputs)
+                          printed, shown, stored_outputs)
 
 from tfteach.i18n import tr
 from tfteach.notebook.exercises import exercise
@@ -84,3 +84,26 @@ def test_a_backup_worker_makes_sync_stop_waiting_for_the_straggler(lesson):
     found = re.search(r"sync with 1 backup worker: ([0-9.]+) s of steps \(without: ([0-9.]+) s\)",
                       text)
     assert float(found.group(1)) < float(found.group(2)), text
+
+
+def test_a_sync_step_waits_for_the_worker_behind_the_slow_link(lesson):
+    """The modelled step (2 hosts x 2 V100, 1 Gbit): worker 1's network time is the by-hand
+    4 latencies + 2 x 2600 bytes / bandwidth; worker 0 has its gradient after about 0.1 ms
+    either way, and with worker 1 on the other host the step is about half as long again,
+    worker 0 idle for most of it."""
+    from tfteach.hardware import get
+
+    text = printed(lesson, "def sync_step(num_workers=2):")
+    link = get("2 hosts x 2 V100, 1 Gbit").network
+    by_hand = float(re.search(r"= ([\d.]+) µs over 1 Gbit Ethernet", text).group(1))
+    assert by_hand == pytest.approx((4 * link.latency_s + 2 * 2600 / link.bandwidth) * 1e6,
+                                    abs=0.05)
+    runs = {name: (int(w0), int(w1), float(step), float(net)) for name, w0, w1, step, net in
+            re.findall(r"modelled, (.+?): worker 0 done at (\d+) µs, worker 1 at (\d+) µs, "
+                       r"step ([\d.]+) µs; over the network ([\d.]+) µs", text)}
+    local, remote = runs["all tasks on one host"], runs["worker 1 on another host"]
+    assert local[3] == 0 and remote[3] == pytest.approx(by_hand, abs=0.1)
+    assert all(80 <= run[0] <= 130 for run in (local, remote)), "worker 0: about 0.1 ms"
+    assert 1.35 < remote[2] / local[2] < 1.6, "about half as long again"
+    assert remote[2] - remote[0] > 0.6 * remote[2], "worker 0 idle for most of the step"
+    assert remote[1] > remote[0], "worker 1 finishes last"
