@@ -7,7 +7,8 @@ import re
 
 import pytest
 from lesson_tools import (assert_passes_nbval, assert_stopped_every_task, code_spans, correct,
-                          counterpart, message_pattern, output_texts, shown, stored_outputs, svgs)
+                          counterpart, message_pattern, output_texts, printed, shown,
+                          stored_outputs, svgs)
 
 from tfteach.i18n import tr
 
@@ -128,3 +129,46 @@ def test_the_ring_all_reduce_sums_and_each_link_carries_what_the_arithmetic_says
         assert (one_ps, busier, even) == (2 * 9640 * w, 2 * 8192 * w, 9640 * w)
         assert ring == 2 * 9640 * (w - 1) // w
         assert even < busier < one_ps and ring < 2 * 9640 <= even
+
+
+def _modelled_rows(lesson) -> dict[tuple[str, int], tuple[float, float, float, float]]:
+    """(network, workers) -> (ps by hand, ps modelled, ring by hand, ring modelled), seconds."""
+    text = printed(lesson, "def through_a_ps(workers):")
+    return {(net, int(w)): tuple(float(v) for v in values) for net, w, *values in re.findall(
+        r"^(\d+ Gbit Ethernet) +(\d+) +([\d.]+) s +([\d.]+) s +([\d.]+) s +([\d.]+) s$", text,
+        re.M)}
+
+
+def test_the_modelled_ps_and_ring_steps_take_the_formulas_time(lesson):
+    """Each by-hand figure is the lesson's formula (2·W·(latency + M/bandwidth) through one
+    ps, 2·(W−1)·(latency + M/W/bandwidth) by the ring) and the model's step agrees with it
+    to about a millisecond."""
+    from tfteach.hardware import NETWORKS
+
+    rows = _modelled_rows(lesson)
+    assert len(rows) == 9
+    m = 100e6
+    for (net, w), (ps, ps_model, ring, ring_model) in rows.items():
+        link = NETWORKS[net]
+        assert ps == pytest.approx(2 * w * (link.latency_s + m / link.bandwidth), abs=6e-4)
+        assert ring == pytest.approx(2 * (w - 1) * (link.latency_s + m / w / link.bandwidth),
+                                     abs=6e-4)
+        assert 0 <= ps_model - ps <= 0.003 and 0 <= ring_model - ring <= 0.003, (net, w)
+
+
+def test_ps_time_grows_with_the_workers_and_falls_with_the_bandwidth_and_the_ring_stays_low(
+        lesson):
+    """The text: 12.8 s with 8 workers on 1 Gbit through one ps; the ring below 2·M/bandwidth
+    (1.6 s there); ten times the bandwidth, a tenth of the time; on 100 Gbit the ps's 8-worker
+    step (0.13 s) still about nine times the ring's."""
+    rows = _modelled_rows(lesson)
+    for net in ("1 Gbit Ethernet", "10 Gbit Ethernet", "100 Gbit Ethernet"):
+        assert rows[net, 8][0] == pytest.approx(4 * rows[net, 2][0], rel=0.01)
+    assert rows["1 Gbit Ethernet", 8][1] == pytest.approx(12.8, abs=0.05)
+    assert all(ring < 1.6 for (net, _), (*_, ring) in rows.items() if net == "1 Gbit Ethernet")
+    for w in (2, 4, 8):
+        assert rows["1 Gbit Ethernet", w][1] == pytest.approx(
+            10 * rows["10 Gbit Ethernet", w][1], rel=0.01)
+    fast = rows["100 Gbit Ethernet", 8]
+    assert fast[1] == pytest.approx(0.13, abs=0.005)
+    assert 8 < fast[1] / fast[3] < 10
