@@ -42,7 +42,7 @@ from tfteach.ops.parsing_ops import decode_csv, decode_raw
 from tfteach.ops.image_ops import random_crop
 from tfteach.ops.reverse_ops import reverse
 from tfteach.ops.math_ops import (abs, add, add_n, argmax, argmin, div, divide, equal, exp,
-                                  floordiv, greater, greater_equal, less, less_equal, log,
+                                  greater, greater_equal, less, less_equal, log,
                                   log1p, logical_and, logical_not, logical_or, matmul, maximum,
                                   minimum, multiply, negative, not_equal, pow, reciprocal,
                                   reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum,
@@ -56,7 +56,7 @@ from tfteach.framework.indexed_slices import IndexedSlices
 from tfteach.ops.accumulator_ops import ConditionalAccumulator, SparseConditionalAccumulator
 from tfteach.ops.gather_ops import (dynamic_stitch, gather, parallel_dynamic_stitch, unique,
                                     unsorted_segment_sum)
-from tfteach.ops.math_ops import floormod, mod
+from tfteach.ops.mod_ops import floordiv, floormod, mod, truncatemod
 from tfteach.ops.math_ops import cos, sin
 from tfteach.ops.scatter_ops import scatter_add, scatter_sub, scatter_update
 from tfteach.ops.strided_slice import strided_slice     # also tensor[...]
@@ -103,7 +103,7 @@ __all__ = [
     "dynamic_partition", "dynamic_stitch", "equal", "errors", "exp", "expand_dims", "FIFOQueue", "RandomShuffleQueue", "TextLineReader",
     "FixedLengthRecordReader", "WholeFileReader", "ReaderBase", "decode_csv", "decode_raw",
     "image", "random_crop", "reverse", "reverse_v2",
-    "fill", "fixed_size_partitioner", "float16", "float32", "float64", "floor", "floordiv", "floormod", "gather",
+    "fill", "fixed_size_partitioner", "float16", "float32", "float64", "floor", "floordiv", "floormod", "truncatemod", "gather",
     "get_collection", "get_collection_ref", "get_default_graph", "get_default_session",
     "get_local_variable", "get_seed", "get_variable", "get_variable_scope", "global_norm", "global_variables",
     "global_variables_initializer", "glorot_normal_initializer", "glorot_uniform_initializer",

@@ -48,7 +48,7 @@ def binary_math():
     i, j = tf.constant([7, -7, 9]), tf.constant([2, 3, -4])
     outs = [a + b, tf.add(a, b), a - b, a * b, a / b, tf.pow(a, b), tf.maximum(a, b),
             tf.minimum(a, b), tf.squared_difference(a, b), tf.floordiv(i, j),
-            tf.floormod(i, j), tf.equal(i, j), tf.not_equal(i, j), tf.greater(a, b),
+            tf.floormod(i, j), tf.truncatemod(i, j), tf.equal(i, j), tf.not_equal(i, j), tf.greater(a, b),
             tf.greater_equal(a, b), tf.less(a, b), tf.less_equal(a, b),
             tf.logical_and(a > 1.0, b > 1.6), tf.logical_or(a > 1.0, b > 1.6),
             tf.logical_not(a > 1.0), tf.where(a > a * 0.9, a, a * 2.0)]

@@ -125,7 +125,8 @@ class Tensor:
     for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
                   "__truediv__", "__rtruediv__", "__matmul__", "__rmatmul__", "__neg__",
                   "__lt__", "__le__", "__gt__", "__ge__", "__pow__", "__getitem__",
-                  "__abs__", "__and__", "__or__", "__invert__"):
+                  "__abs__", "__and__", "__or__", "__invert__", "__mod__", "__rmod__",
+                  "__floordiv__", "__rfloordiv__"):
         locals()[_name] = _operator(_name)
     del _name
 

@@ -15,7 +15,7 @@ from typing import Any
 from tfteach.framework import dtypes
 from tfteach.framework.graph import Tensor
 from tfteach.framework.tensor_shape import TensorShape
-from tfteach.ops import array_ops, math_ops
+from tfteach.ops import array_ops, math_ops, mod_ops
 from tfteach.ops.common import convert_to_tensor, graph_of
 from tfteach.ops.data_flow_ops import dynamic_partition
 from tfteach.ops.gather_ops import gather, parallel_dynamic_stitch
@@ -51,7 +51,7 @@ def _partitioned_lookup(tables: list[Tensor], ids: Tensor, strategy: str, scope:
     flat_ids = array_ops.reshape(ids, [-1])
     original_indices = array_ops.range_(array_ops.size(flat_ids))
     if strategy == "mod":
-        assignments, new_ids = math_ops.floormod(flat_ids, n), math_ops.floordiv(flat_ids, n)
+        assignments, new_ids = mod_ops.floormod(flat_ids, n), mod_ops.floordiv(flat_ids, n)
     else:
         assignments, new_ids = _div_assignments(tables, flat_ids)
     assignments = array_ops.cast(assignments, dtypes.int32)
@@ -86,9 +86,9 @@ def _div_assignments(tables: list[Tensor], flat_ids: Tensor) -> tuple[Tensor, Te
                                   "number of rows is known when the graph is built.")
     n, total = len(tables), sum(sizes)
     per, extras = total // n, total % n
-    assignments = math_ops.maximum(math_ops.floordiv(flat_ids, per + 1),
-                                   math_ops.floordiv(flat_ids - extras, per))
+    assignments = math_ops.maximum(mod_ops.floordiv(flat_ids, per + 1),
+                                   mod_ops.floordiv(flat_ids - extras, per))
     new_ids = math_ops.select(math_ops.less(assignments, extras),
-                              math_ops.floormod(flat_ids, per + 1),
-                              math_ops.floormod(flat_ids - extras, per))
+                              mod_ops.floormod(flat_ids, per + 1),
+                              mod_ops.floormod(flat_ids - extras, per))
     return assignments, new_ids

@@ -19,7 +19,7 @@ from tfteach.framework.registry import not_differentiable, register_op, set_grad
 from tfteach.i18n import tr
 from tfteach.ops import array_ops
 from tfteach.ops.common import axis_list, const_value, same_shape_fn
-from tfteach.ops.math_ops import (_COMPARE, cos, cumprod, divide, equal, floordiv, greater,
+from tfteach.ops.math_ops import (_COMPARE, cos, cumprod, divide, equal, greater,
                                   greater_equal, less_equal, log, matmul, maximum, multiply,
                                   negative, pow, reciprocal, reduce_prod, reduce_sum, select,
                                   sign, sin)
@@ -61,7 +61,6 @@ _BINARY_GRADS: dict[str, Callable] = {
     "Minimum": lambda op, g: _maximum_grads(op, g, less_equal),
     "Pow": _pow_grads,
     "SquaredDifference": _squared_difference_grads,
-    "FloorMod": lambda op, g: (g, g * negative(floordiv(op.inputs[0], op.inputs[1]))),
 }
 
 
@@ -105,7 +104,7 @@ for _t, _g in _UNARY_GRADS.items():
     set_gradient(_t, lambda op, g, _g=_g: [_g(op, g)])
 for _t, _k in _FUSED_GRADS.items():
     register_op(_t, same_shape_fn, _k)
-not_differentiable("FloorDiv", "Floor", "LogicalNot", *_COMPARE)
+not_differentiable("Floor", "LogicalNot", *_COMPARE)
 
 
 # ---- broadcasting: a gradient summed back to an operand's shape ------------------------------

@@ -28,8 +28,6 @@ _BINARY: dict[str, Callable] = {
     "Sub": lambda ctx, x, y: x - y,
     "Mul": lambda ctx, x, y: x * y,
     "RealDiv": lambda ctx, x, y: x / y,
-    "FloorDiv": lambda ctx, x, y: x // y,
-    "FloorMod": lambda ctx, x, y: x % y,
     "Maximum": lambda ctx, x, y: ctx.xp.maximum(x, y),
     "Minimum": lambda ctx, x, y: ctx.xp.minimum(x, y),
     "Pow": lambda ctx, x, y: x ** y,
@@ -143,13 +141,6 @@ def divide(x: Any, y: Any, name: str | None = None) -> Tensor:
 
 truediv = divide
 div = divide
-
-
-def floordiv(x, y, name=None): return _binary("FloorDiv", x, y, name or "floordiv")
-def floormod(x, y, name=None): return _binary("FloorMod", x, y, name)
-
-
-mod = floormod
 
 
 def clip_by_value(t: Any, clip_value_min: Any, clip_value_max: Any,
