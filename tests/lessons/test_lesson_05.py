@@ -105,3 +105,39 @@ def test_no_gpu_count_reaches_its_own_speed_up_and_steps_per_second_fall(lesson)
     assert rows[1][0] > rows[2][0] > rows[4][0], rows
     if cores == 1:
         assert rows[2][1] <= 1.25 and rows[4][1] <= 1.25, rows
+
+
+def _modelled_scaling(lesson) -> dict[int, tuple[float, float, float]]:
+    """GPUs -> (modelled step ms, speed-up, CPU busy ms) on 8x V100 NVLink."""
+    text = printed(lesson, "hardware.get('8x V100 NVLink')")
+    return {int(n): (float(step), float(speed), float(cpu)) for n, step, speed, cpu in
+            re.findall(r"^ +(\d) +([\d.]+) ms +[\d,]+ +([\d.]+)x +([\d.]+) ms$", text, re.M)}
+
+
+def test_modelled_v100s_each_add_compute_but_no_row_reaches_its_gpu_count(lesson):
+    """The text: modelled, 4 GPUs handle about 3.2 times the examples per second of one, 8
+    about 5.5 times; no row reaches its GPU count; the step and the CPU's work grow with the
+    towers."""
+    rows = _modelled_scaling(lesson)
+    assert sorted(rows) == [1, 2, 4, 8]
+    assert rows[4][1] == pytest.approx(3.2, abs=0.05) and rows[8][1] == pytest.approx(5.5, abs=0.1)
+    for n, (step, speed, cpu) in rows.items():
+        assert speed < n or n == 1
+    steps, cpus = [rows[n][0] for n in (1, 2, 4, 8)], [rows[n][2] for n in (1, 2, 4, 8)]
+    assert steps == sorted(steps) and cpus == sorted(cpus) and cpus[0] < cpus[-1]
+
+
+def test_the_by_hand_pcie_copy_is_the_models_and_over_half_the_one_gpu_step(lesson):
+    """Each GPU's PCIe lanes carry the variables in and the gradients out (plus its batch):
+    latency per tensor + bytes / bandwidth, as in the model, the same for 1 GPU as for 8."""
+    from tfteach.hardware import get
+
+    text = printed(lesson, "hardware.get('8x V100 NVLink')")
+    link = get("8x V100 NVLink").host_link
+    variable_bytes = 4 * (64 * 1024 + 1024 + 1024 * 1024 + 1024 + 1024 * 10 + 10)
+    expected = 14 * link.latency_s + (2 * variable_bytes + 256 * 64 * 4 + 256 * 8) / link.bandwidth
+    by_hand = float(re.search(r"= ([\d.]+) µs$", text, re.M).group(1))
+    assert by_hand == pytest.approx(expected * 1e6, abs=0.05)
+    lanes = [float(us) for us in re.findall(r"GPU:0's lanes ([\d.]+) µs", text)]
+    assert len(lanes) == 2 and all(us == pytest.approx(by_hand, abs=0.1) for us in lanes)
+    assert by_hand > 0.5 * _modelled_scaling(lesson)[1][0] * 1e3
