@@ -141,3 +141,18 @@ def test_the_by_hand_pcie_copy_is_the_models_and_over_half_the_one_gpu_step(less
     lanes = [float(us) for us in re.findall(r"GPU:0's lanes ([\d.]+) µs", text)]
     assert len(lanes) == 2 and all(us == pytest.approx(by_hand, abs=0.1) for us in lanes)
     assert by_hand > 0.5 * _modelled_scaling(lesson)[1][0] * 1e3
+
+
+def test_four_towers_over_1_gbit_through_a_ps_are_slower_than_one_gpu(lesson):
+    """The text: over 1 Gbit Ethernet with the variables on a ps, 2 x 4 copies of the
+    variables pass the server's port each step, about 289 ms by hand and by the model's
+    formula, where one V100 does a whole step in 1.2 ms."""
+    text = printed(lesson, "hardware.get('8x V100 NVLink')")
+    found = re.search(r"by hand 2 x 4 x ([\d,]+) bytes / 125 MB/s = ([\d.]+) ms per step; "
+                      r"hardware.parameter_server_time: ([\d.]+) ms", text)
+    variable_bytes, by_hand, modelled = (float(found.group(1).replace(",", "")),
+                                         float(found.group(2)), float(found.group(3)))
+    assert by_hand == pytest.approx(2 * 4 * variable_bytes / 125e6 * 1e3, abs=0.05)
+    assert modelled == pytest.approx(by_hand, rel=0.01) and round(modelled) == 289
+    one_gpu_ms = _modelled_scaling(lesson)[1][0]
+    assert round(one_gpu_ms, 1) == 1.2 and modelled > 100 * one_gpu_ms
