@@ -185,3 +185,30 @@ def test_a_convolution_and_its_gradients_cost_their_multiply_adds():
     assert times["Conv2D"] == pytest.approx((gpu.launch_s + 2 * macs / gpu.peak("float32"))
                                             * 1e6, abs=1)
     assert times["Conv2DBackpropFilter"] == pytest.approx(times["Conv2D"], abs=1)
+
+
+def test_task_hosts_put_tasks_together_or_apart_and_may_add_hosts_like_the_profiles():
+    """``task_hosts``: tasks on one host copy through its shared memory, on different hosts
+    over the network, whose port on the ps's host sends one tensor at a time; an index past
+    the profile's two hosts is a third host of the same kind."""
+    with tf.device("/job:ps/task:0/cpu:0"):
+        w = tf.Variable(tf.zeros([64, 64]), name="w")
+    sums = []
+    for i in range(3):
+        with tf.device(f"/job:worker/task:{i}/cpu:0"):
+            sums.append(tf.reduce_sum(w * 2.0))
+    profile = SHIPPED["2 hosts x 2 V100, 1 Gbit"]
+    assert profile.hosts == 2
+    est = predict(tf.group(*sums), profile=profile, task="/job:worker/task:0",
+                  task_hosts={"ps:0": 0, "worker:0": 0, "worker:1": 1, "worker:2": 2})
+    assert est.link_bytes["ps:0/CPU:0 -> worker:0/CPU:0 (shared memory)"] == 64 * 64 * 4
+    remote = sorted((t.all_start_micros, t.all_end_rel_micros)
+                    for t in est.run_metadata.step_stats.transfers
+                    if t.dst_device.startswith(("/job:worker/replica:0/task:1",
+                                                "/job:worker/replica:0/task:2")))
+    assert len(remote) == 2
+    for i in (1, 2):
+        label = f"ps:0/CPU:0 -> worker:{i}/CPU:0 (1 Gbit Ethernet)"
+        assert est.link_time_s[label] == pytest.approx(profile.network.time(64 * 64 * 4))
+    (first_start, first_us), (second_start, _) = remote
+    assert second_start >= first_start + first_us - 1, "one port on host 0: one after another"

@@ -5,6 +5,8 @@
    Tasks are the ``job``/``task`` pairs the graph's device requests name and the session's
    own ``task`` (none: one local task; ops with no job go to ``task``, else to the first
    worker); they take the profile's hosts in turn, sorted by name, unless ``task_hosts`` says.
+   Hosts are alike, so an index past the profile's ``hosts`` is one more host of the same
+   kind (each task a host of its own, as ``LocalCluster(network=...)`` models a cluster).
 2. Place and prune with tfteach's own placer and plan builder (``runtime.placer``,
    ``runtime.plan``), exactly as a session would: every cross-device edge is a transfer.
 3. Shapes from the graph, the feeds' shapes and folded shape arithmetic (``shapes``); no
@@ -69,7 +71,8 @@ def predict(fetches: Any, feed_dict: dict | None = None, profile: Any = "H200",
     """Model one ``Session.run(fetches, feed_dict)`` of ``graph`` on ``profile`` (a shipped
     profile's name, a profile file, or a ``MachineProfile``). ``task`` is the session's own
     task (``"/job:worker/task:0"``), where ops with no job go; ``task_hosts`` maps
-    ``"job:task"`` to a host index of the profile."""
+    ``"job:task"`` to a host index (0, 1, ...; past the profile's ``hosts``, more hosts
+    like them)."""
     prof = profiles.get(profile)
     graph = graph or graph_mod.get_default_graph()
     flat, _ = _flatten_fetches(fetches, graph)
