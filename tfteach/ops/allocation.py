@@ -29,15 +29,16 @@ INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 
 
-def shape_dtype(shape: Any) -> dtypes.DType:
+def shape_dtype(shape: Any) -> dtypes.DType | None:
     """int32 for a shape given as Python numbers that all fit int32, else int64 (a
-    shape tensor keeps its own dtype)."""
+    shape tensor keeps its own dtype; None for a list holding tensors, packed with
+    theirs)."""
     if isinstance(shape, Tensor):
         return shape.dtype
     try:
         values = [int(d) for d in np.ravel(np.asarray(shape, dtype=object))]
     except (TypeError, ValueError):
-        return dtypes.int32     # a tensor or a list holding one: convert_to_tensor decides
+        return None     # a list holding a tensor: convert_to_tensor packs it
     fits = all(-INT32_MAX - 1 <= d <= INT32_MAX for d in values)
     return dtypes.int32 if fits else dtypes.int64
 

@@ -18,8 +18,8 @@ from tfteach.framework.registry import ALL_TYPES, register_op
 from tfteach.framework.tensor_shape import TensorShape, as_shape, unknown_shape
 from tfteach.i18n import tr
 from tfteach.ops.allocation import element_count, guard_allocation, shape_dtype
-from tfteach.ops.common import (axis_list, const_value, convert_to_tensor, create_op, graph_of, host_ints,
-                                same_shape_fn, shape_error)
+from tfteach.ops.common import (axis_list, const_value, convert_to_tensor, create_op, graph_of,
+                                holds_tensor, host_ints, same_shape_fn, shape_error)
 from tfteach.ops.constant_op import constant
 from tfteach.ops.manip_ops import (concat as concat, pad as pad, slice_ as slice_,
                                    split as split, stack as stack, tile as tile,
@@ -84,9 +84,14 @@ def stop_gradient(input: Any, name: str | None = None) -> Tensor:
 # ---- Fill, zeros, ones -------------------------------------------------------------------
 def shape_value(t: Tensor) -> TensorShape:
     """The static shape that shape tensor ``t`` holds, as far as known: the input's shape
-    for ``Shape(x)`` (TF's constant_value_as_shape), else unknown of ``t``'s length."""
+    for ``Shape(x)``, the constant items of a ``Pack`` (TF's constant_value_as_shape), else
+    unknown of ``t``'s length."""
     if t.op.type == "Shape":
         return t.op.inputs[0].shape
+    if t.op.type == "Pack" and t.shape.ndims == 1:
+        values = [const_value(i.op.inputs[0] if i.op.type == "Cast" else i)
+                  for i in t.op.inputs]
+        return TensorShape([None if v is None or v < 0 else int(v) for v in values])
     return unknown_shape(t.shape.dims[0] if t.shape.dims else None)
 
 
@@ -109,11 +114,13 @@ register_op("Fill", _fill_shape, _fill_kernel)
 
 
 def fill(dims: Any, value: Any, name: str | None = None) -> Tensor:
+    """A tensor of shape ``dims`` (a list of ints and scalar tensors, or a shape tensor)
+    filled with ``value``."""
     g = graph_of([dims, value])
-    with g.as_default():
+    with g.as_default(), g.name_scope(name or "Fill") as scope:
         d = convert_to_tensor(dims, dtype=shape_dtype(dims), name="dims")
         v = convert_to_tensor(value, name="value")
-    return create_op("Fill", [d, v], {"T": v.dtype}, name or "Fill").outputs[0]
+        return create_op("Fill", [d, v], {"T": v.dtype}, scope).outputs[0]
 
 
 def zeros(shape: Any, dtype: Any = dtypes.float32, name: str | None = None) -> Tensor:
@@ -125,12 +132,20 @@ def ones(shape: Any, dtype: Any = dtypes.float32, name: str | None = None) -> Te
 
 
 def _filled(shape: Any, dtype: Any, value: int, name: str) -> Tensor:
+    """TF's zeros/ones: a Const when the shape is Python numbers of under 1000 elements,
+    else a Fill of the shape tensor (or of the packed list of ints and tensors). A Fill of a
+    Python shape keeps tfteach's input names ``dims``/``value`` (TF's: ``shape_as_tensor``,
+    ``Const``), which the lessons' stored placements show."""
     dt = dtypes.as_dtype(dtype)
-    g = get_default_graph()
-    with g.name_scope(name) as scope:
-        if isinstance(shape, Tensor) or (as_shape(shape).num_elements() or 0) >= 1000:
-            return fill(shape, np.array(value, dt.np), name=scope)
-        return constant(value, dtype=dt, shape=list(as_shape(shape).as_list()), name=scope)
+    g = graph_of([shape])
+    with g.as_default(), g.name_scope(name) as scope:
+        if isinstance(shape, (list, tuple)) and holds_tensor(shape):
+            shape = convert_to_tensor(shape, dtype=dtypes.int32)
+        elif not isinstance(shape, Tensor):
+            if (as_shape(shape).num_elements() or 0) < 1000:
+                return constant(value, dtype=dt, shape=as_shape(shape).as_list(), name=scope)
+            return fill(as_shape(shape).as_list(), np.array(value, dt.np), name=scope)
+        return fill(shape, constant(value, dtype=dt, name="Const"), name=scope)
 
 
 register_op("ZerosLike", same_shape_fn, lambda ctx, x: ctx.xp.zeros_like(x))

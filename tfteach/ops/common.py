@@ -59,12 +59,55 @@ def convert_to_tensor(value: Any, dtype: Any = None, name: str | None = None,
             raise ValueError(f"Tensor conversion requested dtype {dtypes.as_dtype(dtype).name} "
                              f"for Tensor with dtype {t.dtype.name}: {t!r}")
         return t
+    if isinstance(value, (list, tuple)) and holds_tensor(value):
+        return _autopack(value, dtype, name or "packed", graph or graph_of(_flat(value)))
     if isinstance(value, Operation):
         raise TypeError(f"Can't convert Operation '{value.name}' to Tensor (target dtype="
                         f"{dtype}, name='{name}', as_ref=False)")
     g = graph or get_default_graph()
     with g.as_default():
         return constant(value, dtype=dtype, name=name or "Const")
+
+
+def _flat(value: Any) -> list:
+    if isinstance(value, (list, tuple)):
+        return [x for v in value for x in _flat(v)]
+    return [value]
+
+
+def holds_tensor(value: list | tuple) -> bool:
+    """Whether (nested) list ``value`` holds a Tensor, so converting it packs it."""
+    return any(isinstance(v, Tensor) for v in _flat(value))
+
+
+def _autopack(value: list | tuple, dtype: Any, name: str, g: Graph) -> Tensor:
+    """TF's autopacking: a list holding tensors (``[tf.shape(x)[0], 3]``) becomes a ``Pack``
+    of its items, Python numbers as ``Const``s named by their index, in scope ``name``."""
+    tensors = [v for v in _flat(value) if isinstance(v, Tensor)]
+    dt = dtypes.as_dtype(dtype) if dtype is not None else tensors[0].dtype
+    for t in tensors if dtype is None else ():
+        if t.dtype is not dt:
+            raise TypeError(f"Cannot convert a list containing a tensor of dtype "
+                            f"<dtype: '{t.dtype.name}'> to <dtype: '{dt.name}'> (Tensor is: "
+                            f"{t!r})")
+    with g.as_default():
+        value = _cast_items(value, dt, g)
+        with g.name_scope(name) as scope:
+            items = [v if isinstance(v, Tensor) else
+                     _autopack(v, dt, str(i), g) if isinstance(v, (list, tuple)) else
+                     constant(v, dtype=dt, name=str(i)) for i, v in enumerate(value)]
+            return g.create_op("Pack", items, {"T": dt, "N": len(items), "axis": 0},
+                               name=scope).outputs[0]
+
+
+def _cast_items(value: Any, dt: dtypes.DType, g: Graph) -> Any:
+    """The tensors of nested ``value`` cast to ``dt`` (TF's ``Cast`` ops, before the Pack)."""
+    if isinstance(value, (list, tuple)):
+        return [_cast_items(v, dt, g) for v in value]
+    if isinstance(value, Tensor) and value.dtype is not dt:
+        return g.create_op("Cast", [value], {"SrcT": value.dtype, "DstT": dt},
+                           name="Cast").outputs[0]
+    return value
 
 
 def binary_inputs(op_type: str, x: Any, y: Any, names: tuple = ("x", "y")) -> tuple:
