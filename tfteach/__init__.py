@@ -32,7 +32,9 @@ from tfteach.ops.array_ops import slice_ as slice
 from tfteach.ops.common import convert_to_tensor
 from tfteach.ops.control_ops import group, no_op
 from tfteach.ops.control_ops import tuple_ as tuple
-from tfteach.ops.cond_ops import case, cond
+from tfteach.ops.cond_ops import cond
+from tfteach.ops.case_ops import case
+from tfteach.ops.logging_ops import Assert
 from tfteach.ops.while_ops import while_loop
 from tfteach.ops.data_flow_ops import FIFOQueue, QueueBase, dynamic_partition
 from tfteach.ops.shuffle_queue_ops import RandomShuffleQueue
@@ -92,7 +94,7 @@ newaxis = None      # ``tensor[:, tf.newaxis]``, as TF
 # (loaded on first use). tfteach-only modules (config, cluster, data, timeline, notebook,
 # lessons) are reached as attributes and stay out of ``import *``.
 __all__ = [
-    "__version__", "abs", "app", "flags", "gfile", "bfloat16", "complex64", "complex128", "int8", "int16", "qint8",
+    "__version__", "abs", "Assert", "app", "flags", "gfile", "bfloat16", "complex64", "complex128", "int8", "int16", "qint8",
     "qint16", "qint32", "quint8", "quint16", "uint8", "uint16", "uint32", "uint64", "add", "add_n", "add_to_collection", "all_variables", "argmax", "argmin",
     "as_dtype", "assign", "assign_add", "assign_sub", "AUTO_REUSE", "bool", "broadcast_to", "case", "cast",
     "cond", "while_loop",

@@ -241,13 +241,14 @@ def control_flow():
     v = tf.Variable(np.zeros((2, 3), _F32))
     y = tf.cond(p, lambda: tf.assign(v, x) * 2.0, lambda: tf.sin(x))
     z = tf.cond(p, lambda: x * x, lambda: tf.sin(x))
+    c = tf.case([(p, lambda: x * 3.0), (tf.logical_not(p), lambda: x - 1.0)])   # Asserts
     count = tf.Variable(0.0)
 
     def body(i, a):
         with tf.control_dependencies([tf.assign_add(count, 1.0)]):      # a RefEnter
             return i + 1, a * x
     _, w = tf.while_loop(lambda i, a: i < 3, body, [0, tf.ones_like(x)])
-    runs = [([y, z, w] + _grads(z + w, [x]), {x: _mat(2, 3), p: flag}) for flag in (True, False)]
+    runs = [([y, z, w, c] + _grads(z + w, [x]), {x: _mat(2, 3), p: flag}) for flag in (True, False)]
     return [([v.initializer, count.initializer], {})] + runs + [([count], {})]
 
 

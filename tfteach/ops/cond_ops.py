@@ -1,23 +1,19 @@
-"""``tf.cond``, ``tf.case`` and ``smart_cond``, built as TF 1.x builds them.
+"""``tf.cond`` and ``smart_cond``, built as TF 1.x builds them (``tf.case``, a chain of
+conds: ``case_ops``).
 
 ``cond(pred, true_fn, false_fn)`` adds ``Switch(pred, pred)``, the pivots ``switch_t`` /
 ``switch_f`` and ``pred_id``, builds each branch in its ``CondContext`` (every outside
 tensor a branch reads goes through a ``Switch`` on ``pred_id``, so the untaken branch's ops
 get dead inputs and never run) and joins the branches' results with one ``Merge`` each
-(false branch first, as TF). ``case`` is a chain of conds, the first true predicate wins.
+(false branch first, as TF).
 ``smart_cond`` calls a branch directly when the predicate is known while building (a Python
 bool or a constant), as ``tf.layers`` does with ``training``.
-
-Differences from TF: ``case`` without ``default`` runs the last branch when no predicate
-is true (TF asserts that the last predicate holds), and ``exclusive=True`` is not checked
-at run time.
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
 from tfteach.errors import with_hint
-from tfteach.framework import dtypes
 from tfteach.framework.graph import Operation, Tensor
 from tfteach.i18n import tr
 from tfteach.ops import array_ops
@@ -26,7 +22,7 @@ from tfteach.framework.nest import flatten, pack
 from tfteach.ops.control_flow_ops import merge, switch
 from tfteach.ops.flow_context import CondContext
 
-__all__ = ["cond", "case", "smart_cond", "flatten", "pack"]
+__all__ = ["cond", "smart_cond", "flatten", "pack"]
 
 
 # ---- nesting (TF's ``nest`` for lists, tuples, dicts: tfteach.framework.nest) -----------
@@ -135,48 +131,3 @@ def smart_cond(pred: Any, true_fn: Callable, false_fn: Callable,
     if value is not None:
         return true_fn() if bool(value) else false_fn()
     return cond(pred, true_fn, false_fn, name=name)
-
-
-# ---- case -----------------------------------------------------------------------------
-def case(pred_fn_pairs: Any, default: Callable | None = None, exclusive: bool = False,
-         strict: bool = False, name: str = "case") -> Any:
-    """The branch of the first true predicate (``default`` when none is), as nested conds."""
-    preds, fns = _case_pairs(pred_fn_pairs)
-    if default is not None and not callable(default):
-        raise TypeError("default must be callable.")
-    g = graph_of(list(preds))
-    with g.as_default(), g.name_scope(name):
-        if default is None:
-            default, preds, fns = fns[-1], preds[:-1], fns[:-1]
-        fn = default
-        for p, action in reversed(list(zip(preds, fns, strict=True))):
-            fn = _chained(p, action, fn, strict)
-        return fn()
-
-
-def _chained(pred: Tensor, true_fn: Callable, false_fn: Callable, strict: bool) -> Callable:
-    return lambda: cond(pred, true_fn, false_fn, strict=strict)
-
-
-def _case_pairs(pred_fn_pairs: Any) -> tuple[list, list]:
-    if not isinstance(pred_fn_pairs, (list, tuple, dict)):
-        raise TypeError("'pred_fn_pairs' must be a list, tuple, or dict. "
-                        f"Received: {type(pred_fn_pairs)}")
-    if isinstance(pred_fn_pairs, dict):
-        pred_fn_pairs = sorted(pred_fn_pairs.items(), key=lambda item: item[0].name)
-    for pair in pred_fn_pairs:
-        if not isinstance(pair, tuple) or len(pair) != 2:
-            raise TypeError("Each entry in 'pred_fn_pairs' must be a 2-tuple. "
-                            f"Received {pair}.")
-        pred, fn = pair
-        if not isinstance(pred, Tensor):
-            raise TypeError(f"pred must be a Tensor, got: {pred}")
-        if pred.dtype is not dtypes.bool_:
-            raise TypeError(with_hint(f"pred must be Tensor of type bool: {pred.name}", tr(
-                "each predicate of tf.case is a bool tensor, e.g. tf.equal(x, 1).")))
-        if not callable(fn):
-            raise TypeError(f"fn for pred {pred.name} must be callable.")
-    if not pred_fn_pairs:
-        raise ValueError("tf.case needs at least one (predicate, function) pair.")
-    preds, fns = zip(*pred_fn_pairs, strict=True)
-    return list(preds), list(fns)
