@@ -211,7 +211,8 @@ _LAZY = {"train": "tfteach.train", "nn": "tfteach.nn", "layers": "tfteach.layers
          "initializers": "tfteach.ops.init_ops",
          "losses": "tfteach.ops.losses", "metrics": "tfteach.ops.metrics", "lessons": "tfteach.lessons",
          "summary": "tfteach.summary", "app": "tfteach.platform.app",
-         "flags": "tfteach.platform.flags", "gfile": "tfteach.platform.gfile"}
+         "flags": "tfteach.platform.flags", "gfile": "tfteach.platform.gfile",
+         "python_io": "tfteach.platform.python_io", "io": "tfteach.io"}
 
 
 def _grpc_session(target, graph=None, config=None):

@@ -9,9 +9,9 @@ rank  layer         modules
 0     framework     tfteach.framework.*, tfteach.errors, tfteach.i18n (the learner's
                     language and message catalogs), tfteach._late (loaders a lower layer
                     shows but a higher one registers), tfteach.platform.* (tf.app, tf.flags,
-                    tf.gfile)
-1     ops           tfteach.ops.*, tfteach.layers, tfteach.nn (the tf.layers / tf.nn
-                    re-exports of ops), tfteach.data.* (NumPy loaders, and tf.data's
+                    tf.gfile, tf.python_io)
+1     ops           tfteach.ops.*, tfteach.layers, tfteach.nn, tfteach.io (the tf.layers /
+                    tf.nn / tf.io re-exports of ops), tfteach.data.* (NumPy loaders, and tf.data's
                     Dataset and Iterator from the ops)
 2     devices       tfteach.devices.*, tfteach.config (virtual GPUs: a front to devices)
 3     runtime       tfteach.runtime.*, tfteach.timeline (re-export of runtime.timeline)
@@ -46,7 +46,7 @@ LAYERS = ["framework", "ops", "devices", "runtime", "train", "hardware", "distri
 PLACES = {
     "tfteach.errors": "framework", "tfteach.i18n": "framework", "tfteach._late": "framework", "tfteach.data": "ops",
     "tfteach.platform": "framework",
-    "tfteach.layers": "ops", "tfteach.nn": "ops",
+    "tfteach.layers": "ops", "tfteach.nn": "ops", "tfteach.io": "ops",
     "tfteach.config": "devices", "tfteach.timeline": "runtime", "tfteach.summary": "train",
     "tfteach.cluster": "distributed", "tfteach.server": "distributed",
     "tfteach.lessons": "notebook", "tfteach": "notebook",
