@@ -71,6 +71,7 @@ from tfteach.ops import summary_ops as _summary_ops  # noqa: F401 - and summary 
 from tfteach.ops import elu_ops as _elu_ops  # noqa: F401 - and Elu, Selu
 from tfteach.ops import iterator_ops as _iterator_ops  # noqa: F401 - and tf.data's ops
 from tfteach.ops import dataset_ops as _dataset_ops  # noqa: F401
+from tfteach.ops import dataset_file_ops as _dataset_file_ops  # noqa: F401
 from tfteach.ops.random_ops import (random_normal, random_shuffle, random_uniform,
                                     set_random_seed, truncated_normal)
 from tfteach.ops.state_ops import (Variable, all_variables, assign, assign_add, assign_sub,

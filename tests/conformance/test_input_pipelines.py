@@ -114,7 +114,32 @@ DATASETS = {
         _pairs, (tf.int64, tf.float32), ([], [2])).batch(3),
     "from_generator_args": lambda tf: tf.data.Dataset.from_generator(
         lambda n: iter(range(int(n))), tf.int32, args=(tf.constant(3),)),
+    "flat_map_rows": lambda tf: tf.data.Dataset.from_tensor_slices((X, Y)).flat_map(
+        lambda x, y: tf.data.Dataset.from_tensor_slices(x).map(lambda v: (v, y))).batch(4),
+    "flat_map_repeat": lambda tf: tf.data.Dataset.range(1, 5).flat_map(
+        lambda n: tf.data.Dataset.from_tensors(n).repeat(n)),
+    "interleave_2_by_2": lambda tf: tf.data.Dataset.range(1, 6).interleave(
+        lambda n: tf.data.Dataset.from_tensors(n).repeat(n), cycle_length=2, block_length=2),
+    "interleave_3_by_4": lambda tf: tf.data.Dataset.range(1, 6).interleave(
+        lambda n: tf.data.Dataset.from_tensors(n).repeat(6), cycle_length=3, block_length=4),
+    "interleave_captured": lambda tf: _interleave_captured(tf),
 }
+
+
+def _interleave_captured(tf):
+    offset = tf.constant(100, tf.int64)
+    return tf.data.Dataset.from_tensor_slices(Y).interleave(
+        lambda y: tf.data.Dataset.range(y // 10).map(lambda i: i + y + offset), cycle_length=4)
+
+
+@pytest.mark.parametrize("lengths, match", [((0, 1), "cycle_length must be greater than zero"),
+                                            ((2, 0), "block_length must be greater than zero")])
+def test_interleave_lengths_below_one_fail_as_in_tf(lengths, match) -> None:
+    def build(tf):
+        return tf.data.Dataset.range(3).interleave(lambda i: tf.data.Dataset.range(i), *lengths)
+    for mod in (tfteach, tf1):
+        with pytest.raises(mod.errors.InvalidArgumentError, match=match):
+            _dataset_run(mod, build)
 
 
 def _ragged(tf):

@@ -102,3 +102,19 @@ def test_a_mapped_dataset_runs_on_a_grpc_task() -> None:
         with pytest.raises(tf.errors.OutOfRangeError, match="End of sequence"):
             sess.run(nxt)
     assert got == [[100, 102], [104, 106]]
+
+
+def test_flat_map_and_interleave_run_on_a_grpc_task() -> None:
+    server = tf.train.Server.create_local_server()
+    rows = tf.constant([[1, 2], [3, 4]], tf.int64)
+    words = tf.data.Dataset.from_tensor_slices(rows).flat_map(
+        lambda row: tf.data.Dataset.from_tensor_slices(row * 10))
+    nxt = words.interleave(lambda w: tf.data.Dataset.range(w, w + 2), cycle_length=2,
+                           block_length=1).batch(8).make_one_shot_iterator().get_next()
+    with tf.Session(server.target) as sess:
+        assert sess.run(nxt).tolist() == [10, 20, 11, 21, 30, 40, 31, 41]
+
+
+def test_flat_map_needs_a_function_that_returns_a_dataset() -> None:
+    with pytest.raises(TypeError, match="must return a `Dataset` object"):
+        tf.data.Dataset.range(3).flat_map(lambda i: i * 2)

@@ -210,6 +210,8 @@ def input_pipelines():
     pairs = tf.data.Dataset.zip((tf.data.Dataset.range(4), tf.data.Dataset.range(4)))
     joined = pairs.shard(2, 1).concatenate(pairs.take(1)).cache().padded_batch(2, ([], []))
     generated = tf.data.Dataset.from_generator(lambda: iter([[1, 2], [3, 4]]), tf.int32, [2])
+    flat = tf.data.Dataset.range(1, 4).flat_map(lambda n: tf.data.Dataset.range(n)).interleave(
+        lambda i: tf.data.Dataset.from_tensors(i).repeat(2), cycle_length=2).batch(9)
     names = tf.FIFOQueue(4, tf.string)
     key, value = tf.TextLineReader().read(names)
     whole = tf.WholeFileReader().read(names)
@@ -220,6 +222,7 @@ def input_pipelines():
             (tf.data.make_one_shot_iterator(more).get_next(), {}),
             (tf.data.make_one_shot_iterator(fixed).get_next(), {}),
             (tf.data.make_one_shot_iterator(joined).get_next(), {}),
+            (tf.data.make_one_shot_iterator(flat).get_next(), {}),
             (tf.data.Iterator.from_string_handle(
                 tf.data.make_one_shot_iterator(generated).string_handle(), tf.int32,
                 [2]).get_next(), {}),

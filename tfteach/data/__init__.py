@@ -19,7 +19,8 @@ from tfteach.data import experimental
 from tfteach.data.batching import batches, shard
 from tfteach.data.digits import load_digits
 from tfteach.data.mnist import load_mnist
-from tfteach.ops.dataset_ops import Dataset, TextLineDataset
+from tfteach.ops.dataset_file_ops import TextLineDataset
+from tfteach.ops.dataset_ops import Dataset
 from tfteach.ops.iterator_ops import Iterator, make_initializable_iterator, make_one_shot_iterator
 
 __all__ = ["load_digits", "load_mnist", "batches", "shard", "Dataset", "TextLineDataset",

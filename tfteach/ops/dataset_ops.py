@@ -1,15 +1,15 @@
 """``tf.data.Dataset`` as graph ops: sources, transformations, and the ``Dataset`` objects.
 
-Every dataset op (``TensorSliceDataset``, ``RangeDataset``, ``TextLineDataset``,
-``MapDataset``, ``BatchDatasetV2``, ``ShuffleDataset``, ``RepeatDataset``, ``PrefetchDataset``,
+Every dataset op (``TensorSliceDataset``, ``RangeDataset``, ``MapDataset``, ``BatchDatasetV2``, ``ShuffleDataset``, ``RepeatDataset``, ``PrefetchDataset``,
 ...) gives a scalar ``variant``: a description of a stream of elements, not the elements. An
 iterator (``tfteach.ops.iterator_ops``) asks the description for a fresh stream,
 ``value.elements(env)``: a Python generator of flat tuples of host arrays, evaluated lazily, one
 element per ``IteratorGetNext``. ``env`` carries the device and resources of the step that asks,
 so a map function's kernels run there. ``shuffle`` draws from a buffer of ``buffer_size``
 elements (a new order per epoch; seeded as TF seeds, though not TF's numbers). Repeat, take,
-skip, shard, zip, concatenate, cache and prefetch are in ``dataset_reshape_ops``. Dataset ops
-run on the CPU only.
+skip, shard, zip, concatenate, cache and prefetch are in ``dataset_reshape_ops``, flat_map
+and interleave in ``dataset_flat_map_ops``, the datasets that read files
+(``TextLineDataset``) in ``dataset_file_ops``. Dataset ops run on the CPU only.
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from tfteach.framework.registry import not_differentiable, register_op
 from tfteach.framework.tensor_shape import TensorShape, as_shape
 from tfteach.i18n import tr
 from tfteach.ops import dataset_batch_ops as _batch  # noqa: F401 - batch, padded_batch
+from tfteach.ops import dataset_flat_map_ops as _flat  # noqa: F401 - flat_map, interleave
 from tfteach.ops import dataset_reshape_ops as _reshape  # noqa: F401 - repeat, take, zip, ...
 from tfteach.ops import iterator_ops
 from tfteach.ops.common import const_value, convert_to_tensor
@@ -66,29 +67,6 @@ class _Range:
             yield (np.array(i, dtype=np.int64),)
 
 
-class _TextLines:
-    def __init__(self, names: list, op: Any) -> None:
-        self.names = names
-        self.op = op
-
-    def elements(self, env: Any) -> Iterator[tuple]:
-        for name in self.names:
-            try:
-                f = open(name, "rb")
-            except OSError:
-                raise errors.NotFoundError(f"{name}; No such file or directory", op=self.op,
-                                           hint=tr("check the file name and the working "
-                                                   "directory ({cwd}).", cwd=_cwd())) from None
-            with f:
-                for line in f:
-                    yield (np.array(line.rstrip(b"\n").rstrip(b"\r"), dtype=object),)
-
-
-def _cwd() -> str:
-    import os
-    return os.getcwd()
-
-
 def _slices_kernel(ctx: Any, *components: Any) -> _Slices:
     arrays = [np.asarray(ctx.device.to_host(c)) for c in components]
     rows = {a.shape[0] if a.ndim else None for a in arrays}
@@ -106,11 +84,6 @@ def _range_kernel(ctx: Any, start: Any, stop: Any, step: Any) -> _Range:
         raise errors.InvalidArgumentError("step must be a non-zero integer.", op=ctx.op,
                                           hint=tr("give Dataset.range a step other than 0."))
     return _Range(*bounds)
-
-
-def _text_kernel(ctx: Any, names: Any, compression: Any, buffer_size: Any) -> _TextLines:
-    flat = np.asarray(ctx.device.to_host(names), dtype=object).ravel()
-    return _TextLines([n.decode() if isinstance(n, bytes) else str(n) for n in flat], ctx.op)
 
 
 # ---- transformations ---------------------------------------------------------------------------
@@ -180,7 +153,6 @@ _register("TensorSliceDataset", _slices_kernel)
 _register("TensorDataset", lambda ctx, *c: _Tensors([np.asarray(ctx.device.to_host(x))
                                                       for x in c]))
 _register("RangeDataset", _range_kernel)
-_register("TextLineDataset", _text_kernel)
 _register("MapDataset", _map_kernel)
 _register("FilterDataset", _map_kernel)
 _register("ShuffleDataset", _shuffle_kernel)
@@ -285,6 +257,39 @@ class Dataset(Structured):
         return self._op("FilterDataset", func.captured,
                         {"f": func.name, "f_def": func.definition()}, self._types, self._shapes)
 
+    def flat_map(self, map_func: Callable) -> "Dataset":
+        """The elements of the datasets ``map_func`` makes of each element, one after another."""
+        func, inner = self._dataset_function(map_func, "Dataset_flat_map")
+        return self._op("FlatMapDataset", func.captured, {"f": func.name, "f_def":
+                        func.definition()}, inner.output_types, inner.output_shapes)
+
+    def interleave(self, map_func: Callable, cycle_length: Any = None, block_length: Any = None,
+                   num_parallel_calls: Any = None) -> "Dataset":
+        """The datasets ``map_func`` makes of ``cycle_length`` elements at a time, taking
+        ``block_length`` elements from each in turn (TF's deterministic order)."""
+        func, inner = self._dataset_function(map_func, "Dataset_interleave")
+        lengths = [convert_to_tensor(v, dtype=dtypes.int64, name=n) for v, n in (
+            (-1 if cycle_length is None else cycle_length, "cycle_length"),
+            (1 if block_length is None else block_length, "block_length"))]
+        return self._op("InterleaveDataset", func.captured + lengths, {"f": func.name, "f_def":
+                        func.definition()}, inner.output_types, inner.output_shapes)
+
+    def _dataset_function(self, map_func: Callable, what: str) -> tuple:
+        """``map_func`` traced; it must return a Dataset (its variant is the output)."""
+        made: list = []
+
+        def body(*args: Any) -> Tensor:
+            ds = map_func(*args)
+            if not isinstance(ds, Dataset):
+                raise TypeError(errors.with_hint(
+                    f"The `map_func` argument must return a `Dataset` object. Got {type(ds)}.",
+                    tr("return a dataset from the function, e.g. "
+                       "tf.data.Dataset.from_tensors(x).repeat(3).")))
+            made.append(ds)
+            return ds._variant_tensor
+        body.__name__ = getattr(map_func, "__name__", "fn")
+        return trace(body, self._variant_tensor.graph, self._types, self._shapes, what), made[0]
+
     def batch(self, batch_size: Any, drop_remainder: bool = False) -> "Dataset":
         """Stack ``batch_size`` consecutive elements (the last batch may be smaller)."""
         size, drop, first = self._batch_args(batch_size, drop_remainder)
@@ -388,22 +393,6 @@ class Dataset(Structured):
         return iterator_ops.make_initializable_iterator(self, shared_name)
 
 
-class TextLineDataset(Dataset):
-    """``tf.data.TextLineDataset(filenames)``: the lines of the files, without line ends."""
-
-    def __init__(self, filenames: Any, compression_type: Any = None, buffer_size: Any = None,
-                 num_parallel_reads: Any = None) -> None:
-        g = get_default_graph()
-        inputs = [convert_to_tensor(filenames, dtype=dtypes.string, name="filenames"),
-                  convert_to_tensor(compression_type or "", dtype=dtypes.string,
-                                    name="compression_type"),
-                  convert_to_tensor(buffer_size or 256 * 1024, dtype=dtypes.int64,
-                                    name="buffer_size")]
-        variant = g.create_op("TextLineDataset", inputs, _attrs(dtypes.string, TensorShape([])),
-                              name="TextLineDataset").outputs[0]
-        super().__init__(variant, dtypes.string, TensorShape([]))
-
-
 def _common(a: TensorShape, b: TensorShape) -> TensorShape:
     """The most specific shape both fit (TF's most_specific_compatible_shape)."""
     if a.ndims is None or b.ndims is None or a.ndims != b.ndims:
@@ -411,11 +400,12 @@ def _common(a: TensorShape, b: TensorShape) -> TensorShape:
     return TensorShape([x if x == y else None for x, y in zip(a.dims, b.dims, strict=True)])
 
 
-def _attrs(types: Any, shapes: Any) -> dict:
+def dataset_attrs(types: Any, shapes: Any) -> dict:
+    """A dataset op's ``output_types`` and ``output_shapes`` attrs."""
     return {"output_types": flatten(types), "output_shapes": flatten(shapes)}
 
 
 def _dataset_op(op_type: str, inputs: list, attrs: dict, types: Any, shapes: Any) -> Dataset:
     g = inputs[0].graph if inputs else get_default_graph()
-    op = g.create_op(op_type, inputs, {**attrs, **_attrs(types, shapes)}, name=op_type)
+    op = g.create_op(op_type, inputs, {**attrs, **dataset_attrs(types, shapes)}, name=op_type)
     return Dataset(op.outputs[0], types, shapes)
