@@ -20,6 +20,8 @@ NOT_STANDALONE = {
     "_Send": "needs a cluster step's rendezvous (tests/distributed run it)",
     "_Recv": "needs a cluster step's rendezvous (tests/distributed run it)",
     "Placeholder": "a fed placeholder is never run; an unfed one is refused before the run",
+    "TFRecordDataset": "runs inside tf.data.TFRecordDataset's flat_map function, as in TF "
+                       "(input_pipelines reads a file with it), never as a plan's node",
 }
 
 _F32 = np.float32
@@ -210,6 +212,9 @@ def input_pipelines():
     pairs = tf.data.Dataset.zip((tf.data.Dataset.range(4), tf.data.Dataset.range(4)))
     joined = pairs.shard(2, 1).concatenate(pairs.take(1)).cache().padded_batch(2, ([], []))
     generated = tf.data.Dataset.from_generator(lambda: iter([[1, 2], [3, 4]]), tf.int32, [2])
+    with tf.python_io.TFRecordWriter(path.name + ".tfrecord") as writer:
+        writer.write(b"record")
+    records = tf.data.TFRecordDataset([path.name + ".tfrecord"] * 2).batch(2)
     flat = tf.data.Dataset.range(1, 4).flat_map(lambda n: tf.data.Dataset.range(n)).interleave(
         lambda i: tf.data.Dataset.from_tensors(i).repeat(2), cycle_length=2).batch(9)
     names = tf.FIFOQueue(4, tf.string)
@@ -223,6 +228,7 @@ def input_pipelines():
             (tf.data.make_one_shot_iterator(fixed).get_next(), {}),
             (tf.data.make_one_shot_iterator(joined).get_next(), {}),
             (tf.data.make_one_shot_iterator(flat).get_next(), {}),
+            (tf.data.make_one_shot_iterator(records).get_next(), {}),
             (tf.data.Iterator.from_string_handle(
                 tf.data.make_one_shot_iterator(generated).string_handle(), tf.int32,
                 [2]).get_next(), {}),
