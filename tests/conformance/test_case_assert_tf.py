@@ -46,7 +46,8 @@ def _outcomes(lib):
 
 def _tf_message(message: str) -> str:
     """The error's own line (TF 2 puts a 'Graph execution error' report around it)."""
-    lines = [line for line in message.splitlines() if line.startswith("assertion failed")]
+    lines = [line for line in message.splitlines()
+             if line.startswith(("assertion failed", "In[0] should be a scalar"))]
     return lines[0] if lines else message.splitlines()[0]
 
 
@@ -66,7 +67,8 @@ def _asserts(lib):
             [lib.constant(0.1, lib.float64)], [lib.constant(1e10)],
             [lib.constant(np.float32(1) / 3)], [lib.constant(np.zeros(0, np.int32))]]
     return [lib.Assert(c, d) for d in data] + [
-        lib.Assert(c, [lib.constant([1, 2, 3, 4, 5])], summarize=4, name="four")]
+        lib.Assert(c, [lib.constant([1, 2, 3, 4, 5])], summarize=4, name="four"),
+        lib.Assert(lib.constant([True, False]), ["a vector"], name="vector")]
 
 
 def _assert_outcomes(lib):

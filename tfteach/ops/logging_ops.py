@@ -74,8 +74,8 @@ def _assert_kernel(ctx: Any, condition: Any, *data: Any) -> None:
     if cond_value.ndim != 0:
         raise errors.InvalidArgumentError(
             f"In[0] should be a scalar: [{','.join(map(str, cond_value.shape))}]", op=ctx.op,
-            hint=tr("the condition of tf.Assert is one bool: reduce it first, e.g. with "
-                    "tf.reduce_all."))
+            hint=tr("the condition of tf.Assert is one bool: reduce it to a scalar "
+                    "first."))
     if bool(cond_value):
         return None
     shown = " ".join(f"[{summarize_value(ctx.device.to_host(d), ctx.attrs['summarize'])}]"
