@@ -16,7 +16,7 @@ from tfteach.framework.dtypes import (bfloat16, complex64, complex128, int8, int
 from tfteach.framework.graph import (Graph, GraphKeys, Operation, Tensor, get_default_graph,
                                      reset_default_graph)
 from tfteach.framework.graph_def import GraphDef, NodeDef, import_graph_def
-from tfteach.framework.tensor_shape import TensorShape
+from tfteach.framework.tensor_shape import Dimension, TensorShape
 from tfteach.ops.init_ops import (constant_initializer, glorot_normal_initializer,
                                   glorot_uniform_initializer, ones_initializer,
                                   random_normal_initializer, random_uniform_initializer,
@@ -102,7 +102,7 @@ __all__ = [
     "clip_by_average_norm", "clip_by_global_norm", "clip_by_norm",
     "clip_by_value", "colocate_with", "concat", "ConditionalAccumulator", "ConfigProto",
     "constant", "constant_initializer", "container", "control_dependencies", "convert_to_tensor", "cos",
-    "count_up_to", "device", "div_no_nan", "DeviceSpec", "div", "divide", "double", "DType", "dtypes",
+    "count_up_to", "device", "Dimension", "div_no_nan", "DeviceSpec", "div", "divide", "double", "DType", "dtypes",
     "dynamic_partition", "dynamic_stitch", "equal", "errors", "exp", "expand_dims", "FIFOQueue", "RandomShuffleQueue", "TextLineReader",
     "FixedLengthRecordReader", "WholeFileReader", "ReaderBase", "decode_csv", "decode_raw",
     "image", "random_crop", "reverse", "reverse_v2",
@@ -213,7 +213,8 @@ _LAZY = {"train": "tfteach.train", "nn": "tfteach.nn", "layers": "tfteach.layers
          "losses": "tfteach.ops.losses", "metrics": "tfteach.ops.metrics", "lessons": "tfteach.lessons",
          "summary": "tfteach.summary", "app": "tfteach.platform.app",
          "flags": "tfteach.platform.flags", "gfile": "tfteach.platform.gfile",
-         "python_io": "tfteach.platform.python_io", "io": "tfteach.io"}
+         "python_io": "tfteach.platform.python_io", "io": "tfteach.io",
+         "compat": "tfteach.compat"}
 
 
 def _grpc_session(target, graph=None, config=None):

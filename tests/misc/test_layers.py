@@ -22,7 +22,8 @@ rank  layer         modules
 6     distributed   tfteach.distributed.*, tfteach.cluster, tfteach.server (re-exports)
 7     notebook      tfteach.notebook.*, tfteach.lessons (a lesson's checks: notebook-facing),
                     tfteach (the package itself: the public ``import tfteach as tf`` API,
-                    which loads train, distributed and the notebook magics on first use)
+                    which loads train, distributed and the notebook magics on first use),
+                    tfteach.compat (``tf.compat``, whose ``v1`` is the package)
 8     apps          tfteach.cli, tfteach.experiments, tfteach.examples.* (programs that use
                     the public API)
 ====  ============  ==========================================================================
@@ -49,7 +50,7 @@ PLACES = {
     "tfteach.layers": "ops", "tfteach.nn": "ops", "tfteach.io": "ops",
     "tfteach.config": "devices", "tfteach.timeline": "runtime", "tfteach.summary": "train",
     "tfteach.cluster": "distributed", "tfteach.server": "distributed",
-    "tfteach.lessons": "notebook", "tfteach": "notebook",
+    "tfteach.lessons": "notebook", "tfteach": "notebook", "tfteach.compat": "notebook",
     "tfteach.cli": "apps", "tfteach.experiments": "apps", "tfteach.examples": "apps",
 }
 

@@ -16,10 +16,7 @@ import tfteach
 WILD = Path(__file__).resolve().parent / "wild"
 SHIM = "wild_tf.py"
 
-PENDING: dict[str, str] = {
-    "tf.Dimension": "tfteach's static dimensions are ints (TF 2's behaviour), not TF 1.x's "
-                    "Dimension objects",
-}
+PENDING: dict[str, str] = {}
 
 
 def _chain(node: ast.Attribute) -> str | None:

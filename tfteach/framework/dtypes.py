@@ -9,6 +9,7 @@ tensor's dtype if it fits exactly, and two tensors of different dtypes never mix
 """
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -207,12 +208,24 @@ def infer_dtype(value: Any) -> DType:
         return string
     if isinstance(value, (list, tuple)):
         arr = np.asarray(value)
+        if arr.dtype == object and any(_is_dimension(x) for x in arr.ravel()):
+            raise _unconvertible(value)
         if arr.dtype.kind == "f":
             return float32
         if arr.dtype.kind in "iu":
             return int32 if arr.size == 0 or (arr.min() >= -2**31 and arr.max() < 2**31) else int64
         return as_dtype(arr.dtype)
+    if _is_dimension(value):
+        raise _unconvertible(value)
     raise TypeError(f"Cannot infer a dtype for {value!r} of type {type(value).__name__}.")
+
+
+def _unconvertible(value: Any) -> TypeError:
+    """TF's error for a constant whose dtype it cannot infer from Dimensions."""
+    return TypeError(f"Failed to convert elements of {value} to Tensor. Consider casting "
+                     "elements to a supported type. See "
+                     "https://www.tensorflow.org/api_docs/python/tf/dtypes for supported TF "
+                     "dtypes.")
 
 
 def to_numpy(value: Any, dtype: DType) -> np.ndarray:
@@ -227,6 +240,8 @@ def to_numpy(value: Any, dtype: DType) -> np.ndarray:
         out.ravel()[:] = flat if flat else out.ravel()
         return out
     arr = np.asarray(value)
+    if arr.dtype == object and dtype.is_integer:
+        arr = _indices(arr)
     if arr.dtype.kind in "US" or arr.dtype == object:
         raise TypeError(f"Expected {dtype.name}, got {value!r} of type "
                         f"'{type(value).__name__}' instead.")
@@ -236,3 +251,17 @@ def to_numpy(value: Any, dtype: DType) -> np.ndarray:
             raise TypeError(f"Expected {dtype.name}, got {value!r} of type "
                             f"'{type(value).__name__}' instead.")
     return out
+
+
+def _is_dimension(x: Any) -> bool:
+    return type(x).__name__ == "Dimension" and hasattr(x, "value")
+
+
+def _indices(arr: np.ndarray) -> np.ndarray:
+    """An object array of integers and known ``Dimension`` sizes (``[-1, shape[1]]``) as
+    int64; the array as it is when an element is neither."""
+    try:
+        return np.array([operator.index(x) for x in arr.ravel()],
+                        dtype=np.int64).reshape(arr.shape)
+    except (TypeError, OverflowError):
+        return arr

@@ -1,12 +1,141 @@
-"""Static shapes with unknown dimensions, as ``tf.TensorShape``.
+"""Static shapes with unknown dimensions, as ``tf.TensorShape`` and ``tf.Dimension``.
 
 A ``TensorShape`` is either of unknown rank (``dims is None``) or a tuple of dimensions, each
 an int or ``None`` (unknown). Shapes print as TF prints them: ``(?, 784)`` and
 ``<unknown>``; error messages use the bracket form ``[?,784]``.
+
+What a learner reads is TF 1.x's: ``shape[i]`` and iterating a shape give ``Dimension``
+objects (``shape[1].value``, ``Dimension(None) * 2``), ``repr`` names them. Code inside
+tfteach reads the raw sizes instead: ``shape.dims`` (ints and ``None``) or ``as_list()``.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+import operator
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+
+class Dimension:
+    """One static dimension as TF 1.x has it: ``value`` is an int >= 0, or None (unknown).
+
+    Arithmetic (``+ - * // %``) with ints or Dimensions gives a Dimension, unknown when
+    either side is; ``==``, ``!=``, ``<`` ... give None when either side is unknown. Like
+    TF's, a Dimension is not hashable and ``/`` asks for ``//``.
+    """
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: Any) -> None:
+        if isinstance(value, Dimension):
+            value = value.value
+        elif value is not None and not isinstance(value, int):
+            try:
+                value = operator.index(value)
+            except TypeError:
+                raise TypeError("Dimension value must be integer or None or have an __index__ "
+                                f"method, got value '{value!r}' with type '{type(value)!r}'"
+                                ) from None
+        if value is not None and value < 0:
+            raise ValueError(f"Dimension {value} must be >= 0")
+        self._value = value
+
+    @property
+    def value(self) -> int | None:
+        """The size, or None when it is unknown."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return f"Dimension({self._value!r})"
+
+    def __str__(self) -> str:
+        return "?" if self._value is None else str(self._value)
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __int__(self) -> int:
+        return self._value  # type: ignore[return-value]  # None: TypeError, as TF's
+
+    __index__ = __int__
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self):
+        return Dimension, (self._value,)
+
+    def is_compatible_with(self, other: Any) -> bool:
+        other = as_dimension(other)
+        return self._value is None or other.value is None or self._value == other.value
+
+    def assert_is_compatible_with(self, other: Any) -> None:
+        if not self.is_compatible_with(other):
+            raise ValueError(f"Dimensions {self} and {as_dimension(other)} are not compatible")
+
+    def merge_with(self, other: Any) -> "Dimension":
+        other = as_dimension(other)
+        self.assert_is_compatible_with(other)
+        return Dimension(other.value if self._value is None else self._value)
+
+    def __truediv__(self, other: Any):
+        raise TypeError("unsupported operand type(s) for /: 'Dimension' and "
+                        f"'{type(other).__name__}', please use // instead")
+
+    def __rtruediv__(self, other: Any):
+        raise TypeError(f"unsupported operand type(s) for /: '{type(other).__name__}' and "
+                        "'Dimension', please use // instead")
+
+
+def _known(a: int | None, b: int | None, fn: Callable[[int, int], Any]) -> Any:
+    return None if a is None or b is None else fn(a, b)
+
+
+def _arithmetic(fn: Callable[[int, int], int], reflected: bool = False):
+    def method(self: Dimension, other: Any):
+        try:
+            other = as_dimension(other)
+        except (TypeError, ValueError):
+            return NotImplemented
+        a, b = (other.value, self.value) if reflected else (self.value, other.value)
+        return Dimension(_known(a, b, fn))
+    return method
+
+
+def _comparison(fn: Callable[[int, int], bool], strict: bool = True):
+    def method(self: Dimension, other: Any):
+        try:
+            other = as_dimension(other)
+        except (TypeError, ValueError):
+            if strict:
+                raise
+            return NotImplemented
+        return _known(self.value, other.value, fn)
+    return method
+
+
+for _name, _fn in (("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
+                   ("floordiv", operator.floordiv), ("mod", operator.mod)):
+    setattr(Dimension, f"__{_name}__", _arithmetic(_fn))
+    setattr(Dimension, f"__r{_name}__", _arithmetic(_fn, reflected=True))
+for _name, _fn in (("lt", operator.lt), ("le", operator.le), ("gt", operator.gt),
+                   ("ge", operator.ge)):
+    setattr(Dimension, f"__{_name}__", _comparison(_fn))
+Dimension.__eq__ = _comparison(operator.eq, strict=False)  # type: ignore[method-assign]
+Dimension.__ne__ = _comparison(operator.ne, strict=False)  # type: ignore[method-assign]
+
+
+def as_dimension(value: Any) -> Dimension:
+    """``value`` as a Dimension (a Dimension is returned as it is)."""
+    return value if isinstance(value, Dimension) else Dimension(value)
+
+
+def dimension_value(dimension: Any) -> int | None:
+    """``tf.compat.dimension_value``: the int (or None) of a Dimension, an int or None."""
+    return dimension.value if isinstance(dimension, Dimension) else dimension
+
+
+def dimension_at_index(shape: Any, index: int) -> Dimension:
+    """``tf.compat.dimension_at_index``: dimension ``index`` of ``shape``, unknown when the
+    rank is."""
+    shape = as_shape(shape)
+    return Dimension(None) if shape.dims is None else Dimension(shape.dims[index])
 
 
 class TensorShape:
@@ -63,10 +192,10 @@ class TensorShape:
         return TensorShape([a if a is not None else b
                             for a, b in zip(self.dims, other.dims, strict=True)])
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Dimension]:
         if self.dims is None:
             raise ValueError("Cannot iterate over a shape with unknown rank.")
-        return iter(self.dims)
+        return iter([Dimension(d) for d in self.dims])
 
     def __len__(self) -> int:
         if self.dims is None:
@@ -74,11 +203,12 @@ class TensorShape:
         return len(self.dims)
 
     def __getitem__(self, key):
+        """A Dimension (``shape[1].value``), or a TensorShape for a slice (``shape[1:]``)."""
         if self.dims is None:
-            return None if not isinstance(key, slice) else TensorShape(None)
+            return _unknown_slice(key) if isinstance(key, slice) else Dimension(None)
         if isinstance(key, slice):
             return TensorShape(self.dims[key])
-        return self.dims[key]
+        return Dimension(self.dims[key])
 
     def __eq__(self, other: Any) -> bool:
         try:
@@ -97,7 +227,9 @@ class TensorShape:
         return f"({inner},)" if len(self.dims) == 1 else f"({inner})"
 
     def __repr__(self) -> str:
-        return f"TensorShape({list(self.dims) if self.dims is not None else None})"
+        if self.dims is None:
+            return "TensorShape(None)"
+        return f"TensorShape({[Dimension(d) for d in self.dims]})"
 
     def bracket(self) -> str:
         """TF's error-message form: ``[?,784]`` (``<unknown>`` for unknown rank)."""
@@ -115,6 +247,17 @@ def _dim(d: Any) -> int | None:
     if d < -1:
         raise ValueError(f"Dimension {d} must be >= 0")
     return None if d == -1 else d
+
+
+def _unknown_slice(key: slice) -> TensorShape:
+    """A slice of a shape of unknown rank: of known rank only for ``[a:b]`` with
+    ``0 <= a <= b``, as TF's."""
+    if key.step is not None:
+        raise ValueError("Steps are not yet handled")
+    start = 0 if key.start is None else key.start
+    if key.stop is None or start < 0 or key.stop < 0:
+        return TensorShape(None)
+    return unknown_shape(key.stop - start)
 
 
 def as_shape(value: Any) -> TensorShape:

@@ -13,7 +13,7 @@ from tfteach.errors import with_hint
 from tfteach.framework import dtypes
 from tfteach.framework.graph import Graph, Operation, Tensor, get_default_graph
 from tfteach.framework.indexed_slices import IndexedSlices
-from tfteach.framework.tensor_shape import TensorShape, broadcast_shapes
+from tfteach.framework.tensor_shape import Dimension, TensorShape, broadcast_shapes
 from tfteach.i18n import tr
 from tfteach.ops.constant_op import constant
 
@@ -64,9 +64,22 @@ def convert_to_tensor(value: Any, dtype: Any = None, name: str | None = None,
     if isinstance(value, Operation):
         raise TypeError(f"Can't convert Operation '{value.name}' to Tensor (target dtype="
                         f"{dtype}, name='{name}', as_ref=False)")
+    if isinstance(value, (Dimension, TensorShape)):
+        value, name = _shape_value(value), name or "shape_as_tensor"
     g = graph or get_default_graph()
     with g.as_default():
         return constant(value, dtype=dtype, name=name or "Const")
+
+
+def _shape_value(value: Dimension | TensorShape) -> int | list:
+    """A known Dimension's size, or a fully known TensorShape's sizes, as TF converts them."""
+    if isinstance(value, Dimension):
+        if value.value is None:
+            raise ValueError(f"Cannot convert unknown Dimension {value} to a Tensor.")
+        return value.value
+    if not value.is_fully_defined():
+        raise ValueError(f"Cannot convert a partially known TensorShape {value} to a Tensor.")
+    return value.as_list()
 
 
 def _flat(value: Any) -> list:

@@ -17,7 +17,7 @@ from tfteach import errors
 from tfteach.framework import dtypes
 from tfteach.framework.graph import Tensor
 from tfteach.framework.registry import ALL_TYPES, register_op
-from tfteach.framework.tensor_shape import TensorShape, unknown_shape
+from tfteach.framework.tensor_shape import Dimension, TensorShape, unknown_shape
 from tfteach.i18n import tr
 from tfteach.ops.allocation import guard_allocation, shape_dtype
 from tfteach.ops.common import (const_value, convert_to_tensor, create_op, host_ints,
@@ -108,6 +108,8 @@ register_op("Split", _split_shape,
 
 def split(value: Any, num_or_size_splits: int, axis: int = 0, name: str = "split") -> list:
     t = convert_to_tensor(value)
+    if isinstance(num_or_size_splits, Dimension):      # split(x, x.get_shape()[1], 1)
+        num_or_size_splits = num_or_size_splits.value
     if not isinstance(num_or_size_splits, int):
         raise NotImplementedError("tfteach's split takes a number of equal splits.")
     with t.graph.as_default():

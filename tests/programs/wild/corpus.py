@@ -79,8 +79,7 @@ PROGRAMS = [
     Program("csv_input_pipeline", "TF 1.x guide: Reading data (queue-based CSV pipeline)",
             args=("{logdir}",)),
     Program("static_shapes", "model code of TF's CIFAR-10 and MNIST tutorials "
-            "(get_shape()[i].value)", pending="tfteach's static dimensions are ints (TF 2's "
-            "behaviour); TF 1.x code reads Dimension objects: .value, tf.Dimension"),
+            "(get_shape()[i].value)"),
     Program("mnist_replica", "tensorflow/tools/dist_test/python/mnist_replica.py (async)",
             args=REPLICA_ARGS, ps=1, workers=2, timeout=180),
     Program("mnist_replica_sync", "tensorflow/tools/dist_test/python/mnist_replica.py "
