@@ -1,8 +1,8 @@
 """Static dimensions as TF 1.x programs read them, against TensorFlow after
 ``disable_v2_behavior()``: ``shape[i]`` is a ``Dimension`` (``.value``, ``int()``, an index),
 its arithmetic and comparisons (unknown stays unknown, ``==`` gives None), its errors, what a
-shape prints, and ``Dimension`` values given back to ``zeros``, ``reshape``,
-``get_variable`` and ``placeholder``."""
+shape prints, ``TensorShape``'s rank checks and concatenation, and ``Dimension`` values given
+back to ``zeros``, ``reshape``, ``get_variable``, ``placeholder`` and indexing."""
 import numpy as np
 import pytest
 from tf_oracle import tf1
@@ -80,7 +80,22 @@ def _building(lib):
             str(lib.TensorShape([lib.Dimension(None)]))]
 
 
-@pytest.mark.parametrize("probe", [_reading, _arithmetic, _errors])
+def _shapes(lib):
+    x = lib.placeholder(lib.float32, [None, 28, 3])
+    s, unknown = x.get_shape(), lib.placeholder(lib.float32).get_shape()
+    return [
+        lambda: s.concatenate([4]), lambda: s[1:] + [4], lambda: [4] + s[1:],
+        lambda: s + unknown, lambda: unknown.with_rank(2), lambda: s.with_rank(3),
+        lambda: s.with_rank(2), lambda: s.with_rank_at_least(2), lambda: s.with_rank_at_least(4),
+        lambda: s.with_rank_at_most(2), lambda: s.assert_has_rank(2),
+        lambda: s.assert_same_rank([1, 2]), lambda: s.assert_is_compatible_with([1, 28, 3]),
+        lambda: s.assert_is_compatible_with([1, 27, 3]), lambda: s.assert_is_fully_defined(),
+        lambda: s.merge_with([5, None, None]), lambda: x[:, s[1] - 1].get_shape(),
+        lambda: x[:, :s[1] // 2].get_shape(),
+    ]
+
+
+@pytest.mark.parametrize("probe", [_reading, _arithmetic, _errors, _shapes])
 def test_dimensions_read_as_in_tf(probe):
     with tf1.Graph().as_default():
         expected = [_outcome(make) for make in probe(tf1)]

@@ -192,6 +192,53 @@ class TensorShape:
         return TensorShape([a if a is not None else b
                             for a, b in zip(self.dims, other.dims, strict=True)])
 
+    def concatenate(self, other: Any) -> "TensorShape":
+        """The dimensions of ``self`` then those of ``other`` (also ``shape + [10]``)."""
+        other = as_shape(other)
+        if self.dims is None or other.dims is None:
+            return TensorShape(None)
+        return TensorShape(self.dims + other.dims)
+
+    def __add__(self, other: Any) -> "TensorShape":
+        return self.concatenate(other)
+
+    def __radd__(self, other: Any) -> "TensorShape":
+        return as_shape(other).concatenate(self)
+
+    def with_rank(self, rank: int) -> "TensorShape":
+        """This shape, with its rank set to ``rank`` when unknown (ValueError if another)."""
+        try:
+            return self.merge_with(unknown_shape(rank))
+        except ValueError:
+            raise ValueError(f"Shape {self} must have rank {rank}") from None
+
+    def with_rank_at_least(self, rank: int) -> "TensorShape":
+        if self.ndims is not None and self.ndims < rank:
+            raise ValueError(f"Shape {self} must have rank at least {rank}")
+        return self
+
+    def with_rank_at_most(self, rank: int) -> "TensorShape":
+        if self.ndims is not None and self.ndims > rank:
+            raise ValueError(f"Shape {self} must have rank at most {rank}")
+        return self
+
+    def assert_has_rank(self, rank: int) -> None:
+        if self.ndims not in (None, rank):
+            raise ValueError(f"Shape {self} must have rank {rank}")
+
+    def assert_same_rank(self, other: Any) -> None:
+        other = as_shape(other)
+        if self.ndims is not None and other.ndims is not None and self.ndims != other.ndims:
+            raise ValueError(f"Shapes {self} and {other} must have the same rank")
+
+    def assert_is_compatible_with(self, other: Any) -> None:
+        if not self.is_compatible_with(other):
+            raise ValueError(f"Shapes {self} and {other} are incompatible")
+
+    def assert_is_fully_defined(self) -> None:
+        if not self.is_fully_defined():
+            raise ValueError(f"Shape {self} is not fully defined")
+
     def __iter__(self) -> Iterator[Dimension]:
         if self.dims is None:
             raise ValueError("Cannot iterate over a shape with unknown rank.")

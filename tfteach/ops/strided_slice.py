@@ -19,7 +19,7 @@ from tfteach import errors
 from tfteach.framework import dtypes
 from tfteach.framework.graph import Tensor, register_operator
 from tfteach.framework.registry import ALL_TYPES, register_op, set_gradient
-from tfteach.framework.tensor_shape import TensorShape, unknown_shape
+from tfteach.framework.tensor_shape import Dimension, TensorShape, unknown_shape
 from tfteach.ops.array_ops import cast, ones_like, shape_of
 from tfteach.ops.common import (const_value, convert_to_tensor, create_op, host_ints,
                                 shape_error)
@@ -200,6 +200,8 @@ def _index(item: Any) -> Any:
                             f"(`None`) and scalar tf.int32/tf.int64 tensors are valid "
                             f"indices, got {item!r}")
         return item
+    if isinstance(item, Dimension) and item.value is not None:     # x[:, shape[1] - 1]
+        item = item.value
     if isinstance(item, (bool, np.bool_)) or not isinstance(item, (int, np.integer)):
         raise TypeError(f"Only integers, slices (`:`), ellipsis (`...`), tf.newaxis (`None`) "
                         f"and scalar tf.int32/tf.int64 tensors are valid indices, got "
