@@ -20,6 +20,7 @@ from tfteach.ops.normalization_ops import (batch_normalization, fused_batch_norm
                                            local_response_normalization, lrn, moments)
 from tfteach.ops.pooling_ops import avg_pool, max_pool
 from tfteach.ops.summary_stats import zero_fraction
+from tfteach.ops.top_k_ops import in_top_k, top_k
 
 __all__ = ["avg_pool", "batch_normalization", "bias_add", "conv2d", "dropout", "elu", "embedding_lookup",
            "fused_batch_norm", "l2_loss", "l2_normalize", "leaky_relu",
@@ -28,7 +29,7 @@ __all__ = ["avg_pool", "batch_normalization", "bias_add", "conv2d", "dropout", "
            "softmax_cross_entropy_with_logits",
            "softmax_cross_entropy_with_logits_v2", "softplus",
            "sparse_softmax_cross_entropy_with_logits", "tanh", "weighted_cross_entropy_with_logits",
-           "xw_plus_b", "zero_fraction"]
+           "xw_plus_b", "zero_fraction", "in_top_k", "top_k"]
 
 
 def __getattr__(name: str):
