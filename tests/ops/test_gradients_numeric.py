@@ -189,6 +189,10 @@ CASES = [
                                         lambda: tf.sin(x)), [A, B], label="true"),
     Case("Merge", lambda x, y: tf.cond(tf.reduce_sum(x) > 100.0, lambda: x * y,
                                        lambda: tf.sin(x) + y), [A, B], label="false"),
+    # cumulative sums and products, top-k (distinct values: no ties to split)
+    Case("Cumsum", lambda x: tf.cumsum(x, 1, exclusive=True, reverse=True), [A]),
+    Case("Cumprod", lambda x: tf.cumprod(x, 0, reverse=True), [AWAY]),
+    Case("TopKV2", lambda x: tf.nn.top_k(x, 2)[0], [A]),
 ]
 
 
