@@ -193,6 +193,9 @@ CASES = [
     Case("Cumsum", lambda x: tf.cumsum(x, 1, exclusive=True, reverse=True), [A]),
     Case("Cumprod", lambda x: tf.cumprod(x, 0, reverse=True), [AWAY]),
     Case("TopKV2", lambda x: tf.nn.top_k(x, 2)[0], [A]),
+    Case("Diag", lambda x: tf.diag(x), [A]),
+    Case("DiagPart", lambda x: tf.diag_part(x), [R.randn(2, 3, 2, 3)]),
+    Case("MatrixInverse", lambda x: tf.matrix_inverse(x), [np.eye(3) + 0.3 * R.randn(3, 3)]),
 ]
 
 
