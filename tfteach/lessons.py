@@ -6,6 +6,7 @@
     check(answer, 3, what="the number of GPUs")
     check(rows_for_slow_gpu, exercise="5.2")      # a lesson's exercise: progressive feedback
     solution("5.2")                               # its solution, on request
+    quiz("8.Q1")                                  # a "why" question (``notebook.quizzes``)
 
 Each returns a ``Feedback``: truthy when the answer is right, shown in a notebook as a green
 (correct) or red (not yet) box listing each problem with a ``Hint:``. A device may be written
@@ -33,7 +34,7 @@ import numpy as np
 from tfteach.errors import with_hint
 from tfteach.framework.device_spec import DeviceSpec
 from tfteach.i18n import tr
-from tfteach.notebook import exercise_checks, exercises
+from tfteach.notebook import exercise_checks, exercises, quizzes
 
 _FROM_EXERCISE: Any = object()      # "the exercise's answer, from the package"
 
@@ -122,6 +123,12 @@ def _plain(value: Any) -> Any:
 def solution(exercise: str) -> exercises.Solution:
     """The solution of a lesson's exercise (e.g. ``"10.2"``): its cells and its answer."""
     return exercises.solution(exercise)
+
+
+def quiz(name: str, answer: str | None = None) -> quizzes.Quiz | quizzes.Verdict:
+    """A lesson's "why" question (e.g. ``"8.Q1"``): shown with radio buttons, or graded
+    when ``answer`` (a choice's letter) is given."""
+    return quizzes.quiz(name, answer)
 
 
 def _check_exercise(name: str, actual: Any, expected: Any, atol: float,

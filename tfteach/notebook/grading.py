@@ -6,7 +6,8 @@ to bottom in a fresh kernel started in its folder, in the notebook's language, w
 limit for the whole notebook; cells that fail do not stop it (a learner's notebook may hold
 mistakes). Solution cells do not run (nothing is revealed in a fresh kernel, and
 ``TFTEACH_RUN_SOLUTIONS`` is unset), so only the learner's own answers count. At the end the
-kernel reports every exercise it checked (``exercises.progress``).
+kernel reports every exercise it checked (``exercises.progress``), and every "why" question
+answered (``quizzes``: they count like exercises).
 
 A row per exercise of each notebook's lesson (its file name starts with the lesson's number):
 whether its last check in that run passed (``None``: never checked, e.g. a cell before it
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfteach.i18n import tr
-from tfteach.notebook import exercises
+from tfteach.notebook import exercises, quizzes
 
 REPORT_MARK = "TFTEACH-GRADE "
 REPORT_CELL = ("import json as _json\nfrom tfteach.notebook import exercises as _exercises\n"
@@ -76,7 +77,7 @@ def grade(path: Path, limit: float = 300.0) -> list[Row]:
 def _exercises_of(notebook: Path, progress: dict) -> list[str]:
     prefix = notebook.name.split("_", 1)[0]
     lesson = str(int(prefix)) if prefix.isdigit() else None
-    names = [n for n in exercises.names() if n.split(".")[0] == lesson]
+    names = [n for n in exercises.names() + quizzes.names() if n.split(".")[0] == lesson]
     return names + [n for n in progress if n not in names]
 
 
