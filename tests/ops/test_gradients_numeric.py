@@ -196,6 +196,8 @@ CASES = [
     Case("Diag", lambda x: tf.diag(x), [A]),
     Case("DiagPart", lambda x: tf.diag_part(x), [R.randn(2, 3, 2, 3)]),
     Case("MatrixInverse", lambda x: tf.matrix_inverse(x), [np.eye(3) + 0.3 * R.randn(3, 3)]),
+    Case("GatherNd", lambda x: tf.gather_nd(x, [[1, 2], [0, 0], [1, 2]]), [A]),
+    Case("ScatterNd", lambda u: tf.scatter_nd([[0], [2], [0]], u, [4, 3]), [R.randn(3, 3)]),
 ]
 
 
