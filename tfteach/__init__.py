@@ -60,6 +60,7 @@ from tfteach.ops.cumulative_ops import cumprod, cumsum
 from tfteach.ops.diag_ops import diag, diag_part
 from tfteach.ops.matrix_inverse_ops import matrix_inverse
 from tfteach.ops.nd_index_ops import gather_nd, scatter_nd
+from tfteach.ops.sequence_mask_ops import sequence_mask
 from tfteach.framework.indexed_slices import IndexedSlices
 from tfteach.ops.accumulator_ops import ConditionalAccumulator, SparseConditionalAccumulator
 from tfteach.ops.gather_ops import (dynamic_stitch, gather, parallel_dynamic_stitch, unique,
@@ -109,7 +110,7 @@ __all__ = [
     "clip_by_value", "colocate_with", "concat", "ConditionalAccumulator", "ConfigProto",
     "constant", "constant_initializer", "container", "control_dependencies", "convert_to_tensor", "cos",
     "cumprod", "cumsum", "diag", "diag_part", "matrix_inverse",
-    "gather_nd", "scatter_nd",
+    "gather_nd", "scatter_nd", "sequence_mask",
     "count_nonzero", "reduce_all", "reduce_any", "is_finite", "is_inf", "is_nan",
     "count_up_to", "device", "Dimension", "div_no_nan", "DeviceSpec", "div", "divide", "double", "DType", "dtypes",
     "dynamic_partition", "dynamic_stitch", "equal", "errors", "exp", "expand_dims", "FIFOQueue", "RandomShuffleQueue", "TextLineReader",
