@@ -108,17 +108,15 @@ def check_answer(name: str, letter: str) -> Verdict:
 @dataclass
 class Quiz:
     """A question to show: radio buttons and a Check button where widgets run, its text
-    (with how to answer it in code) everywhere else."""
+    everywhere else (only the data's words, so a lesson's stored output stays the same
+    once the interface's messages are translated; the lesson says how to pass ``answer``)."""
 
     name: str
 
     def text(self) -> str:
         info = question(self.name)
         lines = [f"{self.name}. {info['question']}"]
-        lines += [f"  ({k}) {c['text']}" for k, c in info["choices"].items()]
-        lines.append(tr("Answer in code: {call}",
-                        call=f"tf.lessons.quiz({self.name!r}, answer='…')"))
-        return "\n".join(lines)
+        return "\n".join(lines + [f"  ({k}) {c['text']}" for k, c in info["choices"].items()])
 
     def widget(self) -> Any:
         """The question as ipywidgets: a VBox of the question, the choices, a Check button
