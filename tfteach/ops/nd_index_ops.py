@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from tfteach import errors
 from tfteach.framework.graph import Tensor
 from tfteach.framework.registry import register_op, set_gradient
@@ -21,12 +23,13 @@ def _index_tuple(ctx, indices, shape: tuple):
     host = ctx.device.to_host(indices)
     depth = host.shape[-1]
     flat = host.reshape(-1, depth)
-    for n, row in enumerate(flat):
-        if any(v < 0 or v >= d for v, d in zip(row, shape[:depth], strict=True)):
-            where = ",".join(str(i) for i in _multi_index(n, host.shape[:-1]))
-            raise errors.InvalidArgumentError(
-                f"indices[{where}] = [{', '.join(str(int(v)) for v in row)}] does not index "
-                f"into param shape [{','.join(str(d) for d in shape)}]")
+    bad = ((flat < 0) | (flat >= np.asarray(shape[:depth]))).any(axis=1)
+    if bad.any():
+        n = int(bad.argmax())
+        where = ",".join(str(i) for i in _multi_index(n, host.shape[:-1]))
+        raise errors.InvalidArgumentError(
+            f"indices[{where}] = [{', '.join(str(int(v)) for v in flat[n])}] does not index "
+            f"into param shape [{','.join(str(d) for d in shape)}]")
     return tuple(indices[..., i] for i in range(depth))
 
 
