@@ -224,7 +224,8 @@ _LAZY = {"train": "tfteach.train", "nn": "tfteach.nn", "layers": "tfteach.layers
          "summary": "tfteach.summary", "app": "tfteach.platform.app",
          "flags": "tfteach.platform.flags", "gfile": "tfteach.platform.gfile",
          "python_io": "tfteach.platform.python_io", "io": "tfteach.io",
-         "compat": "tfteach.compat"}
+         "compat": "tfteach.compat", "math": "tfteach.math",
+         "random": "tfteach.random", "linalg": "tfteach.linalg"}
 
 
 def _grpc_session(target, graph=None, config=None):

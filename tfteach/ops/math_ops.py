@@ -277,7 +277,7 @@ def _cumprod_kernel(ctx, x, axis):
     xp, ax = ctx.xp, int(ctx.device.to_host(axis))
     if ctx.attrs["reverse"]:
         x = xp.flip(x, ax)
-    out = xp.cumprod(x, axis=ax)
+    out = xp.cumprod(x, axis=ax, dtype=x.dtype)
     if ctx.attrs["exclusive"]:
         first = xp.ones_like(xp.take(x, [0], axis=ax))
         out = xp.concatenate([first, xp.take(out, range(x.shape[ax] - 1), axis=ax)], axis=ax)
