@@ -28,7 +28,7 @@ def test_export_shows_variables_on_ps_tasks_and_the_wire_tables(exported, lang):
     assert 'src="data:image/png;base64,' in exported, "the bytes-per-ps bar chart"
     assert re.search(r"round robin\s+9472\s+168", exported)
     assert re.search(r"greedy by bytes\s+8192\s+1448", exported)
-    assert re.search(r"total\s+14\s+19304", exported), "bytes on the wire per step"
+    assert re.search(r"total\s+12\s+19296", exported), "bytes on the wire per step"
     assert shown(exported, correct("the bytes per ps task", lang))
     assert shown(exported, tr("Stopped the cluster", lang=lang))
 

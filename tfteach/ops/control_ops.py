@@ -25,8 +25,24 @@ def group(*inputs: Any, name: str | None = None) -> Operation:
     ops = [o.op if isinstance(o, Tensor) else getattr(o, "op", o) if not isinstance(o, Operation)
            else o for o in ops]
     g = ops[0].graph if ops else get_default_graph()
-    with g.as_default(), g.control_dependencies(ops):
-        return no_op(name=name or "group_deps")
+    with g.as_default(), g.name_scope(name or "group_deps") as scope:
+        by_device: dict[str, list] = {}
+        for o in ops:
+            by_device.setdefault(o.device, []).append(o)
+        if len(by_device) <= 1:
+            return _grouped(g, next(iter(by_device), ""), ops, scope)
+        parts = [_grouped(g, d, by_device[d], None) for d in sorted(by_device)]
+        with g.control_dependencies(parts):
+            return no_op(name=scope)
+
+
+def _grouped(g: Any, device: str, ops: list, name: str | None) -> Operation:
+    """TF's one NoOp per device of a group: on the device its inputs share."""
+    with g.control_dependencies(ops):
+        if not device:
+            return no_op(name=name)
+        with g.device(device):
+            return no_op(name=name)
 
 
 def tuple_(tensors: list, name: str | None = None) -> list:

@@ -121,14 +121,14 @@ def _ref_of(v: Any) -> Tensor:
 
 def _update(op_type: str, ref: Any, value: Any, name: str | None, **attrs: Any) -> Tensor:
     r = _ref_of(ref)
-    with r.graph.as_default():
-        val = convert_to_tensor(value, dtype=r.dtype)
-    if not r.shape.is_compatible_with(val.shape) and attrs.get("validate_shape", True):
-        raise ValueError(f"Shapes {r.shape} and {val.shape} are incompatible for "
-                         f"'{name or op_type}' (op: '{op_type}') on variable '{r.op.name}'.")
-    attrs.setdefault("use_locking", False)
-    return r.graph.create_op(op_type, [r, val], {"T": r.dtype, **attrs},
-                             name=name or op_type).outputs[0]
+    with r.graph.as_default(), r.graph.name_scope(name or op_type) as scope:
+        val = convert_to_tensor(value, dtype=r.dtype, name="value")
+        if not r.shape.is_compatible_with(val.shape) and attrs.get("validate_shape", True):
+            raise ValueError(f"Shapes {r.shape} and {val.shape} are incompatible for "
+                             f"'{name or op_type}' (op: '{op_type}') on variable '{r.op.name}'.")
+        attrs.setdefault("use_locking", False)
+        return r.graph.create_op(op_type, [r, val], {"T": r.dtype, **attrs},
+                                 name=scope).outputs[0]
 
 
 def assign(ref: Any, value: Any, validate_shape: bool = True, use_locking: bool = True,

@@ -10,7 +10,8 @@ Steps (TF 1.x's placer, ``tensorflow/core/common_runtime/placer.cc``):
    placement an empty set is retried with type and id cleared (never job/replica/task).
 4. Pass 1 assigns non-generator groups in op order to their first candidate; pass 2 puts
    each generator (no inputs, one non-ref output, e.g. Const) on its consumers' device when
-   they all agree, else on its first candidate. Stateful ops keep the device they had in
+   they all agree (any task's, unless the generator asked for a job), else on its first
+   candidate. Stateful ops keep the device they had in
    an earlier placement (``pinned``).
 
 Output: ``Placement`` (op name -> Device, plus the log order). Errors are TF 1.5's
@@ -193,7 +194,8 @@ class _Assigner:
         allowed = self._candidates(op, g)
         used = {out.devices[u.name].name for u in users if u.name in out.devices}
         if len(used) == 1:
-            for d in allowed:
+            anywhere = self._matching(g.spec, g.types) if g.spec.job is None else allowed
+            for d in anywhere:
                 if d.name in used:
                     return d
         return allowed[0]

@@ -57,10 +57,7 @@ PROGRAMS = [
     Program("distributed_chapter", "distributed-TensorFlow chapters of public TF 1.x courses "
             "(in-process ClusterSpec/Server, tf.device per task)", args=("{ports}",), ports=3),
     Program("distributed_chapter_placements", "the same chapter, its placement log",
-            args=("{ports}",), ports=3, placements=True, script="distributed_chapter.py",
-            pending="in a cluster session tfteach puts tf.assign_add's value (named 'Const'; "
-            "TF: 'AssignAdd/value') and global_variables_initializer's NoOp on the session's "
-            "task; TF puts both on the ps, beside the variables"),
+            args=("{ports}",), ports=3, placements=True, script="distributed_chapter.py"),
     Program("summaries_tensorboard", "aymericdamien/TensorFlow-Examples "
             "examples/4_Utils/tensorboard_advanced.py", args=("{logdir}",), rtol=1e-2,
             atol=1e-2),
