@@ -58,6 +58,11 @@ from tfteach.ops.bool_reduce_ops import count_nonzero, reduce_all, reduce_any
 from tfteach.ops.float_class_ops import is_finite, is_inf, is_nan
 from tfteach.ops.cumulative_ops import cumprod, cumsum
 from tfteach.ops.diag_ops import diag, diag_part
+from tfteach.ops.v1_shorthands import tables_initializer, to_double, to_int32, to_int64
+from tfteach.platform.behavior import (disable_eager_execution, disable_v2_behavior,
+                                       disable_v2_tensorshape, enable_eager_execution,
+                                       enable_v2_behavior, enable_v2_tensorshape,
+                                       executing_eagerly)
 from tfteach.ops.matrix_inverse_ops import matrix_inverse
 from tfteach.ops.nd_index_ops import gather_nd, scatter_nd
 from tfteach.ops.sequence_mask_ops import sequence_mask
@@ -136,12 +141,14 @@ __all__ = [
     "set_random_seed", "shape", "sigmoid", "sign", "sin", "size", "slice", "SparseConditionalAccumulator",
     "split", "sqrt", "square", "squared_difference", "squeeze", "stack", "stop_gradient",
     "strided_slice", "string",
-    "sub", "subtract", "summary", "tanh", "Tensor", "TensorShape", "tile", "to_float", "train",
+    "sub", "subtract", "summary", "tables_initializer", "tanh", "Tensor", "TensorShape", "tile",
+    "to_double", "to_float", "to_int32", "to_int64", "train",
     "trainable_variables", "transpose", "truediv", "truncated_normal",
     "truncated_normal_initializer", "tuple", "UnconnectedGradients", "unique",
     "unsorted_segment_sum", "unstack", "Variable", "variable_scope", "variables_initializer",
     "variable_axis_size_partitioner", "VariableScope", "variance_scaling_initializer", "where", "zeros", "zeros_initializer",
-    "zeros_like",
+    "zeros_like", "disable_eager_execution", "disable_v2_behavior", "disable_v2_tensorshape",
+    "enable_eager_execution", "enable_v2_behavior", "enable_v2_tensorshape", "executing_eagerly",
 ]
 
 
@@ -225,7 +232,8 @@ _LAZY = {"train": "tfteach.train", "nn": "tfteach.nn", "layers": "tfteach.layers
          "flags": "tfteach.platform.flags", "gfile": "tfteach.platform.gfile",
          "python_io": "tfteach.platform.python_io", "io": "tfteach.io",
          "compat": "tfteach.compat", "math": "tfteach.math",
-         "random": "tfteach.random", "linalg": "tfteach.linalg"}
+         "random": "tfteach.random", "linalg": "tfteach.linalg",
+         "logging": "tfteach.platform.tf_logging"}
 
 
 def _grpc_session(target, graph=None, config=None):

@@ -286,10 +286,15 @@ class LoggingTensorHook(SessionRunHook):
             self._print(session.run(self._tensors))
 
     def _print(self, values: dict) -> None:
-        if self._formatter is not None:
-            print(self._formatter(values))
-            return
-        print(", ".join(f"{tag} = {np.asarray(values[tag])}" for tag in self._tags))
+        """TF logs the line at INFO, which shows only after ``tf.logging.set_verbosity(
+        tf.logging.INFO)``; tfteach logs it so once that is set, and prints it otherwise,
+        so a learner sees their loss without knowing about verbosity."""
+        line = self._formatter(values) if self._formatter is not None else \
+            ", ".join(f"{tag} = {np.asarray(values[tag])}" for tag in self._tags)
+        if _log.isEnabledFor(logging.INFO):
+            _log.info("%s", line)
+        else:
+            print(line)
 
 
 class NanTensorHook(SessionRunHook):
