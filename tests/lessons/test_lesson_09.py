@@ -44,14 +44,15 @@ def test_the_async_updates_of_both_workers_interleave(lesson):
 
 def test_each_step_moves_the_model_down_and_its_gradients_up(lesson):
     """The text: per worker, the values (9640 bytes) come down and the gradients (9640) go up;
-    in-graph exactly that per tower, between-graph plus a few tiny tensors."""
+    in-graph exactly that per tower, between-graph plus a tiny tensor or two."""
     in_graph = output_texts(stored_outputs(lesson, "show_wire('in-graph, one step:'"))
     for pair in ["ps:0      -> worker:0", "ps:0      -> worker:1",
                  "worker:0  -> ps:0", "worker:1  -> ps:0"]:
         assert re.search(rf"{re.escape(pair)}\s+4 tensors\s+9640 bytes", in_graph), pair
     between = output_texts(stored_outputs(lesson, "show_wire(\"between-graph, worker 0's step:\""))
     sizes = [int(b) for b in re.findall(r"tensors\s+(\d+) bytes", between)]
-    assert len(sizes) == 4 and all(9640 < size <= 9640 + 32 for size in sizes), sizes
+    assert len(sizes) == 4 and all(9640 <= size <= 9640 + 32 for size in sizes), sizes
+    assert sum(sizes) > 4 * 9640, sizes
 
 
 def test_the_in_graph_step_runs_ops_on_all_three_tasks(lesson):
