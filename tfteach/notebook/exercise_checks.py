@@ -22,6 +22,7 @@ import numpy as np
 
 from tfteach.framework.device_spec import DeviceSpec
 from tfteach.i18n import tr
+from tfteach.notebook import exercise_checks_placement
 from tfteach.train.hooks import SessionRunHook
 
 
@@ -523,12 +524,21 @@ def check_backup_worker(build: Any, context: dict) -> list[str]:
     return _sync_parts(built, 2, 3)
 
 
+def check_round_robin(make_setter: Any, context: dict) -> list[str]:
+    """8.4: the learner's round-robin setter against replica_device_setter's, on hidden
+    graphs (``exercise_checks_placement``)."""
+    if not exercise_checks_placement.is_setter_maker(make_setter):
+        raise WrongKind
+    return exercise_checks_placement.round_robin_problems(make_setter)
+
+
 BUILD_CHECKS: dict[str, Callable[[Any, dict], list[str]]] = {
     "2.1": check_device_function,
     "5.3": check_average_gradients,
     "5.4": check_feed_in_proportion,
     "8.2": check_greedy_setter,
     "8.3": check_hand_balance,
+    "8.4": check_round_robin,
     "9.2": check_worker_setter,
     "9.3": check_counted_train_op,
     "10.3": check_sync_worker,
