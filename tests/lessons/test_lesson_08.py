@@ -80,9 +80,10 @@ def _wire_table(text: str) -> dict:
 def test_each_step_moves_values_down_and_gradients_up_as_the_text_reads_the_table(lesson):
     """Round robin: ps:0 sends w1 and w2 (9472 B) and gets their gradients and the 4-byte
     learning rate back; ps:1 the same for the biases (168 B); one 4-byte control message per
-    update goes back to the worker; in all about twice the model's 9640 bytes."""
+    ps task goes back to the worker (each device's updates grouped under one NoOp, as TF's
+    tf.group); in all about twice the model's 9640 bytes."""
     table = _wire_table(output_texts(stored_outputs(lesson, "round_robin_wire = wire_bytes(")))
-    assert table == {("ps:0", "worker:0"): (4, 9472 + 2 * 4), ("ps:1", "worker:0"): (4, 168 + 2 * 4),
+    assert table == {("ps:0", "worker:0"): (3, 9472 + 4), ("ps:1", "worker:0"): (3, 168 + 4),
                      ("worker:0", "ps:0"): (3, 9472 + 4), ("worker:0", "ps:1"): (3, 168 + 4)}
     total = sum(size for _, size in table.values())
     assert 0 <= total - 2 * 9640 < 64
