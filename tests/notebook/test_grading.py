@@ -85,9 +85,12 @@ def test_grade_runs_a_learners_copy_and_prints_each_exercise_with_the_tries(tmp_
     assert ["alice", LESSON, "1.1", "passed", "0"] in rows
     assert ["alice", LESSON, "1.2", "not", "yet", "2"] in rows, "its solution cells did not run"
     assert "alice: 1 of 2 exercises passed" in done.stdout
+    # the lesson's 'why' questions are listed apart; left unanswered, none counts as right
+    assert "alice: 0 of 3 'why' questions answered right" in done.stdout
     with (tmp_path / "grades.csv").open() as table:
         assert list(csv.reader(table))[1:] == [["alice", LESSON, "1.1", "1", "0"],
-                                               ["alice", LESSON, "1.2", "0", "2"]]
+                                               ["alice", LESSON, "1.2", "0", "2"]] + \
+            [["alice", LESSON, f"1.Q{n}", "", "0"] for n in (1, 2, 3)]
     kept = json.loads((notebook.parent / exercises.TRIES_FILE).read_text())
     assert kept == {"1.2": 2}, "grading adds no tries of its own"
 

@@ -134,16 +134,23 @@ def _read_report(cell) -> dict:
 
 
 def table(rows: list[Row]) -> str:
-    """The rows as a text table, then one line per learner: exercises passed of all."""
+    """The rows as a text table, then per learner: exercises passed of all, and (where the
+    lessons ask any) 'why' questions answered right of all."""
     head = [tr("learner"), tr("notebook"), tr("exercise"), tr("result"), tr("wrong tries")]
     body = [[r.learner, r.notebook, r.exercise, r.result(), str(r.tries)] for r in rows]
     widths = [max(len(line[i]) for line in [head, *body]) for i in range(len(head))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
              for line in [head, *body]]
+    questions = set(quizzes.names())
     for learner in dict.fromkeys(r.learner for r in rows):
-        own = [r for r in rows if r.learner == learner]
+        own = [r for r in rows if r.learner == learner and r.exercise not in questions]
+        asked = [r for r in rows if r.learner == learner and r.exercise in questions]
         lines.append(tr("{learner}: {passed} of {total} exercises passed", learner=learner,
                         passed=sum(bool(r.passed) for r in own), total=len(own)))
+        if asked:
+            lines.append(tr("{learner}: {right} of {total} 'why' questions answered right",
+                            learner=learner, right=sum(bool(r.passed) for r in asked),
+                            total=len(asked)))
     return "\n".join(lines)
 
 
