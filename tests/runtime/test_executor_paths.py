@@ -261,10 +261,24 @@ def control_flow():
     return [([v.initializer, count.initializer], {})] + runs + [([count], {})]
 
 
+def indexing_and_scans():
+    """Bool reductions, float classes, top-k, scans, diagonals, inverse, nd indexing."""
+    x = tf.placeholder(tf.float32, [3, 3])
+    b = x > 0.5
+    values, indices = tf.nn.top_k(x, 2)
+    fetches = [tf.reduce_all(b, 1), tf.reduce_any(b, 0), tf.is_nan(x), tf.is_inf(x),
+               tf.is_finite(x), values, indices, tf.nn.in_top_k(x, [0, 1, 2], 2),
+               tf.cumsum(x, 1), tf.cumprod(x, 0), tf.diag(tf.constant([1.0, 2.0])),
+               tf.diag_part(x), tf.matrix_inverse(x + tf.diag(tf.constant([3.0, 3.0, 3.0]))),
+               tf.gather_nd(x, [[0, 1], [2, 2]]),
+               tf.scatter_nd([[1], [0]], tf.constant([5.0, 6.0]), [3])]
+    return [(fetches, {x: _mat(3, 3)})]
+
+
 EXAMPLES = [unary_math, binary_math, reductions_and_matmul, shapes_and_slices,
             gather_and_segments, softmax_and_losses, conv_nets, random_ops, variables_and_scatter,
             optimizers, queues, accumulators, activations_and_summaries, input_pipelines,
-            control_flow]
+            control_flow, indexing_and_scans]
 
 
 # ---- running them -----------------------------------------------------------------------------
