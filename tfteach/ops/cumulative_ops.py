@@ -1,6 +1,6 @@
-"""Cumulative sums and products along an axis: Cumsum (``tf.cumsum``) and the public face
-of Cumprod (``tf.cumprod``; the op and its kernel live in ``math_ops``, where Prod's
-gradient uses it), both ``exclusive`` and ``reverse`` as TF, with TF's gradients.
+"""Cumulative sums and products along an axis: Cumsum (``tf.cumsum``) and Cumprod
+(``tf.cumprod``, which Prod's gradient in ``math_grad`` also uses), both ``exclusive`` and
+``reverse`` as TF, with TF's gradients.
 
 Cumsum's gradient is a cumsum of the gradient in the other direction; Cumprod's is TF's
 ``cumsum(cumprod(x) * grad, reverse=not reverse) / x`` (so, as in TF, not finite where x
@@ -27,7 +27,19 @@ def _cumsum_kernel(ctx, x, axis):
     return xp.flip(out, ax) if ctx.attrs["reverse"] else out
 
 
+def _cumprod_kernel(ctx, x, axis):
+    xp, ax = ctx.xp, int(ctx.device.to_host(axis))
+    if ctx.attrs["reverse"]:
+        x = xp.flip(x, ax)
+    out = xp.cumprod(x, axis=ax, dtype=x.dtype)
+    if ctx.attrs["exclusive"]:
+        first = xp.ones_like(xp.take(x, [0], axis=ax))
+        out = xp.concatenate([first, xp.take(out, range(x.shape[ax] - 1), axis=ax)], axis=ax)
+    return xp.flip(out, ax) if ctx.attrs["reverse"] else out
+
+
 register_op("Cumsum", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)], _cumsum_kernel)
+register_op("Cumprod", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)], _cumprod_kernel)
 
 
 def _cumulative(op_type: str, x: Any, axis: Any, exclusive: bool, reverse: bool,

@@ -19,7 +19,8 @@ from tfteach.framework.registry import not_differentiable, register_op, set_grad
 from tfteach.i18n import tr
 from tfteach.ops import array_ops
 from tfteach.ops.common import axis_list, const_value, same_shape_fn
-from tfteach.ops.math_ops import (_COMPARE, cos, cumprod, divide, equal, greater,
+from tfteach.ops.cumulative_ops import cumprod
+from tfteach.ops.math_ops import (_COMPARE, cos, divide, equal, greater,
                                   greater_equal, less_equal, log, matmul, maximum, multiply,
                                   negative, pow, reciprocal, reduce_prod, reduce_sum, select,
                                   sign, sin)

@@ -273,30 +273,6 @@ for _t, _k in _REDUCE.items():
     register_op(_t, _reduce_shape, _k)
 
 
-def _cumprod_kernel(ctx, x, axis):
-    xp, ax = ctx.xp, int(ctx.device.to_host(axis))
-    if ctx.attrs["reverse"]:
-        x = xp.flip(x, ax)
-    out = xp.cumprod(x, axis=ax, dtype=x.dtype)
-    if ctx.attrs["exclusive"]:
-        first = xp.ones_like(xp.take(x, [0], axis=ax))
-        out = xp.concatenate([first, xp.take(out, range(x.shape[ax] - 1), axis=ax)], axis=ax)
-    return xp.flip(out, ax) if ctx.attrs["reverse"] else out
-
-
-register_op("Cumprod", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)], _cumprod_kernel)
-
-
-def cumprod(x: Any, axis: int = 0, exclusive: bool = False, reverse: bool = False,
-            name: str | None = None) -> Tensor:
-    """Cumulative product along ``axis`` (used by Prod's gradient; no gradient itself)."""
-    t = convert_to_tensor(x)
-    with t.graph.as_default():
-        a = convert_to_tensor(axis, dtype=dtypes.int32, name="axis")
-    return t.graph.create_op("Cumprod", [t, a], {"T": t.dtype, "exclusive": exclusive,
-                             "reverse": reverse}, name=name or "Cumprod").outputs[0]
-
-
 # ---- Select --------------------------------------------------------------------------------
 def _select_shape(op):
     _, t, e = op.inputs
