@@ -35,6 +35,13 @@ from tfteach.ops.control_ops import tuple_ as tuple
 from tfteach.ops.cond_ops import cond
 from tfteach.ops.case_ops import case
 from tfteach.ops.logging_ops import Assert
+from tfteach.ops.check_ops import (assert_equal, assert_greater, assert_greater_equal,
+                                   assert_less, assert_less_equal, assert_negative,
+                                   assert_non_negative, assert_non_positive, assert_none_equal,
+                                   assert_positive, assert_rank, assert_type)
+from tfteach.ops.numerics_ops import check_numerics
+from tfteach.ops.print_ops import Print
+from tfteach.ops.print_ops import print_v2 as print
 from tfteach.ops.while_ops import while_loop
 from tfteach.ops.data_flow_ops import FIFOQueue, QueueBase, dynamic_partition
 from tfteach.ops.shuffle_queue_ops import RandomShuffleQueue
@@ -111,6 +118,9 @@ __all__ = [
     "qint16", "qint32", "quint8", "quint16", "uint8", "uint16", "uint32", "uint64", "add", "add_n", "add_to_collection", "all_variables", "argmax", "argmin",
     "as_dtype", "assign", "assign_add", "assign_sub", "AUTO_REUSE", "bool", "broadcast_to", "case", "cast",
     "cond", "while_loop",
+    "assert_equal", "assert_greater", "assert_greater_equal", "assert_less", "assert_less_equal",
+    "assert_negative", "assert_non_negative", "assert_non_positive", "assert_none_equal",
+    "assert_positive", "assert_rank", "assert_type", "check_numerics", "debugging", "Print", "print",
     "clip_by_average_norm", "clip_by_global_norm", "clip_by_norm",
     "clip_by_value", "colocate_with", "concat", "ConditionalAccumulator", "ConfigProto",
     "constant", "constant_initializer", "container", "control_dependencies", "convert_to_tensor", "cos",
@@ -233,7 +243,8 @@ _LAZY = {"train": "tfteach.train", "nn": "tfteach.nn", "layers": "tfteach.layers
          "python_io": "tfteach.platform.python_io", "io": "tfteach.io",
          "compat": "tfteach.compat", "math": "tfteach.math",
          "random": "tfteach.random", "linalg": "tfteach.linalg",
-         "logging": "tfteach.platform.tf_logging"}
+         "logging": "tfteach.platform.tf_logging",
+         "debugging": "tfteach.debugging"}
 
 
 def _grpc_session(target, graph=None, config=None):

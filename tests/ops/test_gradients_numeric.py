@@ -198,6 +198,9 @@ CASES = [
     Case("MatrixInverse", lambda x: tf.matrix_inverse(x), [np.eye(3) + 0.3 * R.randn(3, 3)]),
     Case("GatherNd", lambda x: tf.gather_nd(x, [[1, 2], [0, 0], [1, 2]]), [A]),
     Case("ScatterNd", lambda u: tf.scatter_nd([[0], [2], [0]], u, [4, 3]), [R.randn(3, 3)]),
+    # identities with a side: printing and numeric checks
+    Case("Print", lambda x: tf.Print(x, [x], "x: ", first_n=0) * x, [A]),
+    Case("CheckNumerics", lambda x: tf.check_numerics(x * x, "x squared"), [A]),
 ]
 
 

@@ -275,10 +275,20 @@ def indexing_and_scans():
     return [(fetches, {x: _mat(3, 3)})]
 
 
+def checks_and_more_math():
+    """Printing, numeric checks and the array and math ops TF 1.x programs often use."""
+    x = tf.placeholder(tf.float32, [2, 3])
+    printed = tf.Print(x, [x], "x: ", first_n=1)
+    shown = tf.print("x:", x, output_stream="stdout")
+    fetches = [printed, tf.check_numerics(x, "x")]
+    return [(fetches, {x: _mat(2, 3)}), ([shown], {x: _mat(2, 3)}),
+            (tf.check_numerics(x / 0.0, "x / 0"), {x: _mat(2, 3)})]
+
+
 EXAMPLES = [unary_math, binary_math, reductions_and_matmul, shapes_and_slices,
             gather_and_segments, softmax_and_losses, conv_nets, random_ops, variables_and_scatter,
             optimizers, queues, accumulators, activations_and_summaries, input_pipelines,
-            control_flow, indexing_and_scans]
+            control_flow, indexing_and_scans, checks_and_more_math]
 
 
 # ---- running them -----------------------------------------------------------------------------

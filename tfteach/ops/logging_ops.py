@@ -23,10 +23,11 @@ from tfteach.ops.common import convert_to_tensor, graph_of, no_output_fn
 from tfteach.ops.cond_ops import cond
 from tfteach.ops.control_ops import no_op
 
-__all__ = ["Assert", "summarize_value"]
+__all__ = ["Assert", "element_text", "summarize_value"]
 
 
-def _element(x: Any) -> str:
+def element_text(x: Any) -> str:
+    """One element as TF prints it (strings as text, bools as 0/1, floats as %g)."""
     if isinstance(x, (bytes, np.bytes_)):
         return x.decode("utf-8", "replace")
     if isinstance(x, (bool, np.bool_)):
@@ -47,7 +48,7 @@ def _one_dim(values: np.ndarray, dim: int, limit: int, done: list[int]) -> str:
         for i in range(shape[dim]):
             if done[0] >= limit:
                 return " ".join(out) + ("..." if dim != 0 else "")
-            out.append(_element(values.flat[done[0]]))
+            out.append(element_text(values.flat[done[0]]))
             done[0] += 1
         return " ".join(out)
     text = ""
@@ -63,7 +64,7 @@ def summarize_value(value: np.ndarray, summarize: int = 3) -> str:
     value = np.asarray(value)
     limit = value.size if summarize < 0 else min(summarize, value.size)
     if value.ndim == 0:
-        text = " ".join(_element(value.flat[i]) for i in range(limit))
+        text = " ".join(element_text(value.flat[i]) for i in range(limit))
     else:
         text = _one_dim(value, 0, limit, [0])
     return text + ("..." if value.size > limit else "")
