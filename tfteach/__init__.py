@@ -43,6 +43,8 @@ from tfteach.ops.numerics_ops import check_numerics
 from tfteach.ops.print_ops import Print
 from tfteach.ops.print_ops import print_v2 as print
 from tfteach.ops.while_ops import while_loop
+from tfteach.ops.tensor_array import TensorArray
+from tfteach.ops.functional_ops import foldl, foldr, map_fn, scan
 from tfteach.ops.data_flow_ops import FIFOQueue, QueueBase, dynamic_partition
 from tfteach.ops.shuffle_queue_ops import RandomShuffleQueue
 from tfteach.ops.io_ops import (FixedLengthRecordReader, ReaderBase, TextLineReader,
@@ -117,7 +119,7 @@ __all__ = [
     "__version__", "abs", "Assert", "app", "flags", "gfile", "bfloat16", "complex64", "complex128", "int8", "int16", "qint8",
     "qint16", "qint32", "quint8", "quint16", "uint8", "uint16", "uint32", "uint64", "add", "add_n", "add_to_collection", "all_variables", "argmax", "argmin",
     "as_dtype", "assign", "assign_add", "assign_sub", "AUTO_REUSE", "bool", "broadcast_to", "case", "cast",
-    "cond", "while_loop",
+    "cond", "while_loop", "TensorArray", "map_fn", "scan", "foldl", "foldr",
     "assert_equal", "assert_greater", "assert_greater_equal", "assert_less", "assert_less_equal",
     "assert_negative", "assert_non_negative", "assert_non_positive", "assert_none_equal",
     "assert_positive", "assert_rank", "assert_type", "check_numerics", "debugging", "Print", "print",

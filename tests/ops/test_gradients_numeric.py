@@ -198,6 +198,14 @@ CASES = [
     Case("MatrixInverse", lambda x: tf.matrix_inverse(x), [np.eye(3) + 0.3 * R.randn(3, 3)]),
     Case("GatherNd", lambda x: tf.gather_nd(x, [[1, 2], [0, 0], [1, 2]]), [A]),
     Case("ScatterNd", lambda u: tf.scatter_nd([[0], [2], [0]], u, [4, 3]), [R.randn(3, 3)]),
+    # TensorArrays: unstack (scatter) -> read / gather; write -> stack (gather)
+    Case("TensorArrayScatterV3", lambda x: tf.TensorArray(x.dtype, 2).unstack(x).stack(), [A]),
+    Case("TensorArrayReadV3", lambda x: tf.TensorArray(
+        x.dtype, 2, clear_after_read=False).unstack(x).read(1) * x, [A]),
+    Case("TensorArrayWriteV3", lambda x: tf.TensorArray(x.dtype, 2).write(0, x[1] * x[0])
+         .write(1, tf.sin(x[0])).stack(), [A]),
+    Case("TensorArrayGatherV3", lambda x: tf.TensorArray(x.dtype, 2).unstack(x)
+         .gather([1, 0]) * x, [A]),
     # identities with a side: printing and numeric checks
     Case("Print", lambda x: tf.Print(x, [x], "x: ", first_n=0) * x, [A]),
     Case("CheckNumerics", lambda x: tf.check_numerics(x * x, "x squared"), [A]),

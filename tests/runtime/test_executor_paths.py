@@ -285,10 +285,21 @@ def checks_and_more_math():
             (tf.check_numerics(x / 0.0, "x / 0"), {x: _mat(2, 3)})]
 
 
+def tensor_arrays():
+    """TensorArrays in and out of a while loop (map_fn), their gradients, a dynamic size."""
+    x = tf.placeholder(tf.float32, [3, 2])
+    m = tf.map_fn(lambda r: r * r, x)
+    ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True).write(0, x[0]).write(2, x[2])
+    close = tf.TensorArray(tf.float32, size=1).close()
+    return [([m, ta.gather([2, 0]), ta.size(), ta.read(1)] + _grads(m, [x]),
+             {x: _mat(3, 2)}), ([close], {})]
+
+
 EXAMPLES = [unary_math, binary_math, reductions_and_matmul, shapes_and_slices,
             gather_and_segments, softmax_and_losses, conv_nets, random_ops, variables_and_scatter,
             optimizers, queues, accumulators, activations_and_summaries, input_pipelines,
             control_flow, indexing_and_scans, checks_and_more_math]
+EXAMPLES += [tensor_arrays]
 
 
 # ---- running them -----------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from tfteach.errors import with_hint
 from tfteach.framework.graph import Tensor
 from tfteach.framework.tensor_shape import TensorShape, as_shape
 from tfteach.i18n import tr
-from tfteach.ops import array_ops, math_ops
+from tfteach.ops import array_ops, math_ops, tensor_array
 from tfteach.ops.common import convert_to_tensor, graph_of
 from tfteach.ops.cond_ops import _unpack_if_singleton, flatten, pack, same_structure
 from tfteach.ops.control_flow_ops import enter, exit_, loop_cond, merge, next_iteration, switch
@@ -42,6 +42,9 @@ def while_loop(cond: Callable, body: Callable, loop_vars: Any, shape_invariants:
         raise TypeError("'parallel_iterations' must be a positive integer.")
     if loop_vars is None or (isinstance(loop_vars, (list, tuple)) and not loop_vars):
         raise ValueError("'loop_vars' must be provided.")
+    if tensor_array.holds_tensor_array(loop_vars):
+        return _with_tensor_arrays(cond, body, loop_vars, shape_invariants, parallel_iterations,
+                                   name, maximum_iterations, return_same_structure)
     if maximum_iterations is not None:
         return _with_counter(cond, body, loop_vars, shape_invariants, parallel_iterations,
                              name, maximum_iterations, return_same_structure)
@@ -80,6 +83,29 @@ def _with_counter(cond: Callable, body: Callable, loop_vars: Any, shape_invarian
     result = pack(structure, flatten(result))
     if not isinstance(loop_vars, (list, tuple)):
         return result[0]
+    return result if return_same_structure else _unpack_if_singleton(result)
+
+
+def _with_tensor_arrays(cond: Callable, body: Callable, loop_vars: Any, shape_invariants: Any,
+                        parallel_iterations: int, name: str | None, maximum_iterations: Any,
+                        return_same_structure: bool) -> Any:
+    """TF's loop over TensorArrays: each travels as its flow, and is rebuilt around it."""
+    template = loop_vars if isinstance(loop_vars, (list, tuple)) else [loop_vars]
+
+    def flow_cond(*flows: Any) -> Any:
+        return cond(*tensor_array.from_flows(template, list(flows)))
+
+    def flow_body(*flows: Any) -> Any:
+        out = body(*tensor_array.from_flows(template, list(flows)))
+        return tensor_array.to_flows(out)
+
+    flows = while_loop(flow_cond, flow_body, tensor_array.to_flows(list(template)),
+                       shape_invariants, parallel_iterations, name=name,
+                       maximum_iterations=maximum_iterations, return_same_structure=True)
+    result = tensor_array.from_flows(template, flows)
+    if not isinstance(loop_vars, (list, tuple)):
+        return result[0]
+    result = type(loop_vars)(result) if not hasattr(loop_vars, "_fields") else result
     return result if return_same_structure else _unpack_if_singleton(result)
 
 
