@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfteach.i18n import tr
+from tfteach.i18n import hint_line, tr
 
 OK = 0
 CANCELLED = 1
@@ -36,7 +36,7 @@ UNAUTHENTICATED = 16
 def with_hint(message: str, *hints: str) -> str:
     """``message`` followed by one ``Hint:`` line per hint, the word in the learner's
     language (``message`` itself is left as it is: TF's text stays English)."""
-    return "\n".join([message] + [f"{tr('Hint')}: {hint}" for hint in hints if hint])
+    return "\n".join([message] + [hint_line(hint) for hint in hints if hint])
 
 
 class OpError(Exception):

@@ -22,10 +22,12 @@ catalogs.
 from __future__ import annotations
 
 import functools
+import math
 import gettext
 import json
 import os
 from pathlib import Path
+from typing import Iterable
 
 LANGUAGES = ("en", "ko", "zh", "ru")
 DOMAIN = "tfteach"
@@ -107,3 +109,115 @@ def trn(singular: str, plural: str, n: int, /, lang: str | None = None,
     ``lang``, with ``n`` and the other ``{fields}`` filled."""
     text = catalog(lang or language()).ngettext(singular, plural, n)
     return text.format(n=n, **fields)
+
+
+# ---- lists, numbers and units in the learner's language (CLDR data, through Babel) -----------
+
+_BABEL_LOCALES = {"en": "en", "ko": "ko", "zh": "zh_Hans", "ru": "ru"}
+
+
+def join(items: Iterable[object], lang: str | None = None) -> str:
+    """``items`` as a list inside a sentence: ``a, b, c`` in English (CLDR's ``unit``
+    style, so English reads as it always has), ``a, b 및 c``, ``a、b和c``, ``a, b и c``
+    (CLDR's ``standard`` style)."""
+    from babel.lists import format_list
+    lang = lang or language()
+    texts = [str(item) for item in items]
+    if not texts:
+        return ""
+    style = "unit" if lang == "en" else "standard"
+    return format_list(texts, style=style, locale=_BABEL_LOCALES[lang])
+
+
+def clauses(items: Iterable[object], lang: str | None = None) -> str:
+    """Separate facts of a status or summary line, with the language's list separator and
+    no "and": ``3 devices, 5 ops``, ``设备 3 台、操作 5 个``."""
+    from babel.core import Locale
+    lang = lang or language()
+    middle = Locale.parse(_BABEL_LOCALES[lang]).list_patterns["standard"]["middle"]
+    texts = [str(item) for item in items]
+    out = texts[0] if texts else ""
+    for text in texts[1:]:
+        out = middle.format(out, text)
+    return out
+
+
+def number(x: float, digits: int = 1, lang: str | None = None) -> str:
+    """``x`` with ``digits`` decimals and the language's decimal sign (``195.9``, ``195,9``;
+    no grouping, as Python's ``f"{x:.1f}"``)."""
+    from babel.numbers import format_decimal
+    pattern = "0." + "0" * digits if digits > 0 else "0"
+    return format_decimal(x, format=pattern, locale=_BABEL_LOCALES[lang or language()])
+
+
+def significant(x: float, digits: int = 3, lang: str | None = None) -> str:
+    """``x`` to ``digits`` significant digits (as ``f"{x:.3g}"`` for 0.001 <= x < 10**digits),
+    written in the language."""
+    if not math.isfinite(x):
+        return str(x)
+    magnitude = math.floor(math.log10(abs(x))) + 1 if x else 1
+    decimals = max(0, digits - magnitude)
+    text = number(round(x, decimals), decimals, lang)
+    return _trim_zeros(text) if decimals else text
+
+
+def _trim_zeros(text: str) -> str:
+    """``1.50`` -> ``1.5``, ``2,0`` -> ``2`` (as ``:g`` does), whatever the decimal sign."""
+    head = text.rstrip("0")
+    return head[:-1] if head and not head[-1].isdigit() else head
+
+
+def percent(fraction: float, digits: int = 0, lang: str | None = None) -> str:
+    """``fraction`` (0.2) as a percentage: ``20%``, ``20 %`` in Russian (no-break space)."""
+    from babel.core import Locale
+    from babel.numbers import format_percent
+    locale = Locale.parse(_BABEL_LOCALES[lang or language()])
+    pattern = locale.percent_formats[None].pattern.split(";")[0]
+    if digits > 0:
+        pattern = pattern.replace("0", "0." + "0" * digits, 1)
+    return format_percent(fraction, format=pattern, locale=locale)
+
+
+def size(n_bytes: int | float | None, lang: str | None = None) -> str:
+    """A size in bytes: ``?`` when unknown, else ``512 B``, ``4.0 KiB``, ``195.9 MiB``,
+    ``2.0 GiB`` (Russian: ``195,9 МиБ``, a no-break space before the unit)."""
+    if n_bytes is None:
+        return "?"
+    value = float(n_bytes)
+    if value < 1024:
+        return tr("{value} B", lang=lang, value=number(value, 0, lang))
+    for unit in ("KiB", "MiB"):
+        value /= 1024
+        if value < 1024:
+            return _unit(unit, number(value, 1, lang), lang)
+    return _unit("GiB", number(value / 1024, 1, lang), lang)
+
+
+def _unit(unit: str, value: str, lang: str | None) -> str:
+    texts = {"KiB": N_("{value} KiB"), "MiB": N_("{value} MiB"), "GiB": N_("{value} GiB"),
+             "µs": N_("{value} µs"), "ms": N_("{value} ms"), "s": N_("{value} s")}
+    return tr(texts[unit], lang=lang, value=value)  # i18n: dynamic
+
+
+def duration_us(us: float, lang: str | None = None) -> str:
+    """A duration in microseconds: ``850 µs``, ``1.25 ms``, ``2.5 s`` (three significant
+    digits; Russian ``1,25 мс``)."""
+    if us < 1000:
+        return _unit("µs", number(us, 0, lang), lang)
+    if us < 999_500:
+        return _unit("ms", significant(us / 1000, 3, lang), lang)
+    return _unit("s", significant(us / 1_000_000, 3, lang), lang)
+
+
+# ---- the hint line ---------------------------------------------------------------------------
+
+def hint_line(text: str, lang: str | None = None) -> str:
+    """``Hint: text`` in ``lang``: the word and its punctuation come from the catalog
+    (``힌트: …``, ``提示：…``, ``Подсказка: …``)."""
+    return tr("Hint: {text}", lang=lang, text=text)
+
+
+def hint_label(lang: str | None = None) -> str:
+    """What :func:`hint_line` writes before the text, spacing included (``Hint: ``,
+    ``提示：``), e.g. to set it in bold."""
+    return hint_line("\0", lang).split("\0", 1)[0]

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from tfteach.i18n import join, tr, trn
 from tfteach.notebook.displays import format_value
 from tfteach.notebook.palette import feedback_style
-from tfteach.i18n import tr, trn
 from tfteach.notebook.style import html_escape
 from tfteach.notebook.tf_backend import as_tfteach_device
 from tfteach.timeline import short_device
@@ -45,7 +45,7 @@ class Comparison:
         """One line per difference (placement, then values, then errors)."""
         out = [tr("placement of {name}: tfteach {ours}, TensorFlow {theirs}", name=name,
                   ours=ours, theirs=theirs) for name, ours, theirs in self.placement]
-        out += [tr("only {side} has {names}", side=side, names=", ".join(names))
+        out += [tr("only {side} has {names}", side=side, names=join(names))
                 for side, names in self.only.items()]
         out += [tr("value of {name}: tfteach {ours}, TensorFlow {theirs}", name=name,
                    ours=ours, theirs=theirs) for name, ours, theirs in self.values]

@@ -19,7 +19,7 @@ import threading
 from typing import Any, Sequence
 
 from tfteach.errors import with_hint
-from tfteach.i18n import N_, tr, trn
+from tfteach.i18n import N_, clauses, tr, trn
 from tfteach.notebook.style import html_escape, kernel_running, text_table
 from tfteach.notebook.view import widget_only_bundle
 from tfteach.timeline import short_device
@@ -55,7 +55,7 @@ def _health(cluster: Any, job: str, index: int) -> dict[str, Any]:
 
 
 def _cells(row: dict[str, Any]) -> tuple[str, ...]:
-    return (row["task"], row["address"], ", ".join(row["devices"]) or "-",
+    return (row["task"], row["address"], clauses(row["devices"]) or "-",
             tr("alive") if row["alive"] else tr("DEAD"),
             "-" if row["last_step"] is None else str(row["last_step"]))
 

@@ -11,7 +11,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from tfteach.errors import with_hint
-from tfteach.i18n import N_, tr
+from tfteach.i18n import N_, clauses, hint_label, tr
 from tfteach.notebook.palette import feedback_style
 from tfteach.notebook.style import format_bytes, html_escape, inline_code, text_table
 from tfteach.timeline import short_device
@@ -48,7 +48,9 @@ class ErrorBox:
         if self.context:
             head = tr("{error} while {context}", error=head,
                       context=html_escape(tr(self.context)))  # i18n: dynamic
-        hint = (f'<div style="margin-top:6px"><b>{tr("Hint")}:</b> {inline_code(self.hint)}</div>'
+        label = hint_label()
+        hint = (f'<div style="margin-top:6px"><b>{html_escape(label.rstrip())}</b>'
+                f'{label[len(label.rstrip()):]}{inline_code(self.hint)}</div>'
                 if self.hint else "")
         return (f'<div class="tfteach-error" style="{feedback_style("error")};{_TEXT}">'
                 f"{head}<div>{html_escape(self.message)}</div>{hint}</div>")
@@ -141,7 +143,7 @@ class DeviceTable:
     def visibility_note(self) -> str:
         """One sentence on CUDA_VISIBLE_DEVICES and how the GPUs map to it."""
         gpus = [d for d in self.devices if d.device_type == "GPU"]
-        mapped = ", ".join(_gpu_mapping(d) for d in gpus)
+        mapped = clauses(_gpu_mapping(d) for d in gpus)
         env = self.env.get("CUDA_VISIBLE_DEVICES")
         if env is None:
             head = tr("CUDA_VISIBLE_DEVICES is not set: every GPU is visible.")
@@ -150,7 +152,9 @@ class DeviceTable:
         else:
             head = tr("CUDA_VISIBLE_DEVICES={env}: only those GPUs are visible, renumbered "
                       "from 0.", env=env)
-        return f"{head} {mapped}." if gpus else f"{head} {tr('No GPU is visible.')}"
+        if not gpus:
+            return f"{head} {tr('No GPU is visible.')}"
+        return tr("{head} {mapping}.", head=head, mapping=mapped)
 
     def text(self) -> str:
         rows = [self.headings()[:5]] + [r[:5] for r in self.rows()]

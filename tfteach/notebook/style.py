@@ -6,16 +6,15 @@ import re
 
 from wcwidth import wcswidth
 
+from tfteach.i18n import duration_us, size
+
 _BACKTICKS = re.compile(r"`([^`\n]+)`")
 
 
 def format_us(us: float) -> str:
-    """A duration in microseconds as ``850 µs``, ``1.25 ms`` or ``2.5 s``."""
-    if us < 1000:
-        return f"{us:.0f} µs"
-    if us < 1_000_000:
-        return f"{us / 1000:.3g} ms"
-    return f"{us / 1_000_000:.3g} s"
+    """A duration in microseconds as ``850 µs``, ``1.25 ms`` or ``2.5 s``, in the learner's
+    language (``1,25 мс``)."""
+    return duration_us(us)
 
 
 def text_table(rows: list[tuple[str, ...]]) -> str:
@@ -32,15 +31,9 @@ def display_width(text: str) -> int:
 
 
 def format_bytes(n: int | None) -> str:
-    """``None`` as ``?``; else ``512 B``, ``4.0 KiB``, ``1.5 MiB``, ``2.0 GiB``."""
-    if n is None:
-        return "?"
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} GiB"
+    """``None`` as ``?``; else ``512 B``, ``4.0 KiB``, ``1.5 MiB``, ``2.0 GiB``, in the
+    learner's language (``1,5 МиБ``)."""
+    return size(n)
 
 
 def html_escape(text: str) -> str:

@@ -44,9 +44,13 @@ from typing import Any, Iterator
 
 from tfteach.distributed.tf_task import tensorflow_missing
 from tfteach.errors import OpError, exception_type_from_name
-from tfteach.i18n import N_, tr
-from tfteach.notebook.placement_cell import (PlacementOptions, PlacementResult, execute_cell,
-                                             flatten_fetchable)
+from tfteach.i18n import N_, clauses, join, tr
+from tfteach.notebook.placement_cell import (
+    PlacementOptions,
+    PlacementResult,
+    execute_cell,
+    flatten_fetchable,
+)
 from tfteach.notebook.placement_view import PlacementView, placement_data
 from tfteach.notebook.timeline_view import TimelineView
 from tfteach.runtime.config import NodeExecStats, StepStats, TransferStats
@@ -157,22 +161,22 @@ def device_notes(graph: Any, devices: list[Any], options: PlacementOptions) -> l
     notes = []
     gpus = options.gpus_as_cpus
     if gpus:
-        pairs = ", ".join(f"GPU:{i} on CPU:{i + 1}" for i in range(gpus))
+        pairs = clauses(tr("GPU:{gpu} on CPU:{cpu}", gpu=i, cpu=i + 1) for i in range(gpus))
         notes.append(tr("--gpus-as-cpus: tfteach's virtual GPUs run on TensorFlow CPU devices "
                         "standing in for them ({pairs}; {count}). They are CPUs, not GPUs: "
                         "placement is TF's, speed is not a GPU's.", pairs=pairs,
                         count=f"device_count={{'CPU': {gpus + 1}}}"))
     missing = missing_devices(graph, devices)
     if missing:
-        have = ", ".join(sorted(_short(d.name) for d in devices))
+        have = join(sorted(_short(d.name) for d in devices))
         head = tr("TensorFlow on this machine has no {missing} (it has {have}). tfteach's GPUs "
-                  "are virtual; TensorFlow needs real ones.", missing=", ".join(missing),
+                  "are virtual; TensorFlow needs real ones.", missing=join(missing),
                   have=have)
         todo = (tr("With --soft, TF put those ops on a device it has (see below).")
                 if options.soft else
                 tr("Add --soft to let TF place those ops on a device it has, or --gpus-as-cpus "
                    "to map tfteach's virtual GPUs onto TF CPU devices (GPU:i on CPU:i+1)."))
-        notes.append(f"{head} {todo}")
+        notes.append(tr("{sentence} {next}", sentence=head, next=todo))
     return notes
 
 

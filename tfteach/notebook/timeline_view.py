@@ -23,9 +23,8 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-from tfteach.notebook.palette import (OP_FILLS, TRANSFER_COLOR, device_fill, label_color,
-                                      op_style)
-from tfteach.i18n import N_, tr, trn
+from tfteach.i18n import N_, clauses, tr, trn
+from tfteach.notebook.palette import OP_FILLS, TRANSFER_COLOR, device_fill, label_color, op_style
 from tfteach.notebook.style import display_width, format_bytes, format_us, html_escape
 from tfteach.notebook.view import View
 
@@ -38,7 +37,7 @@ _saved = itertools.count(1)
 def timeline_text(data: dict) -> str:
     """Lanes and transfers in a stable order, plus the step time."""
     devices, ops, transfers = (len(data[k]) for k in ("devices", "ops", "transfers"))
-    counts = ", ".join([trn("{n} device", "{n} devices", devices),
+    counts = clauses([trn("{n} device", "{n} devices", devices),
                         trn("{n} op", "{n} ops", ops),
                         trn("{n} transfer", "{n} transfers", transfers)])
     lines = [tr("Timeline: {counts}; step took {time}", counts=counts,
@@ -49,7 +48,7 @@ def timeline_text(data: dict) -> str:
     for dev in data["devices"]:
         ops = sorted((o for o in data["ops"] if o["device"] == dev["name"]),
                      key=lambda o: o["name"])
-        lines.append(f"  {dev['short']}: " + (", ".join(f"{o['name']} ({o['op']})" for o in ops)
+        lines.append(f"  {dev['short']}: " + (clauses(f"{o['name']} ({o['op']})" for o in ops)
                                               or tr("idle")))
     for t in sorted(data["transfers"], key=lambda t: (t["tensor"], t["dst_device"])):
         lines.append("  " + tr("transfer {tensor}: {src} -> {dst} ({size})", tensor=t["tensor"],

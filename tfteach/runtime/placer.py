@@ -26,7 +26,7 @@ from tfteach.devices.base import Device
 from tfteach.errors import InvalidArgumentError
 from tfteach.framework.device_spec import DeviceSpec
 from tfteach.framework.graph import Operation
-from tfteach.i18n import tr
+from tfteach.i18n import join, tr
 
 _TYPE_PRIORITY = {"GPU": 210, "CPU": 60}
 
@@ -219,7 +219,7 @@ class _Assigner:
         req = first.device or (g.requests[0] if g.requests else spec.to_string())
         if not [d for d in self.devices if spec.matches(d.spec)]:
             names = ", ".join(d.name for d in sorted(self.devices, key=lambda d: d.name))
-            shorts = ", ".join(d.short_name for d in sorted(self.devices, key=lambda d: d.name))
+            shorts = join(d.short_name for d in sorted(self.devices, key=lambda d: d.name))
             return _error(first, f"Operation was explicitly assigned to {req} but available "
                           f"devices are [ {names} ]. Make sure the device specification "
                           "refers to a valid device.",
