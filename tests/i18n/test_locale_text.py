@@ -188,3 +188,15 @@ def test_loss_curve_panel_titles_fit_their_panels(lang, monkeypatch):
         title, box = ax.title.get_window_extent(renderer), ax.get_window_extent(renderer)
         assert ax.get_title() and box.x0 - 30 <= title.x0 and title.x1 <= box.x1 + 30, \
             (ax.get_title(), title, box)
+
+
+# ---- the extension's labels ------------------------------------------------------------------
+
+@pytest.mark.parametrize("lang", ["en", *LANGS])
+def test_a_views_json_names_the_learners_language_for_the_extension(lang, towers, monkeypatch):
+    """The extension writes its labels ("Reset view", "7 nodes on 3 devices") in the lesson's
+    language, which JupyterLab's own language setting does not know."""
+    monkeypatch.setenv("TFTEACH_LANG", lang)
+    for view in (towers.view, towers.timeline):
+        payload = view._repr_mimebundle_()[0][view.MIME]
+        assert payload.get("lang") == (None if lang == "en" else lang)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from tfteach.i18n import tr
+from tfteach.i18n import language, tr
 from tfteach.notebook.fonts import embed_cjk_font
 from tfteach.notebook.style import kernel_running
 
@@ -60,8 +60,14 @@ class View:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None
                           ) -> tuple[dict, dict]:
         data = {"image/svg+xml": embed_cjk_font(self.svg()), "text/plain": self.text(),
-                self.MIME: self.payload()}
+                self.MIME: self.localized_payload()}
         return data, {self.MIME: self.settings()}
+
+    def localized_payload(self) -> dict:
+        """The MIME JSON, plus ``lang`` when the learner's language is not English: the
+        extension writes its labels in that language, whatever JupyterLab's own is."""
+        lang = language()
+        return self.payload() if lang == "en" else {**self.payload(), "lang": lang}
 
     def __repr__(self) -> str:
         return self.text()
