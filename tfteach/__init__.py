@@ -42,6 +42,11 @@ from tfteach.ops.check_ops import (assert_equal, assert_greater, assert_greater_
 from tfteach.ops.numerics_ops import check_numerics
 from tfteach.ops.print_ops import Print
 from tfteach.ops.print_ops import print_v2 as print
+from tfteach.ops.boolean_mask_ops import boolean_mask
+from tfteach.ops.matrix_diag_ops import eye, matrix_diag, matrix_diag_part, matrix_set_diag
+from tfteach.ops.grid_ops import lin_space, linspace, meshgrid
+from tfteach.ops.set_ops import setdiff1d
+from tfteach.ops.bincount_ops import bincount
 from tfteach.ops.while_ops import while_loop
 from tfteach.ops.tensor_array import TensorArray
 from tfteach.ops.functional_ops import foldl, foldr, map_fn, scan
@@ -123,6 +128,8 @@ __all__ = [
     "assert_equal", "assert_greater", "assert_greater_equal", "assert_less", "assert_less_equal",
     "assert_negative", "assert_non_negative", "assert_non_positive", "assert_none_equal",
     "assert_positive", "assert_rank", "assert_type", "check_numerics", "debugging", "Print", "print",
+    "bincount", "boolean_mask", "eye", "lin_space", "linspace", "matrix_diag", "matrix_diag_part",
+    "matrix_set_diag", "meshgrid", "setdiff1d",
     "clip_by_average_norm", "clip_by_global_norm", "clip_by_norm",
     "clip_by_value", "colocate_with", "concat", "ConditionalAccumulator", "ConfigProto",
     "constant", "constant_initializer", "container", "control_dependencies", "convert_to_tensor", "cos",

@@ -5,6 +5,7 @@ TF 1.x; the ops themselves live in ``tfteach.ops``. A name TF has here and tftea
 AttributeError that says so.
 """
 from tfteach.errors import missing_attribute
+from tfteach.ops.bincount_ops import bincount
 from tfteach.ops.bool_reduce_ops import count_nonzero, reduce_all, reduce_any
 from tfteach.ops.cumulative_ops import cumprod, cumsum
 from tfteach.ops.div_no_nan import div_no_nan as divide_no_nan
@@ -23,7 +24,7 @@ from tfteach.ops.nn_ops import log_softmax, sigmoid, softmax, softplus, tanh
 from tfteach.ops.summary_stats import zero_fraction
 from tfteach.ops.top_k_ops import in_top_k, top_k
 
-__all__ = ["abs", "add", "add_n", "argmax", "argmin", "cos", "count_nonzero", "cumprod", "cumsum",
+__all__ = ["abs", "add", "add_n", "argmax", "argmin", "bincount", "cos", "count_nonzero", "cumprod", "cumsum",
            "divide", "divide_no_nan", "equal", "exp", "floor", "floordiv", "floormod", "greater",
            "greater_equal", "in_top_k", "invert_permutation", "is_finite", "is_inf", "is_nan",
            "l2_normalize", "less", "less_equal", "log", "log1p", "log_softmax", "logical_and",

@@ -209,6 +209,10 @@ CASES = [
     # identities with a side: printing and numeric checks
     Case("Print", lambda x: tf.Print(x, [x], "x: ", first_n=0) * x, [A]),
     Case("CheckNumerics", lambda x: tf.check_numerics(x * x, "x squared"), [A]),
+    # batched diagonals (tf.linalg.diag, diag_part, set_diag)
+    Case("MatrixDiagV3", lambda x: tf.linalg.diag(x), [A]),
+    Case("MatrixDiagPartV3", lambda x: tf.linalg.diag_part(x), [X3]),
+    Case("MatrixSetDiagV3", lambda x, d: tf.linalg.set_diag(x, d), [X3, R.randn(2, 2)]),
 ]
 
 

@@ -261,11 +261,21 @@ def _mean_kernel(ctx, x, a):
     return out.astype(x.dtype) if out.dtype != x.dtype else out
 
 
+def _extreme(ctx, x, a, reduce, lowest: bool):
+    """Max or Min; over no elements TF gives the dtype's lowest (Max) or highest (Min)."""
+    extra = {}
+    if x.size == 0:
+        info = np.finfo(x.dtype) if np.issubdtype(x.dtype, np.floating) else np.iinfo(x.dtype)
+        extra["initial"] = (-np.inf if lowest else np.inf) if np.issubdtype(
+            x.dtype, np.floating) else (info.min if lowest else info.max)
+    return reduce(x, axis=_axes(ctx, a), keepdims=ctx.attrs["keep_dims"], **extra)
+
+
 _REDUCE: dict[str, Callable] = {
     "Sum": _sum_kernel,
     "Mean": _mean_kernel,
-    "Max": lambda ctx, x, a: ctx.xp.max(x, axis=_axes(ctx, a), keepdims=ctx.attrs["keep_dims"]),
-    "Min": lambda ctx, x, a: ctx.xp.min(x, axis=_axes(ctx, a), keepdims=ctx.attrs["keep_dims"]),
+    "Max": lambda ctx, x, a: _extreme(ctx, x, a, ctx.xp.max, lowest=True),
+    "Min": lambda ctx, x, a: _extreme(ctx, x, a, ctx.xp.min, lowest=False),
     "Prod": lambda ctx, x, a: ctx.xp.prod(x, axis=_axes(ctx, a), keepdims=ctx.attrs["keep_dims"],
                                           dtype=x.dtype),
 }
@@ -293,9 +303,13 @@ def select(condition: Any, x: Any, y: Any, name: str | None = None) -> Tensor:
 
 
 def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Tensor:
-    """``tf.where(cond, x, y)``: TF 1.x's Select (the one-argument form is not supported)."""
+    """``tf.where(cond, x, y)``: TF 1.x's Select; ``tf.where(cond)``: the coordinates of the
+    true elements (Where)."""
+    if x is None and y is None:
+        from tfteach.ops.where_ops import where_indices
+        return where_indices(condition, name=name)
     if x is None or y is None:
-        raise NotImplementedError("tfteach's tf.where needs x and y (it is TF 1.x's Select).")
+        raise ValueError("x and y must both be non-None or both be None.")
     return select(condition, x, y, name=name)
 
 
