@@ -27,6 +27,9 @@ HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"
 PACKAGE_JSON = HERE.parent / "package.json"
 OUT = HERE.parents[1] / "tfteach" / "notebook" / "lab_locale" / "locale"
+# The same data for every language in one file the extension bundles: a view draws its labels
+# in its lesson's language (the ``lang`` of its JSON), whatever JupyterLab's own language is.
+BUNDLED = SRC / "locale.json"
 DOMAIN = "tfteach"
 # The lessons' languages and the JupyterLab locale each one is shipped for.
 LOCALES = {"ko": "ko_KR", "zh": "zh_CN", "ru": "ru_RU"}
@@ -132,11 +135,13 @@ def jed(header: dict[str, str], messages: dict[str, Message], locale: str,
 def outputs() -> dict[Path, str]:
     """Every JSON file this script writes, with its text."""
     version = json.loads(PACKAGE_JSON.read_text(encoding="utf-8"))["version"]
-    out = {}
+    out, bundled = {}, {}
     for lang, locale in LOCALES.items():
         header, messages = read_po(HERE / f"{lang}.po")
-        text = json.dumps(jed(header, messages, locale, version), ensure_ascii=False, indent=1)
+        bundled[lang] = jed(header, messages, locale, version)
+        text = json.dumps(bundled[lang], ensure_ascii=False, indent=1)
         out[OUT / locale / "LC_MESSAGES" / f"{DOMAIN}.json"] = text + "\n"
+    out[BUNDLED] = json.dumps(bundled, ensure_ascii=False, indent=1) + "\n"
     return out
 
 

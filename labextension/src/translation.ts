@@ -14,13 +14,22 @@
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { nullTranslator } from '@jupyterlab/translation';
 
+import { lessonTrans } from './lessonTrans';
+
+export { viewLang } from './lessonTrans';
+
 /** The translation domain: the name of the Jed JSON the server loads. */
 export const DOMAIN = 'tfteach';
 
 /** A bundle of translated strings (gettext-style, placeholders `%1`, `%2`). */
 export type Trans = IRenderMime.TranslationBundle;
 
-/** The tfteach bundle of `translator`, or the English one without a translator. */
-export function loadTrans(translator?: IRenderMime.ITranslator | null): Trans {
-  return (translator ?? nullTranslator).load(DOMAIN);
+/**
+ * The tfteach bundle of `translator` (English without one) or, when `lang`
+ * names a language of the lessons (`ko`, `zh`, `ru`: the `lang` a view's JSON
+ * carries), that language's bundle, whatever JupyterLab's own language is: a
+ * Korean lesson's views speak Korean in an English JupyterLab.
+ */
+export function loadTrans(translator?: IRenderMime.ITranslator | null, lang?: string): Trans {
+  return (lessonTrans(lang) as Trans | null) ?? (translator ?? nullTranslator).load(DOMAIN);
 }

@@ -31,7 +31,7 @@ import {
 } from '../format';
 import { PanZoom } from '../panzoom';
 import { Tooltip, TooltipRow } from '../tooltip';
-import { loadTrans, Trans } from '../translation';
+import { loadTrans, Trans, viewLang } from '../translation';
 import { computeLayout, ILayout, IPoint } from './layout';
 import {
   ColorBy,
@@ -66,16 +66,17 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
   constructor(options: IRenderMime.IRendererOptions) {
     super();
     this._mimeType = options.mimeType;
+    this._translator = options.translator;
     this._trans = loadTrans(options.translator);
     this.addClass('tft-view');
     this.addClass('tft-placement');
     this._markerId = `tft-arrow-${++markerCount}`;
     this._legend = htmlEl('div', 'tft-legend');
     this._colorKey = htmlEl('div', 'tft-color-key');
-    const reset = htmlEl('button', 'tft-button tft-reset', this._trans.__('Reset view'));
-    reset.addEventListener('click', () => this._panZoom.reset());
+    this._reset = htmlEl('button', 'tft-button tft-reset', this._trans.__('Reset view'));
+    this._reset.addEventListener('click', () => this._panZoom.reset());
     const toolbar = htmlEl('div', 'tft-toolbar');
-    toolbar.append(this._legend, reset);
+    toolbar.append(this._legend, this._reset);
     this._canvas = htmlEl('div', 'tft-canvas');
     this._svg = svgEl('svg', {
       class: 'tft-svg',
@@ -102,6 +103,7 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
   renderModel(model: IRenderMime.IMimeModel): Promise<void> {
     this._model?.dispose();
     this._model = null;
+    this._speak(viewLang(model.data[this._mimeType]));
     try {
       this._model = new PlacementModel(
         parsePlacement(model.data[this._mimeType]),
@@ -130,6 +132,16 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
     this._buildColorKey();
     this._draw();
     return Promise.resolve();
+  }
+
+  /** Labels in the lesson's language (`lang` of the JSON), else JupyterLab's. */
+  private _speak(lang: string | undefined): void {
+    if (lang === this._lang) {
+      return;
+    }
+    this._lang = lang;
+    this._trans = loadTrans(this._translator, lang);
+    this._reset.textContent = this._trans.__('Reset view');
   }
 
   dispose(): void {
@@ -460,6 +472,9 @@ export class PlacementView extends Widget implements IRenderMime.IRenderer {
 
   private _mimeType: string;
   private _trans: Trans;
+  private _translator: IRenderMime.ITranslator | undefined;
+  private _lang: string | undefined = undefined;
+  private _reset: HTMLButtonElement;
   private _markerId: string;
   private _showAll = false;
 

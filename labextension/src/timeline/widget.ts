@@ -34,7 +34,7 @@ import {
   swatchBackground
 } from '../format';
 import { Tooltip } from '../tooltip';
-import { loadTrans, Trans } from '../translation';
+import { loadTrans, Trans, viewLang } from '../translation';
 import {
   ITimelineOp,
   ITimelineTransfer,
@@ -62,6 +62,7 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
   constructor(options: IRenderMime.IRendererOptions) {
     super();
     this._mimeType = options.mimeType;
+    this._translator = options.translator;
     this._trans = loadTrans(options.translator);
     this._ids = ++idCount;
     this.addClass('tft-view');
@@ -102,6 +103,7 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
   renderModel(model: IRenderMime.IMimeModel): Promise<void> {
     this._model?.dispose();
     this._model = null;
+    this._speak(viewLang(model.data[this._mimeType]));
     try {
       this._model = new TimelineModel(
         parseTimeline(model.data[this._mimeType]),
@@ -145,6 +147,17 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
   }
 
   /** Mark the view as modelled on `profile` (or as measured: no profile). */
+  /** Labels in the lesson's language (`lang` of the JSON), else JupyterLab's. */
+  private _speak(lang: string | undefined): void {
+    if (lang === this._lang) {
+      return;
+    }
+    this._lang = lang;
+    this._trans = loadTrans(this._translator, lang);
+    this._reset.textContent = this._trans.__('Reset zoom');
+    this._mark.textContent = this._trans.__('modelled');
+  }
+
   private _markModelled(profile: string | undefined): void {
     this.node.classList.toggle('tft-modelled', !!profile);
     this._mark.hidden = !profile;
@@ -483,6 +496,8 @@ export class TimelineView extends Widget implements IRenderMime.IRenderer {
 
   private _mimeType: string;
   private _trans: Trans;
+  private _translator: IRenderMime.ITranslator | undefined;
+  private _lang: string | undefined = undefined;
   private _mark: HTMLElement;
   private _caption = '';
   private _ids: number;
