@@ -30,6 +30,7 @@ from pathlib import Path
 
 import nbformat
 
+from tfteach import i18n
 from tfteach.i18n import catalog, tr
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -224,8 +225,8 @@ def correct(what: str, lang: str) -> str:
 
 
 def hint_label(lang: str) -> str:
-    """What starts a hint line in ``lang`` (``Hint:``)."""
-    return f"{tr('Hint', lang=lang)}:"
+    """What starts a hint line in ``lang`` (``Hint:``, ``提示：``), without its space."""
+    return i18n.hint_label(lang).rstrip()
 
 
 def shown(page: str, text: str) -> bool:
