@@ -114,6 +114,7 @@ def trn(singular: str, plural: str, n: int, /, lang: str | None = None,
 # ---- lists, numbers and units in the learner's language (CLDR data, through Babel) -----------
 
 _BABEL_LOCALES = {"en": "en", "ko": "ko", "zh": "zh_Hans", "ru": "ru"}
+_CLAUSE_PATTERNS = {"zh": "{0}，{1}"}
 
 
 def join(items: Iterable[object], lang: str | None = None) -> str:
@@ -130,11 +131,13 @@ def join(items: Iterable[object], lang: str | None = None) -> str:
 
 
 def clauses(items: Iterable[object], lang: str | None = None) -> str:
-    """Separate facts of a status or summary line, with the language's list separator and
-    no "and": ``3 devices, 5 ops``, ``设备 3 台、操作 5 个``."""
+    """Separate facts of a status or summary line, with no "and": ``3 devices, 5 ops``
+    (CLDR's list separator; Chinese separates clauses with the full-width comma, keeping
+    ``、`` for the items of a list)."""
     from babel.core import Locale
     lang = lang or language()
-    middle = Locale.parse(_BABEL_LOCALES[lang]).list_patterns["standard"]["middle"]
+    middle = _CLAUSE_PATTERNS.get(lang) or \
+        Locale.parse(_BABEL_LOCALES[lang]).list_patterns["standard"]["middle"]
     texts = [str(item) for item in items]
     out = texts[0] if texts else ""
     for text in texts[1:]:

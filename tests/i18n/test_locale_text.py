@@ -58,7 +58,7 @@ def test_english_lists_and_numbers_read_as_they_always_have():
 
 
 @pytest.mark.parametrize("lang, listed, facts", [
-    ("ko", "a, b 및 c", "a, b, c"), ("zh", "a、b和c", "a、b、c"), ("ru", "a, b и c", "a, b, c")])
+    ("ko", "a, b 및 c", "a, b, c"), ("zh", "a、b和c", "a，b，c"), ("ru", "a, b и c", "a, b, c")])
 def test_lists_take_the_languages_separators(lang, listed, facts):
     assert (join("abc", lang), clauses("abc", lang)) == (listed, facts)
 
