@@ -47,6 +47,11 @@ from tfteach.ops.matrix_diag_ops import eye, matrix_diag, matrix_diag_part, matr
 from tfteach.ops.grid_ops import lin_space, linspace, meshgrid
 from tfteach.ops.set_ops import setdiff1d
 from tfteach.ops.bincount_ops import bincount
+from tfteach.ops.tensordot_ops import tensordot
+from tfteach.ops.einsum_ops import einsum
+from tfteach.ops.reduce_composites import norm, reduce_logsumexp
+from tfteach.ops.segment_ops import segment_sum
+from tfteach.ops.multinomial_ops import multinomial
 from tfteach.ops.while_ops import while_loop
 from tfteach.ops.tensor_array import TensorArray
 from tfteach.ops.functional_ops import foldl, foldr, map_fn, scan
@@ -129,7 +134,8 @@ __all__ = [
     "assert_negative", "assert_non_negative", "assert_non_positive", "assert_none_equal",
     "assert_positive", "assert_rank", "assert_type", "check_numerics", "debugging", "Print", "print",
     "bincount", "boolean_mask", "eye", "lin_space", "linspace", "matrix_diag", "matrix_diag_part",
-    "matrix_set_diag", "meshgrid", "setdiff1d",
+    "matrix_set_diag", "meshgrid", "setdiff1d", "einsum", "multinomial", "norm", "reduce_logsumexp",
+    "segment_sum", "tensordot",
     "clip_by_average_norm", "clip_by_global_norm", "clip_by_norm",
     "clip_by_value", "colocate_with", "concat", "ConditionalAccumulator", "ConfigProto",
     "constant", "constant_initializer", "container", "control_dependencies", "convert_to_tensor", "cos",

@@ -20,6 +20,8 @@ from tfteach.ops.math_ops import (abs, add, add_n, argmax, argmin, cos, divide, 
 from tfteach.ops.array_ops import invert_permutation
 from tfteach.ops.mod_ops import floordiv, floormod, mod
 from tfteach.ops.nn_impl import l2_normalize
+from tfteach.ops.reduce_composites import reduce_logsumexp, reduce_std, reduce_variance
+from tfteach.ops.segment_ops import segment_sum
 from tfteach.ops.nn_ops import log_softmax, sigmoid, softmax, softplus, tanh
 from tfteach.ops.summary_stats import zero_fraction
 from tfteach.ops.top_k_ops import in_top_k, top_k
@@ -30,7 +32,8 @@ __all__ = ["abs", "add", "add_n", "argmax", "argmin", "bincount", "cos", "count_
            "l2_normalize", "less", "less_equal", "log", "log1p", "log_softmax", "logical_and",
            "logical_not", "logical_or", "maximum", "minimum", "mod", "multiply", "negative",
            "not_equal", "pow", "reciprocal", "reduce_all", "reduce_any", "reduce_max",
-           "reduce_mean", "reduce_min", "reduce_prod", "reduce_sum", "rsqrt", "sigmoid", "sign",
+           "reduce_logsumexp", "reduce_mean", "reduce_min", "reduce_prod", "reduce_std",
+           "reduce_sum", "reduce_variance", "rsqrt", "segment_sum", "sigmoid", "sign",
            "sin", "softmax", "softplus", "sqrt", "square", "squared_difference", "subtract",
            "tanh", "top_k", "truediv", "unsorted_segment_sum", "zero_fraction"]
 

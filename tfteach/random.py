@@ -5,12 +5,14 @@ The ops live in ``tfteach.ops.random_ops``; a name TF has here and tfteach lacks
 AttributeError that says so.
 """
 from tfteach.errors import missing_attribute
+from tfteach.ops.multinomial_ops import categorical, multinomial
 from tfteach.ops.random_ops import get_seed, set_random_seed, truncated_normal
 from tfteach.ops.random_ops import random_normal as normal
 from tfteach.ops.random_ops import random_shuffle as shuffle
 from tfteach.ops.random_ops import random_uniform as uniform
 
-__all__ = ["get_seed", "normal", "set_random_seed", "shuffle", "truncated_normal", "uniform"]
+__all__ = ["categorical", "get_seed", "multinomial", "normal", "set_random_seed", "shuffle",
+           "truncated_normal", "uniform"]
 
 
 def __getattr__(name: str):

@@ -213,6 +213,10 @@ CASES = [
     Case("MatrixDiagV3", lambda x: tf.linalg.diag(x), [A]),
     Case("MatrixDiagPartV3", lambda x: tf.linalg.diag_part(x), [X3]),
     Case("MatrixSetDiagV3", lambda x, d: tf.linalg.set_diag(x, d), [X3, R.randn(2, 2)]),
+    # einsum (a product, a reduction broadcast back) and sorted segment sums
+    Case("Einsum", lambda x, y: tf.einsum("ij,jk->ik", x, y), [A, R.randn(3, 2)]),
+    Case("Einsum", lambda x, y: tf.einsum("bij,k->bk", x, y), [X3, B], label="summed"),
+    Case("SegmentSum", lambda x: tf.segment_sum(x, [0, 0, 2]), [R.randn(3, 2)]),
 ]
 
 

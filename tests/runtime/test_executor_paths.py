@@ -282,7 +282,8 @@ def checks_and_more_math():
     shown = tf.print("x:", x, output_stream="stdout")
     fetches = [printed, tf.check_numerics(x, "x"), tf.boolean_mask(x, x > 1.0),
                tf.eye(3), tf.eye(2, 3), tf.linalg.diag_part(x), *tf.setdiff1d([1, 2, 3], [2]),
-               tf.bincount([1, 1, 3])]
+               tf.bincount([1, 1, 3]), tf.einsum("ij,kj->ik", x, x), tf.segment_sum(x, [0, 0]),
+               tf.multinomial(tf.zeros([2, 3]), 4, seed=1)]
     return [(fetches, {x: _mat(2, 3)}), ([shown], {x: _mat(2, 3)}),
             (tf.check_numerics(x / 0.0, "x / 0"), {x: _mat(2, 3)})]
 
