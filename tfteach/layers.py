@@ -1,5 +1,7 @@
 """``tf.layers``: the TF 1.x layer functions and classes (``dense``, ``conv2d``,
-``max_pooling2d``, ``average_pooling2d``, ``dropout``, ``flatten``, ``batch_normalization``).
+``max_pooling2d``, ``average_pooling2d``, ``dropout``, ``flatten``, ``batch_normalization``;
+``conv2d_transpose`` and ``separable_conv2d`` from ``tfteach.ops.conv_layers``, on the
+``Layer`` base of ``tfteach.ops.layer_base``).
 
 A layer owns a variable scope (``dense``, ``conv2d_1``, ... or its ``name``) holding its
 variables as TF names them (``kernel``, ``bias``; ``gamma``, ``beta``, ``moving_mean``,
@@ -15,8 +17,7 @@ and a ``tf.cond`` for a tensor.
 """
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -28,30 +29,14 @@ from tfteach.ops import (array_ops, conv_ops, init_ops, math_ops, nn_ops, normal
                          pooling_ops, state_ops)
 from tfteach.ops.common import const_value, convert_to_tensor
 from tfteach.ops.cond_ops import smart_cond
-from tfteach.ops.variable_scope import VariableScope, get_variable, variable_scope
-
-
-class _Layer:
-    """What every layer shares: its variable scope, opened on the first call and reused."""
-
-    _default_name = "layer"
-    name: str | None = None
-    _reuse: Any = None
-    _scope: VariableScope | None = None
-
-    @contextlib.contextmanager
-    def _open_scope(self) -> Iterator[VariableScope]:
-        """First call: a new scope. Later calls: the same scope and name scope, reusing."""
-        if self._scope is None:
-            with variable_scope(self.name, default_name=self._default_name,
-                                reuse=self._reuse) as scope:
-                self._scope = scope
-                yield scope
-            return
-        g = get_default_graph()
-        with variable_scope(self._scope, reuse=True, auxiliary_name_scope=False) as scope, \
-                g.name_scope(self._scope.original_name_scope):
-            yield scope
+from tfteach.ops.conv_layers import (Conv2DTranspose, SeparableConv2D,  # noqa: F401 (tf.layers)
+                                     conv2d_transpose, separable_conv2d)
+from tfteach.ops.layer_base import Layer as _Layer
+from tfteach.ops.layer_base import channels as _channels
+from tfteach.ops.layer_base import data_format as _format
+from tfteach.ops.layer_base import pair as _pair
+from tfteach.ops.layer_base import refuse_unsupported as _refuse_unsupported
+from tfteach.ops.variable_scope import VariableScope, get_variable
 
 
 class Dense(_Layer):
@@ -148,37 +133,6 @@ def flatten(inputs: Any, name: str | None = None) -> Tensor:
 
 
 # ---- convolution and pooling -----------------------------------------------------------------
-def _pair(value: Any) -> tuple[int, int]:
-    return (int(value), int(value)) if isinstance(value, int) else tuple(int(v) for v in value)
-
-
-def _refuse_unsupported(layer: str, **options: Any) -> None:
-    """Options of TF's layer that tfteach does not implement: refused, never ignored."""
-    given = sorted(k for k, v in options.items() if v is not None)
-    if given:
-        raise NotImplementedError(with_hint(
-            f"tfteach's {layer} does not support {', '.join(given)} yet.",
-            tr("leave it out, or run this program on real TensorFlow.")))
-
-
-def _format(data_format: str) -> str:
-    if data_format not in ("channels_last", "channels_first"):
-        raise ValueError('The `data_format` argument must be one of "channels_first", '
-                         f'"channels_last". Received: {data_format}')
-    return "NCHW" if data_format == "channels_first" else "NHWC"
-
-
-def _channels(x: Tensor, fmt: str) -> int:
-    dims = x.shape.dims
-    if dims is None or len(dims) != 4:
-        raise ValueError(f"Input 0 of layer is incompatible with the layer: expected ndim=4, "
-                         f"found ndim={x.shape.ndims}. Full shape received: {x.shape}")
-    depth = dims[1] if fmt == "NCHW" else dims[3]
-    if depth is None:
-        raise ValueError("The channel dimension of the inputs should be defined. Found `None`.")
-    return depth
-
-
 class Conv2D(_Layer):
     """A 2-D convolution layer: ``activation(conv2d(inputs, kernel) + bias)``, with
     ``kernel`` [kh, kw, in_channels, filters] and ``bias`` [filters]."""

@@ -7,7 +7,9 @@ The ops themselves (kernels, shapes, gradients) live in ``tfteach.ops.nn_ops``,
 ``summary_stats``; this module is the public namespace, named as in TF 1.x.
 """
 from tfteach.errors import missing_attribute
+from tfteach.ops.conv_composites import conv1d, conv2d_transpose, separable_conv2d
 from tfteach.ops.conv_ops import conv2d
+from tfteach.ops.depthwise_conv_ops import depthwise_conv2d, depthwise_conv2d_native
 from tfteach.ops.elu_ops import elu, selu
 from tfteach.ops.embedding_ops import embedding_lookup
 from tfteach.ops.nn_impl import (l2_normalize, sigmoid_cross_entropy_with_logits,
@@ -29,7 +31,8 @@ __all__ = ["avg_pool", "batch_normalization", "bias_add", "conv2d", "dropout", "
            "softmax_cross_entropy_with_logits",
            "softmax_cross_entropy_with_logits_v2", "softplus",
            "sparse_softmax_cross_entropy_with_logits", "tanh", "weighted_cross_entropy_with_logits",
-           "xw_plus_b", "zero_fraction", "in_top_k", "top_k"]
+           "xw_plus_b", "zero_fraction", "in_top_k", "top_k", "conv1d", "conv2d_transpose",
+           "depthwise_conv2d", "depthwise_conv2d_native", "separable_conv2d"]
 
 
 def __getattr__(name: str):

@@ -176,6 +176,10 @@ CASES = [
          label="same"),
     Case("Conv2D", lambda x, f: tf.nn.conv2d(x, f, [1, 2, 1, 1], "VALID", dilations=[1, 1, 2, 1]),
          [IMG, FILT], shapes=[[None, 4, 5, 2], [3, 2, 2, 3]], label="strided-dilated"),
+    Case("Conv2DBackpropInput", lambda x, f: tf.nn.conv2d_transpose(
+        x, f, [2, 8, 5, 3], [1, 2, 1, 1], "SAME"), [IMG, R.randn(3, 2, 3, 2)]),
+    Case("DepthwiseConv2dNative", lambda x, f: tf.nn.depthwise_conv2d(
+        x, f, [1, 2, 1, 1], "SAME", rate=[1, 2]), [IMG, R.randn(2, 3, 2, 2)]),
     Case("MaxPool", lambda x: tf.nn.max_pool(x, [1, 2, 2, 1], [1, 2, 2, 1], "SAME"), [IMG]),
     Case("AvgPool", lambda x: tf.nn.avg_pool(x, [1, 3, 2, 1], [1, 1, 2, 1], "SAME"), [IMG]),
     Case("LRN", lambda x: tf.nn.lrn(x, 1, bias=1.0, alpha=0.5, beta=0.75), [IMG]),

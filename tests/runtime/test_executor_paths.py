@@ -298,11 +298,22 @@ def tensor_arrays():
              {x: _mat(3, 2)}), ([close], {})]
 
 
+def conv_variants():
+    """Transposed, 1-D, depthwise and separable convolutions and their gradients."""
+    x = tf.placeholder(tf.float32, [2, 4, 5, 2])
+    f = tf.constant(_mat(3, 2, 2, 2))
+    ys = [tf.nn.conv2d_transpose(x, f, [2, 8, 10, 2], [1, 2, 2, 1]),
+          tf.nn.depthwise_conv2d(x, f, [1, 1, 1, 1], "SAME"),
+          tf.nn.separable_conv2d(x, f, tf.constant(_mat(1, 1, 4, 3)), [1, 1, 1, 1], "VALID"),
+          tf.nn.conv1d(x[:, 0], f[0], 1, "SAME")]
+    return [(ys + _grads(tf.add_n([tf.reduce_sum(y) for y in ys]), [x, f]), {x: _mat(2, 4, 5, 2)})]
+
+
 EXAMPLES = [unary_math, binary_math, reductions_and_matmul, shapes_and_slices,
             gather_and_segments, softmax_and_losses, conv_nets, random_ops, variables_and_scatter,
             optimizers, queues, accumulators, activations_and_summaries, input_pipelines,
             control_flow, indexing_and_scans, checks_and_more_math]
-EXAMPLES += [tensor_arrays]
+EXAMPLES += [tensor_arrays, conv_variants]
 
 
 # ---- running them -----------------------------------------------------------------------------

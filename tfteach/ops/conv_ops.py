@@ -1,6 +1,7 @@
-"""2-D convolution: ``Conv2D`` and its two gradient ops, ``Conv2DBackpropInput`` and
-``Conv2DBackpropFilter``, with TF 1.x's attrs (``strides``, ``padding`` SAME/VALID,
-``dilations``, ``data_format``, ``use_cudnn_on_gpu``, ``explicit_paddings``).
+"""2-D convolution: ``Conv2D`` and its two gradient ops, ``Conv2DBackpropInput`` (also
+``tf.nn.conv2d_transpose``, hence its own gradient) and ``Conv2DBackpropFilter``, with
+TF 1.x's attrs (``strides``, ``padding`` SAME/VALID, ``dilations``, ``data_format``,
+``use_cudnn_on_gpu``, ``explicit_paddings``).
 
 Kernels are im2col + one matrix product, written against ``xp``: the padded image is viewed
 as patches ``[N, OH, OW, KH, KW, C]`` (a strided view), reshaped to ``[N*OH*OW, KH*KW*C]``
@@ -42,7 +43,7 @@ _ATTRS = ("strides", "padding", "data_format", "dilations", "use_cudnn_on_gpu",
           "explicit_paddings")
 
 
-def _window(attrs: Any, filter_shape: Any) -> Window:
+def conv_window(attrs: Any, filter_shape: Any) -> Window:
     return window_from_attrs(attrs, filter_hw=(int(filter_shape[0]), int(filter_shape[1])))
 
 
@@ -93,14 +94,14 @@ def conv_filter_grad_nhwc(xp: Any, x: Any, f_shape: tuple, dy: Any, win: Window)
 
 def _conv_kernel(ctx, x, f):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
-    out = conv_nhwc(xp, to_nhwc(xp, x, fmt), f, _window(ctx.attrs, f.shape))
+    out = conv_nhwc(xp, to_nhwc(xp, x, fmt), f, conv_window(ctx.attrs, f.shape))
     return from_nhwc(xp, out.astype(x.dtype, copy=False), fmt)
 
 
 def _input_grad_kernel(ctx, sizes, f, dy):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     shape = tuple(nhwc_dims([int(v) for v in ctx.device.to_host(sizes).tolist()], fmt))
-    dx = conv_input_grad_nhwc(xp, shape, f, to_nhwc(xp, dy, fmt), _window(ctx.attrs, f.shape))
+    dx = conv_input_grad_nhwc(xp, shape, f, to_nhwc(xp, dy, fmt), conv_window(ctx.attrs, f.shape))
     return from_nhwc(xp, dx.astype(dy.dtype, copy=False), fmt)
 
 
@@ -108,7 +109,7 @@ def _filter_grad_kernel(ctx, x, sizes, dy):
     xp, fmt = ctx.xp, ctx.attrs["data_format"]
     f_shape = tuple(int(v) for v in ctx.device.to_host(sizes).tolist())
     df = conv_filter_grad_nhwc(xp, to_nhwc(xp, x, fmt), f_shape, to_nhwc(xp, dy, fmt),
-                               _window(ctx.attrs, f_shape))
+                               conv_window(ctx.attrs, f_shape))
     return df.astype(dy.dtype, copy=False)
 
 
@@ -144,7 +145,7 @@ def _conv_shape(op):
     return [(x.dtype, out)]
 
 
-def _sizes_shape(t: Tensor) -> TensorShape:
+def sizes_shape(t: Tensor) -> TensorShape:
     """The shape a sizes input (``input_sizes`` / ``filter_sizes``) holds, as far as known."""
     value = const_value(t)
     if value is not None:
@@ -154,10 +155,10 @@ def _sizes_shape(t: Tensor) -> TensorShape:
 
 register_op("Conv2D", _conv_shape, _conv_kernel, cheap=False)
 register_op("Conv2DBackpropInput",
-            lambda op: [(op.inputs[2].dtype, _sizes_shape(op.inputs[0]))],
+            lambda op: [(op.inputs[2].dtype, sizes_shape(op.inputs[0]))],
             _input_grad_kernel, cheap=False)
 register_op("Conv2DBackpropFilter",
-            lambda op: [(op.inputs[2].dtype, _sizes_shape(op.inputs[1]))],
+            lambda op: [(op.inputs[2].dtype, sizes_shape(op.inputs[1]))],
             _filter_grad_kernel, cheap=False)
 
 
@@ -179,6 +180,21 @@ def _conv_grad(op, grad):
 
 
 set_gradient("Conv2D", _conv_grad)
+
+
+def _input_grad_grad(op, grad):
+    """TF's _Conv2DBackpropInputGrad (``conv2d_transpose``'s gradient): the filter's from
+    Conv2DBackpropFilter, the output gradient's from a Conv2D of ``grad``."""
+    _, f, dy = op.inputs
+    attrs = {"T": dy.dtype, **{k: op.attrs[k] for k in _ATTRS}}
+    g = grad.graph
+    df = g.create_op("Conv2DBackpropFilter", [grad, _sizes(f), dy], attrs,
+                     name="Conv2DBackpropFilter").outputs[0]
+    ddy = g.create_op("Conv2D", [grad, f], attrs, name="Conv2D").outputs[0]
+    return [None, df, ddy]
+
+
+set_gradient("Conv2DBackpropInput", _input_grad_grad)
 
 
 # ---- constructors ------------------------------------------------------------------------------

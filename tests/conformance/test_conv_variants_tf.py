@@ -1,0 +1,96 @@
+"""``tf.nn.conv2d_transpose``, ``conv1d``, ``depthwise_conv2d``, ``separable_conv2d`` and
+``tf.layers.conv2d_transpose`` / ``separable_conv2d`` against TensorFlow: op types, names,
+static shapes, values, gradients for inputs and filters, variable names, and one training
+step from the same weights. The layer comparison needs ``tf_keras`` (TF 2.16+ serves
+``tf.compat.v1.layers`` from it) and skips without it."""
+import importlib
+
+import numpy as np
+import pytest
+from tf_oracle import assert_built_as_tf, tf1
+
+import tfteach as tf
+
+pytestmark = pytest.mark.conformance
+
+R = np.random.RandomState(0)
+X = R.randn(2, 5, 6, 3).astype(np.float32)
+DW = R.randn(3, 2, 3, 2).astype(np.float32)       # depthwise: [kh, kw, in, multiplier]
+PW = R.randn(1, 1, 6, 4).astype(np.float32)       # pointwise: [1, 1, in * multiplier, out]
+T = R.randn(3, 3, 4, 3).astype(np.float32)        # transpose: [kh, kw, out, in]
+X1 = R.randn(2, 7, 3).astype(np.float32)
+F1 = R.randn(3, 3, 5).astype(np.float32)
+
+
+def _convs(lib, x=None, filters=None):
+    x = lib.constant(X) if x is None else x
+    dw, pw, t, f1 = filters or (DW, PW, T, F1)
+    return [lib.nn.depthwise_conv2d(x, dw, [1, 1, 1, 1], "SAME"),
+            lib.nn.depthwise_conv2d(x, dw, [1, 2, 2, 1], "VALID"),
+            lib.nn.separable_conv2d(x, dw, pw, [1, 1, 1, 1], "SAME"),
+            lib.nn.conv2d_transpose(x, t, [2, 10, 12, 4], [1, 2, 2, 1], "SAME"),
+            lib.nn.conv2d_transpose(x, t, [2, 7, 8, 4], [1, 1, 1, 1], "VALID"),
+            lib.nn.conv1d(lib.constant(X1), f1, 2, "SAME"),
+            lib.nn.conv1d(lib.constant(X1), f1, 1, "VALID", data_format="NWC")]
+
+
+def test_values_types_names_and_shapes_match_tf():
+    assert_built_as_tf(_convs, tf, rtol=1e-4)
+
+
+def test_gradients_for_inputs_and_filters_match_tf():
+    def grads(lib):
+        with lib.Graph().as_default():
+            x = lib.constant(X)
+            filters = [lib.constant(v) for v in (DW, PW, T, F1)]
+            ys = _convs(lib, x, filters)
+            loss = sum(lib.reduce_sum(lib.sin(y)) for y in ys)
+            with lib.Session() as session:
+                return session.run(lib.gradients(loss, [x] + filters))
+
+    for got, want in zip(grads(tf), grads(tf1), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_transpose_channel_mismatch_is_a_value_error_as_in_tf():
+    with tf.Graph().as_default(), pytest.raises(ValueError, match="filter's input channels"):
+        tf.nn.conv2d_transpose(tf.constant(X), R.randn(3, 3, 4, 2).astype(np.float32),
+                               [2, 10, 12, 4], [1, 2, 2, 1])
+
+
+def _layers(lib, layers, x):
+    return [layers.conv2d_transpose(x, 4, 3, strides=2, padding="same", activation=lib.nn.relu),
+            layers.conv2d_transpose(x, 2, (2, 3), padding="valid"),
+            layers.separable_conv2d(x, 5, 3, padding="same", depth_multiplier=2)]
+
+
+def _train_layers(lib, layers, weights=None):
+    with lib.Graph().as_default():
+        x = lib.placeholder(lib.float32, [None, 5, 6, 3])
+        ys = _layers(lib, layers, x)
+        variables = lib.trainable_variables()
+        loss = sum(lib.reduce_sum(y * y) for y in ys)
+        step = lib.train.GradientDescentOptimizer(0.01).minimize(loss)
+        with lib.Session() as session:
+            session.run(lib.global_variables_initializer())
+            if weights is None:
+                weights = session.run(variables)
+            for v, w in zip(variables, weights, strict=True):
+                session.run(v.assign(w))
+            before = session.run(ys + [loss], {x: X})
+            session.run(step, {x: X})
+            after = session.run(loss, {x: X})
+        described = [(y.op.type, y.name, y.shape.as_list()) for y in ys]
+        return described, [(v.op.name, v.shape.as_list()) for v in variables], weights, \
+            before + [after]
+
+
+def test_layers_match_tf_names_values_and_a_training_step():
+    pytest.importorskip("tf_keras", reason="tf.compat.v1.layers needs tf_keras on TF 2.16+")
+    legacy = importlib.import_module("tf_keras.api._v1.keras.__internal__.legacy.layers")
+    want_ops, want_vars, weights, want = _train_layers(tf1, legacy)
+    got_ops, got_vars, _, got = _train_layers(tf, tf.layers, weights)
+    assert got_ops == want_ops
+    assert got_vars == want_vars
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
