@@ -231,16 +231,21 @@ class SessionManager:
                          max_wait_secs: float | None = float("inf")) -> Any:
         """A non-chief's session, once the chief made the model ready (polls until then)."""
         max_wait_secs = float("inf") if max_wait_secs is None else max_wait_secs
-        deadline = time.monotonic() + max_wait_secs
+        deadline, reached = time.monotonic() + max_wait_secs, False
         while True:
-            sess = Session(master, graph=self._graph, config=config)
-            ok, not_ready_local = self._try_run_local_init_op(sess)
-            not_ready = None
+            sess = None
+            try:
+                sess = Session(master, graph=self._graph, config=config)
+                ok, not_ready_local, not_ready = self._poll_ready(sess)
+            except _PREEMPTION_ERRORS as error:
+                if not reached:          # tfteach: a cluster never reached fails at once
+                    raise
+                ok, not_ready_local, not_ready = False, str(error).split("\n")[0], None
             if ok:
-                ok, not_ready = _ready(self._ready_op, sess, "Model not ready")
-                if ok:
-                    return sess
-            _close_quietly(sess)
+                return sess
+            reached = reached or not_ready_local is not None or not_ready is not None
+            if sess is not None:
+                _close_quietly(sess)
             if deadline - time.monotonic() - self._recovery_wait_secs < 0:
                 raise errors.DeadlineExceededError(
                     f"Session was not ready after waiting {max_wait_secs:g} secs.",
@@ -249,6 +254,14 @@ class SessionManager:
             _log.info("Waiting for model to be ready.  Ready_for_local_init_op:  %s, ready: %s",
                       not_ready_local, not_ready)
             time.sleep(self._recovery_wait_secs)
+
+    def _poll_ready(self, sess: Any) -> tuple[bool, str | None, str | None]:
+        """One readiness poll: (ready, why not ready for local init, why not ready)."""
+        ok, not_ready_local = self._try_run_local_init_op(sess)
+        if not ok:
+            return False, not_ready_local, None
+        ok, not_ready = _ready(self._ready_op, sess, "Model not ready")
+        return ok, None, not_ready
 
     def _try_run_local_init_op(self, sess: Any) -> tuple[bool, str | None]:
         if self._local_init_op is None:
