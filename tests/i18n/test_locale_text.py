@@ -200,3 +200,13 @@ def test_a_views_json_names_the_learners_language_for_the_extension(lang, towers
     for view in (towers.view, towers.timeline):
         payload = view._repr_mimebundle_()[0][view.MIME]
         assert payload.get("lang") == (None if lang == "en" else lang)
+
+
+@pytest.mark.parametrize("lang, pairs", [
+    ("en", "(GPU:0 on CPU:1, GPU:1 on CPU:2; device_count={'CPU': 3})"),
+    ("zh", "GPU:0 在 CPU:1 上，GPU:1 在 CPU:2 上"), ("ru", "GPU:0 на CPU:1, GPU:1 на CPU:2")])
+def test_the_gpus_as_cpus_note_names_each_stand_in_in_the_language(lang, pairs, monkeypatch):
+    from tfteach.notebook.tf_backend import device_notes
+    monkeypatch.setenv("TFTEACH_LANG", lang)
+    notes = device_notes(tf.Graph(), [], PlacementOptions(gpus_as_cpus=2))
+    assert len(notes) == 1 and pairs in notes[0]
