@@ -1,6 +1,7 @@
 """``tf.nn``: activations, softmax, cross-entropies, bias_add, l2_loss, dropout,
 embedding_lookup, l2_normalize, sigmoid/weighted cross-entropies (``nn_impl``), convolution,
-pooling, normalisation (lrn, fused_batch_norm, moments, batch_normalization) and zero_fraction.
+pooling, normalisation (lrn, fused_batch_norm, moments, batch_normalization), zero_fraction,
+and recurrent networks (``rnn_cell``, ``static_rnn``, ``dynamic_rnn``).
 
 The ops themselves (kernels, shapes, gradients) live in ``tfteach.ops.nn_ops``,
 ``embedding_ops``, ``conv_ops``, ``pooling_ops``, ``normalization_ops`` and
@@ -20,7 +21,9 @@ from tfteach.ops.nn_ops import (bias_add, dropout, l2_loss, leaky_relu, log_soft
                                 sparse_softmax_cross_entropy_with_logits, tanh, xw_plus_b)
 from tfteach.ops.normalization_ops import (batch_normalization, fused_batch_norm,
                                            local_response_normalization, lrn, moments)
+from tfteach.ops import rnn_cell_impl as rnn_cell
 from tfteach.ops.pooling_ops import avg_pool, max_pool
+from tfteach.ops.rnn import dynamic_rnn, static_rnn
 from tfteach.ops.summary_stats import zero_fraction
 from tfteach.ops.top_k_ops import in_top_k, top_k
 
@@ -32,7 +35,8 @@ __all__ = ["avg_pool", "batch_normalization", "bias_add", "conv2d", "dropout", "
            "softmax_cross_entropy_with_logits_v2", "softplus",
            "sparse_softmax_cross_entropy_with_logits", "tanh", "weighted_cross_entropy_with_logits",
            "xw_plus_b", "zero_fraction", "in_top_k", "top_k", "conv1d", "conv2d_transpose",
-           "depthwise_conv2d", "depthwise_conv2d_native", "separable_conv2d"]
+           "depthwise_conv2d", "depthwise_conv2d_native", "separable_conv2d", "rnn_cell",
+           "dynamic_rnn", "static_rnn"]
 
 
 def __getattr__(name: str):

@@ -7,7 +7,7 @@ import importlib
 
 import numpy as np
 import pytest
-from tf_oracle import assert_built_as_tf, tf1
+from tf_oracle import assert_built_as_tf, tf1, train_once
 
 import tfteach as tf
 
@@ -64,32 +64,13 @@ def _layers(lib, layers, x):
             layers.separable_conv2d(x, 5, 3, padding="same", depth_multiplier=2)]
 
 
-def _train_layers(lib, layers, weights=None):
-    with lib.Graph().as_default():
-        x = lib.placeholder(lib.float32, [None, 5, 6, 3])
-        ys = _layers(lib, layers, x)
-        variables = lib.trainable_variables()
-        loss = sum(lib.reduce_sum(y * y) for y in ys)
-        step = lib.train.GradientDescentOptimizer(0.01).minimize(loss)
-        with lib.Session() as session:
-            session.run(lib.global_variables_initializer())
-            if weights is None:
-                weights = session.run(variables)
-            for v, w in zip(variables, weights, strict=True):
-                session.run(v.assign(w))
-            before = session.run(ys + [loss], {x: X})
-            session.run(step, {x: X})
-            after = session.run(loss, {x: X})
-        described = [(y.op.type, y.name, y.shape.as_list()) for y in ys]
-        return described, [(v.op.name, v.shape.as_list()) for v in variables], weights, \
-            before + [after]
-
-
 def test_layers_match_tf_names_values_and_a_training_step():
     pytest.importorskip("tf_keras", reason="tf.compat.v1.layers needs tf_keras on TF 2.16+")
     legacy = importlib.import_module("tf_keras.api._v1.keras.__internal__.legacy.layers")
-    want_ops, want_vars, weights, want = _train_layers(tf1, legacy)
-    got_ops, got_vars, _, got = _train_layers(tf, tf.layers, weights)
+    want_ops, want_vars, weights, want = train_once(
+        tf1, lambda lib, x: _layers(lib, legacy, x), X, 0.01)
+    got_ops, got_vars, _, got = train_once(
+        tf, lambda lib, x: _layers(lib, tf.layers, x), X, 0.01, weights)
     assert got_ops == want_ops
     assert got_vars == want_vars
     for g, w in zip(got, want, strict=True):

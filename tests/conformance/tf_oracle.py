@@ -33,3 +33,28 @@ def assert_built_as_tf(build, tfteach, rtol=0.0):
             np.testing.assert_allclose(g, e, rtol=rtol)
         else:
             np.testing.assert_array_equal(g, e)
+
+
+def train_once(lib, build, x_value, learning_rate, weights=None):
+    """In a fresh graph of ``lib``: ``build(lib, x)`` -> tensors for a placeholder ``x``
+    (batch dimension unknown); the variables start at ``weights`` (default: ``lib``'s own
+    initial values) and one gradient-descent step lowers ``sum(y * y)``. Returns each
+    tensor's (op type, name, static shape), the variables' (name, shape), the starting
+    weights, and the values before the step plus the loss after it."""
+    with lib.Graph().as_default():
+        x = lib.placeholder(lib.float32, [None] + list(x_value.shape[1:]))
+        ys = build(lib, x)
+        variables = lib.trainable_variables()
+        loss = sum(lib.reduce_sum(y * y) for y in ys)
+        step = lib.train.GradientDescentOptimizer(learning_rate).minimize(loss)
+        with lib.Session() as session:
+            session.run(lib.global_variables_initializer())
+            if weights is None:
+                weights = session.run(variables)
+            for v, w in zip(variables, weights, strict=True):
+                session.run(v.assign(w))
+            values = session.run(ys + [loss], {x: x_value})
+            session.run(step, {x: x_value})
+            values.append(session.run(loss, {x: x_value}))
+        described = [(y.op.type, y.name, y.shape.as_list()) for y in ys]
+        return described, [(v.op.name, v.shape.as_list()) for v in variables], weights, values

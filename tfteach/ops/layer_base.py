@@ -1,6 +1,7 @@
 """What ``tf.layers`` and the RNN cells share: the ``Layer`` base (a variable scope opened
-on the first call and reused on later ones, as TF's ``base_layer`` does) and the argument
-helpers of TF's layers (pairs, data formats, the channel count, refused options).
+on the first call and reused on later ones, as TF's ``base_layer`` does), the argument
+helpers of TF's layers (pairs, data formats, the channel count, refused options) and
+``outside_control_flow`` (where a variable made in a loop's body is built).
 
 State per layer: its ``VariableScope``, fixed by its first call.
 """
@@ -15,7 +16,21 @@ from tfteach.framework.graph import Tensor, get_default_graph
 from tfteach.i18n import tr
 from tfteach.ops.variable_scope import VariableScope, variable_scope
 
-__all__ = ["Layer", "pair", "refuse_unsupported", "data_format", "channels"]
+__all__ = ["Layer", "pair", "refuse_unsupported", "data_format", "channels",
+           "outside_control_flow"]
+
+
+@contextlib.contextmanager
+def outside_control_flow() -> Iterator[None]:
+    """Build outside any cond or while loop and its control dependencies, as TF builds a
+    variable that a layer makes in a loop's body (its ``init_scope``)."""
+    g = get_default_graph()
+    old, g._flow_context = g._flow_context, None
+    try:
+        with g.control_dependencies(None):
+            yield
+    finally:
+        g._flow_context = old
 
 
 class Layer:

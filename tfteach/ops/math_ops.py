@@ -291,7 +291,14 @@ def _select_shape(op):
     return [(t.dtype, t.shape.merge_with(e.shape))]
 
 
-register_op("Select", _select_shape, lambda ctx, c, t, e: ctx.xp.where(c, t, e))
+def _select_kernel(ctx, c, t, e):
+    """TF 1.x's Select: a vector condition picks whole rows of higher-rank ``t``/``e``."""
+    if c.ndim == 1 and t.ndim > 1:
+        c = c.reshape((-1,) + (1,) * (t.ndim - 1))
+    return ctx.xp.where(c, t, e)
+
+
+register_op("Select", _select_shape, _select_kernel)
 
 
 def select(condition: Any, x: Any, y: Any, name: str | None = None) -> Tensor:

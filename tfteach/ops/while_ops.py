@@ -126,13 +126,15 @@ def _invariants(flat: list[Tensor], shape_invariants: Any) -> list[TensorShape]:
 
 def build_loop(ctx: WhileContext, cond: Callable, body: Callable, loop_vars: list) -> list:
     """A loop in ``ctx`` (a context made by the caller, e.g. a gradient's) over the flat
-    list ``loop_vars``; returns its exits."""
+    list ``loop_vars``; returns its exits. As TF's backward loops, it does not enforce
+    shape invariants: a body's result may know less of its shape than the loop variable."""
     flat = [convert_to_tensor(v) for v in loop_vars]
-    return _build(ctx, cond, body, flat, flat, [t.shape for t in flat])
+    return _build(ctx, cond, body, flat, flat, [t.shape for t in flat], enforce_shapes=False)
 
 
 def _build(ctx: WhileContext, cond: Callable, body: Callable, structure: Any,
-           flat: list[Tensor], invariants: list[TensorShape]) -> list[Tensor]:
+           flat: list[Tensor], invariants: list[TensorShape],
+           enforce_shapes: bool = True) -> list[Tensor]:
     """Enter, Merge, the cond's LoopCond, Switch, the body, NextIteration and Exit."""
     g = ctx.graph
     with ctx.outside():
@@ -155,7 +157,7 @@ def _build(ctx: WhileContext, cond: Callable, body: Callable, structure: Any,
         if not isinstance(out, (list, tuple)) and len(structure) == 1 and \
                 not isinstance(structure[0], (list, tuple, dict)):
             out = [out]
-        results = _check_body(structure, out, flat, invariants)
+        results = _check_body(structure, out, flat, invariants if enforce_shapes else None)
         ctx.nexts = [next_iteration(r) for r in results]
     for m, n in zip(ctx.merges, ctx.nexts, strict=True):
         g._update_input(m.op, 1, n)
@@ -165,7 +167,7 @@ def _build(ctx: WhileContext, cond: Callable, body: Callable, structure: Any,
 
 
 def _check_body(structure: Any, out: Any, flat: list[Tensor],
-                invariants: list[TensorShape]) -> list[Tensor]:
+                invariants: list[TensorShape] | None) -> list[Tensor]:
     if not same_structure(list(structure), list(out) if isinstance(out, tuple) else out):
         raise ValueError(with_hint(
             "The two structures don't have the same nested structure.\n\n"
@@ -173,13 +175,13 @@ def _check_body(structure: Any, out: Any, flat: list[Tensor],
             tr("the body of tf.while_loop must return as many values as loop_vars, "
                "nested the same way.")))
     results = [convert_to_tensor(v) for v in flatten(out)]
-    for t, r, shape in zip(flat, results, invariants, strict=True):
+    for t, r, shape in zip(flat, results, invariants or [None] * len(flat), strict=True):
         if r.dtype is not t.dtype:
             raise TypeError(with_hint(
                 f"Loop var {t.name} enters the loop with type <dtype: '{t.dtype.name}'> but has type "
                 f"<dtype: '{r.dtype.name}'> after 1 iteration. {t.name} type should remain constant.",
                 tr("return the loop variable in the dtype it came in (tf.cast in the body).")))
-        if not _within(r.shape, shape):
+        if shape is not None and not _within(r.shape, shape):
             raise ValueError(with_hint(
                 f"Input tensor `{t.name}` enters the loop with shape {_tuple(shape)}, but "
                 f"has shape {_tuple(r.shape)} after one iteration. To allow the shape to vary "

@@ -1,0 +1,73 @@
+"""Recurrent networks against TensorFlow: ``tf.nn.rnn_cell`` cells run by ``dynamic_rnn``
+and ``static_rnn`` give TF's outputs, final states, static shapes and variable names, and
+one training step from the same weights gives TF's loss. TF 2.16+ serves the cells from
+``tf_keras``; those tests skip without it. ``tf.where`` with a vector condition (which
+``sequence_length`` uses) is compared without it."""
+import importlib
+
+import numpy as np
+import pytest
+from tf_oracle import assert_built_as_tf, tf1, train_once
+
+import tfteach as tf
+
+pytestmark = pytest.mark.conformance
+
+R = np.random.RandomState(0)
+X = R.randn(3, 4, 5).astype(np.float32)
+
+
+def _cells(lib):
+    if lib is tf:
+        return tf.nn.rnn_cell
+    pytest.importorskip("tf_keras", reason="tf.compat.v1.nn.rnn_cell needs tf_keras on TF 2.16+")
+    return importlib.import_module("tf_keras.api._v1.keras.__internal__.legacy.rnn_cell")
+
+
+def _dynamic(lib, x):
+    cells = _cells(lib)
+    o1, s1 = lib.nn.dynamic_rnn(cells.BasicLSTMCell(6), x, dtype=lib.float32)
+    o2, s2 = lib.nn.dynamic_rnn(cells.GRUCell(4), x, sequence_length=[4, 2, 3],
+                                dtype=lib.float32, scope="gru")
+    o3, s3 = lib.nn.dynamic_rnn(cells.BasicLSTMCell(3, state_is_tuple=False),
+                                lib.transpose(x, [1, 0, 2]), dtype=lib.float32,
+                                time_major=True, scope="time_major")
+    return [o1, s1.c, s1.h, o2, s2, o3, s3]
+
+
+def _static(lib, x):
+    cells = _cells(lib)
+    stacked = cells.MultiRNNCell([cells.BasicRNNCell(3),
+                                  cells.LSTMCell(5, use_peepholes=True, num_proj=2,
+                                                 cell_clip=0.5)])
+    outputs, state = lib.nn.static_rnn(stacked, lib.unstack(x, axis=1), dtype=lib.float32,
+                                       sequence_length=[4, 1, 3])
+    return outputs + [state[0], state[1].c, state[1].h]
+
+
+@pytest.mark.parametrize("build", [_dynamic, _static], ids=lambda b: b.__name__)
+def test_outputs_states_variables_and_a_training_step_match_tf(build):
+    """Op types too for dynamic_rnn; static_rnn's sequence_length copies states through
+    with Select where TF builds a cond per step (same values)."""
+    want_ops, want_vars, weights, want = train_once(tf1, build, X, 0.1)
+    got_ops, got_vars, _, got = train_once(tf, build, X, 0.1, weights)
+    assert got_vars == want_vars
+    keep = (lambda d: d[2]) if build is _static else (lambda d: (d[0], d[2]))
+    assert [keep(d) for d in got_ops] == [keep(d) for d in want_ops]
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+def test_dynamic_rnn_without_dtype_or_state_is_a_value_error_as_in_tf():
+    for lib in (tf1, tf):
+        with lib.Graph().as_default(), pytest.raises(ValueError, match="dtype"):
+            lib.nn.dynamic_rnn(_cells(lib).GRUCell(2), lib.constant(X))
+
+
+def test_where_with_a_vector_condition_picks_rows_as_in_tf():
+    def build(lib):
+        c = lib.constant([True, False, True])
+        a, b = lib.constant(X[:, 0]), lib.constant(X[:, 1])
+        return [lib.where(c, a, b)] + lib.gradients(lib.reduce_sum(lib.where(c, a * a, b)),
+                                                    [a, b])
+    assert_built_as_tf(build, tf, rtol=1e-6)

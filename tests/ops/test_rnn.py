@@ -1,0 +1,92 @@
+"""Recurrent cells and loops without TensorFlow: ``dynamic_rnn`` and ``static_rnn`` compute
+the cells' textbook formulas (checked against NumPy with the variables' own values), name
+variables as TF does, and honour ``sequence_length`` (zeros past the end, the state held)."""
+import numpy as np
+
+import tfteach as tf
+
+R = np.random.RandomState(5)
+X = R.randn(2, 3, 4).astype(np.float32)
+LENGTHS = [3, 1]
+
+
+def _sigmoid(v):
+    return 1.0 / (1.0 + np.exp(-v))
+
+
+def _lstm_reference(x, kernel, bias, units, forget_bias=1.0):
+    c = h = np.zeros((x.shape[0], units), np.float32)
+    outputs = []
+    for t in range(x.shape[1]):
+        i, j, f, o = np.split(np.concatenate([x[:, t], h], 1) @ kernel + bias, 4, axis=1)
+        c = c * _sigmoid(f + forget_bias) + _sigmoid(i) * np.tanh(j)
+        h = np.tanh(c) * _sigmoid(o)
+        outputs.append(h)
+    return np.stack(outputs, 1), c, h
+
+
+def _gru_reference(x, gk, gb, ck, cb, lengths):
+    h = np.zeros((x.shape[0], cb.shape[0]), np.float32)
+    outputs = []
+    for t in range(x.shape[1]):
+        r, u = np.split(_sigmoid(np.concatenate([x[:, t], h], 1) @ gk + gb), 2, axis=1)
+        cand = np.tanh(np.concatenate([x[:, t], r * h], 1) @ ck + cb)
+        new = u * h + (1 - u) * cand
+        live = (t < np.asarray(lengths))[:, None]
+        outputs.append(np.where(live, new, 0.0))
+        h = np.where(live, new, h)
+    return np.stack(outputs, 1), h
+
+
+def test_dynamic_rnn_computes_the_basic_lstm_formula_with_tfs_variable_names():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 3, 4])
+        outputs, state = tf.nn.dynamic_rnn(tf.nn.rnn_cell.BasicLSTMCell(5), x,
+                                           dtype=tf.float32)
+        names = [v.op.name for v in tf.trainable_variables()]
+        assert names == ["rnn/basic_lstm_cell/kernel", "rnn/basic_lstm_cell/bias"]
+        assert outputs.shape.as_list() == [None, 3, 5]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            kernel, bias = sess.run(tf.trainable_variables())
+            got = sess.run([outputs, state.c, state.h], {x: X})
+    for g, w in zip(got, _lstm_reference(X, kernel, bias, 5), strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_sequence_length_zeroes_outputs_and_holds_the_state_in_both_loops():
+    with tf.Graph().as_default():
+        x = tf.constant(X)
+        cell = tf.nn.rnn_cell.GRUCell(3)
+        d_out, d_state = tf.nn.dynamic_rnn(cell, x, sequence_length=LENGTHS,
+                                           dtype=tf.float32)
+        s_out, s_state = tf.nn.static_rnn(cell, tf.unstack(x, axis=1),
+                                          sequence_length=LENGTHS, dtype=tf.float32)
+        names = [v.op.name for v in tf.trainable_variables()]
+        assert names == ["rnn/gru_cell/gates/kernel", "rnn/gru_cell/gates/bias",
+                         "rnn/gru_cell/candidate/kernel", "rnn/gru_cell/candidate/bias"]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            weights = sess.run(tf.trainable_variables())
+            d_out, d_state, s_out, s_state = sess.run([d_out, d_state, tf.stack(s_out, 1),
+                                                       s_state])
+    want_out, want_state = _gru_reference(X, *weights, LENGTHS)
+    for got in (d_out, s_out):
+        np.testing.assert_allclose(got, want_out, rtol=1e-5, atol=1e-6)
+    for got in (d_state, s_state):
+        np.testing.assert_allclose(got, want_state, rtol=1e-5, atol=1e-6)
+
+
+def test_a_training_step_through_dynamic_rnn_lowers_the_loss():
+    with tf.Graph().as_default():
+        x = tf.constant(X)
+        cells = [tf.nn.rnn_cell.LSTMCell(4, use_peepholes=True), tf.nn.rnn_cell.BasicRNNCell(2)]
+        outputs, _ = tf.nn.dynamic_rnn(tf.nn.rnn_cell.MultiRNNCell(cells), x, dtype=tf.float32)
+        loss = tf.reduce_mean(tf.square(outputs - 0.5))
+        step = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            before = sess.run(loss)
+            for _ in range(3):
+                sess.run(step)
+            assert sess.run(loss) < before
