@@ -176,7 +176,7 @@ def _touch_all(tf, sess_target, tasks: tuple[str, ...] = (PS, W0, W1)) -> None:
 
 
 def _spec(workers: int) -> dict:
-    from tfteach.distributed.processes import free_ports
+    from tfteach.distributed.transport.processes import free_ports
     ports = free_ports(1 + workers)
     return {"ps": [f"localhost:{ports[0]}"],
             "worker": [f"localhost:{p}" for p in ports[1:]]}
@@ -233,8 +233,8 @@ def in_process_tfteach(stack: contextlib.ExitStack, spec: dict | None = None,
     """tfteach with worker 0 a Server in this process, the other tasks subprocesses
     (``place(job, index, argv)``: the command that runs a task where it belongs)."""
     import tfteach as tf
-    from tfteach.distributed import registry
-    from tfteach.distributed.remote_session import remember_token
+    from tfteach.distributed.local import task_registry as registry
+    from tfteach.distributed.client.remote_session import remember_token
     spec, token = spec or _spec(3), secrets.token_urlsafe(32)
     env = {**os.environ, "TFTEACH_CLUSTER_TOKEN": token, "PYTHONPATH": str(Path(__file__)
                                                                            .resolve().parents[1]),

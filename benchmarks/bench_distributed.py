@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tfteach import experiments
-from tfteach.distributed.local_cluster import LocalCluster
+from tfteach.distributed.local.local_cluster import LocalCluster
 from tfteach.examples.distributed_digits import GRAPH_ENGINE
 
 WORKERS = (1, 2, 3)

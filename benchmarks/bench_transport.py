@@ -25,12 +25,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import grpc  # noqa: E402
 import numpy as np  # noqa: E402
 
-from tfteach.distributed.client import ClusterClient  # noqa: E402
-from tfteach.distributed.local_cluster import LocalCluster  # noqa: E402
-from tfteach.distributed.probe_engine import run_probe  # noqa: E402
-from tfteach.distributed.wire import CHUNK_BYTES  # noqa: E402
+from tfteach.distributed.client.client import ClusterClient  # noqa: E402
+from tfteach.distributed.local.local_cluster import LocalCluster  # noqa: E402
+from tfteach.distributed.engine.probe_engine import run_probe  # noqa: E402
+from tfteach.distributed.transport.wire import CHUNK_BYTES  # noqa: E402
 
-PROBE = "tfteach.distributed.probe_engine:ProbeEngine"
+PROBE = "tfteach.distributed.engine.probe_engine:ProbeEngine"
 MiB = 1 << 20
 SIZES = (1 * MiB, 64 * MiB)
 OPTIONS = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]

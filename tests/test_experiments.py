@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tfteach import experiments
-from tfteach.distributed.local_cluster import LocalCluster
+from tfteach.distributed.local.local_cluster import LocalCluster
 from tfteach.examples.distributed_digits import GRAPH_ENGINE
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(240)]

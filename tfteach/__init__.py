@@ -115,7 +115,7 @@ from tfteach.ops.partitioned_variables import (fixed_size_partitioner,
                                                variable_axis_size_partitioner)
 from tfteach.ops.variable_scope import (AUTO_REUSE, VariableScope, get_local_variable,
                                         get_variable, get_variable_scope, variable_scope)
-from tfteach.runtime.config import (ConfigProto, GPUOptions, GraphOptions, RunMetadata,
+from tfteach.runtime.session_config import (ConfigProto, GPUOptions, GraphOptions, RunMetadata,
                                     RunOptions)
 from tfteach.runtime.session import (InteractiveSession, Session, get_default_session,
                                      register_target_factory)
@@ -263,12 +263,12 @@ _LAZY = {"train": "tfteach.train", "nn": "tfteach.nn", "layers": "tfteach.layers
 
 
 def _grpc_session(target, graph=None, config=None):
-    from tfteach.distributed.remote_session import RemoteSession
+    from tfteach.distributed.client.remote_session import RemoteSession
     return RemoteSession(target, graph, config)
 
 
 def _grpc_reset(target, containers=None, config=None):
-    from tfteach.distributed.remote_session import RemoteSession
+    from tfteach.distributed.client.remote_session import RemoteSession
     RemoteSession.reset(target, containers, config)
 
 
@@ -276,12 +276,12 @@ register_target_factory("grpc://", _grpc_session, _grpc_reset)
 
 
 def _cluster_spec():
-    from tfteach.distributed.cluster_spec import ClusterSpec
+    from tfteach.distributed.protocol.cluster_spec import ClusterSpec
     return ClusterSpec
 
 
 def _server():
-    from tfteach.distributed.server import Server
+    from tfteach.distributed.service.grpc_server import Server
     return Server
 
 

@@ -54,10 +54,10 @@ class InProcessCluster:
     """
 
     def __init__(self, ps: int = 1, workers: int = 2, gpus_per_task: int = 0) -> None:
-        from tfteach.distributed.cluster_spec import ClusterSpec
-        from tfteach.distributed.graph_engine import GraphEngine
-        from tfteach.distributed.processes import free_ports
-        from tfteach.distributed.server import Server
+        from tfteach.distributed.protocol.cluster_spec import ClusterSpec
+        from tfteach.distributed.engine.graph_engine import GraphEngine
+        from tfteach.distributed.transport.processes import free_ports
+        from tfteach.distributed.service.grpc_server import Server
         ports = iter(free_ports(ps + workers))
         jobs = {job: [f"localhost:{next(ports)}" for _ in range(n)]
                 for job, n in (("ps", ps), ("worker", workers)) if n}
@@ -130,7 +130,7 @@ def _check(workers: int, backup: int, clients: str, modes: Sequence[str],
 
 
 def _start_cluster(ps: int, workers: int, speeds: Sequence[float] | None) -> Any:
-    from tfteach.distributed.local_cluster import LocalCluster
+    from tfteach.distributed.local.local_cluster import LocalCluster
     return LocalCluster(ps=ps, workers=workers, worker_speeds=speeds,
                         engine=program.GRAPH_ENGINE)
 

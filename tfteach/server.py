@@ -1,5 +1,5 @@
 """``python -m tfteach.server``: run one cluster task (same as ``tfteach-server``)."""
-from tfteach.distributed.cli import main
+from tfteach.distributed.local.server_cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.conformance
 from tf_oracle import tf1  # noqa: E402 - skips without TensorFlow
 
 import tfteach  # noqa: E402
-from tfteach.distributed.cluster_spec import ClusterSpec  # noqa: E402
+from tfteach.distributed.protocol.cluster_spec import ClusterSpec  # noqa: E402
 
 BOTH = (tfteach, tf1)
 

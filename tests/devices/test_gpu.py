@@ -157,7 +157,7 @@ def test_two_real_gpus_towers_sum_on_cpu():
 def test_a_cluster_trains_on_the_real_gpu_as_on_the_cpu():
     """Three task processes share the real GPU: the ps's variable and the model on a
     worker's GPU:0, fed a batch of None; the same steps on the worker's CPU:0 agree."""
-    from tfteach.distributed.local_cluster import LocalCluster
+    from tfteach.distributed.local.local_cluster import LocalCluster
 
     rng = np.random.default_rng(4)
     xs, ys = rng.random((64, 8), dtype=np.float32), rng.integers(0, 3, 64).astype(np.int32)

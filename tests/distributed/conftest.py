@@ -30,7 +30,7 @@ def _clean_env(monkeypatch):
 @pytest.fixture
 def make_server():
     """Build in-process Servers (transport engine) that are stopped after the test."""
-    from tfteach.distributed.server import Server
+    from tfteach.distributed.service.grpc_server import Server
 
     servers = []
 
@@ -47,7 +47,7 @@ def make_server():
 
 @pytest.fixture
 def client():
-    from tfteach.distributed.client import ClusterClient
+    from tfteach.distributed.client.client import ClusterClient
 
     result = ClusterClient()
     yield result
@@ -57,7 +57,7 @@ def client():
 @pytest.fixture(scope="module")
 def cluster():
     """One ps and two workers in subprocesses; tests that kill tasks use their own."""
-    from tfteach.distributed.local_cluster import LocalCluster
+    from tfteach.distributed.local.local_cluster import LocalCluster
 
     with LocalCluster(ps=1, workers=2, engine=PROBE_ENGINE) as result:
         yield result
@@ -69,9 +69,9 @@ def engine_cluster(monkeypatch):
     """1 ps + 2 workers as in-process servers running the graph engine (CPU only)."""
     import socket
 
-    from tfteach.distributed.cluster_spec import ClusterSpec
-    from tfteach.distributed.graph_engine import GraphEngine
-    from tfteach.distributed.server import Server
+    from tfteach.distributed.protocol.cluster_spec import ClusterSpec
+    from tfteach.distributed.engine.graph_engine import GraphEngine
+    from tfteach.distributed.service.grpc_server import Server
 
     def port() -> int:
         with socket.socket() as s:

@@ -9,10 +9,10 @@ import json
 import os
 
 from tfteach import errors
-from tfteach.distributed.probe_engine import ProbeEngine
+from tfteach.distributed.engine.probe_engine import ProbeEngine
 
 ENGINE = "dist_helpers:ReportingEngine"
-PROBE_ENGINE = "tfteach.distributed.probe_engine:ProbeEngine"
+PROBE_ENGINE = "tfteach.distributed.engine.probe_engine:ProbeEngine"
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -38,14 +38,14 @@ class ReportingEngine(ProbeEngine):
 
 
 def tfteach_segments() -> set[str]:
-    from tfteach.distributed import shm
+    from tfteach.distributed.transport import shm
 
     return set(shm.list_segments())
 
 
 def all_methods() -> list[tuple[str, bool]]:
     """``(path, server_streaming)`` of every RPC of both services."""
-    from tfteach.distributed.protos import tfteach_cluster_pb2 as pb
+    from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
 
     return [(f"/{service.full_name}/{method.name}", method.server_streaming)
             for service in pb.DESCRIPTOR.services_by_name.values()

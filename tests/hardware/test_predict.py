@@ -9,7 +9,7 @@ import pytest
 import tfteach as tf
 from tfteach.errors import InvalidArgumentError
 from tfteach.hardware import SHIPPED, predict
-from tfteach.runtime.timeline import Timeline
+from tfteach.runtime.step_trace import Timeline
 
 V100_NVLINK = SHIPPED["8x V100 NVLink"]
 V100_PCIE = SHIPPED["2x V100 PCIe"]

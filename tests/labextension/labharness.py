@@ -36,7 +36,7 @@ ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
-SERVER_EXTENSION = "tfteach.notebook.server"
+SERVER_EXTENSION = "tfteach.notebook.lab_handlers"
 
 
 def free_port() -> int:
@@ -242,7 +242,7 @@ def fake_entry(owner_uid: int | None = None, tasks: int = 2, **extra: Any) -> di
 
 def write_entry(entry: dict[str, Any]) -> Path:
     """Write ``entry`` with the real registry module (into $TFTEACH_REGISTRY_DIR)."""
-    from tfteach.distributed import registry
+    from tfteach.distributed.local import task_registry as registry
 
     return registry.write_entry(entry)
 

@@ -49,9 +49,9 @@ def test_wheel_holds_the_labextension_and_the_server_config(wheel):
     assert package["name"] == "tfteach" and "_build" in package["jupyterlab"]
     assert f"{data}share/jupyter/labextensions/tfteach/{package['jupyterlab']['_build']['load']}" \
         in names
-    assert config == {"ServerApp": {"jpserver_extensions": {"tfteach.notebook.server": True}}}
+    assert config == {"ServerApp": {"jpserver_extensions": {"tfteach.notebook.lab_handlers": True}}}
     assert install["packageName"] == "tfteach"
-    assert "tfteach/notebook/server.py" in names
+    assert "tfteach/notebook/lab_handlers.py" in names
 
 
 @pytest.mark.slow

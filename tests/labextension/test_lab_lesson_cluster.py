@@ -165,7 +165,7 @@ def _status_rows(cell) -> dict[str, list[str]]:
 
 
 def _stop_leftovers(registry: Path) -> None:
-    from tfteach.distributed import registry as reg
+    from tfteach.distributed.local import task_registry as reg
 
     for entry in _entries(registry):
         try:

@@ -180,7 +180,7 @@ def _state_of(panel: Any, cluster_id: str, task: str) -> str:
 def clusters(lesson, module_registry) -> Iterator[tuple[str, str]]:
     """A LocalCluster of this process whose worker 1 the sidebar's Kill button killed, and
     a registry entry whose one task runs but never answers: (their ids)."""
-    from tfteach.distributed.local_cluster import LocalCluster
+    from tfteach.distributed.local.local_cluster import LocalCluster
 
     sleeper = subprocess.Popen(["sleep", "600"], start_new_session=True)
     cluster = LocalCluster(ps=1, workers=2)

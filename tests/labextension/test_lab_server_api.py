@@ -63,7 +63,7 @@ def test_a_task_whose_process_runs_but_never_answered_is_starting(server):
 
 
 def test_task_states_go_starting_alive_unreachable_and_start_again_with_a_new_pid():
-    from tfteach.notebook.server import task_state
+    from tfteach.notebook.lab_handlers import task_state
 
     key = ("c-states", "worker", 0, 111)
     assert task_state(key, running=True, alive=False) == "starting"
@@ -208,7 +208,7 @@ def test_lessons_without_a_lessons_folder_explain_how_to_get_them(server):
 
 
 def test_importing_the_server_extension_does_not_load_ipywidgets():
-    code = ("import sys, tfteach.notebook.server as s; "
+    code = ("import sys, tfteach.notebook.lab_handlers as s; "
             "print(json.dumps([callable(s._load_jupyter_server_extension), "
             "'ipywidgets' in sys.modules]))")
     out = subprocess.run([sys.executable, "-c", "import json; " + code], cwd=REPO,
@@ -217,18 +217,18 @@ def test_importing_the_server_extension_does_not_load_ipywidgets():
 
 
 def test_a_missing_registry_module_gives_no_clusters_and_a_hint(monkeypatch):
-    import tfteach.distributed
-    from tfteach.notebook import server as extension
+    import tfteach.distributed.local
+    from tfteach.notebook import lab_handlers as extension
 
-    monkeypatch.delattr(tfteach.distributed, "registry", raising=False)
-    monkeypatch.setitem(sys.modules, "tfteach.distributed.registry", None)
+    monkeypatch.delattr(tfteach.distributed.local, "task_registry", raising=False)
+    monkeypatch.setitem(sys.modules, "tfteach.distributed.local.task_registry", None)
     registry, why = extension._load_registry()
     assert registry is None
     assert "no LocalCluster can be listed" in why and "\nHint:" in why
 
 
 def test_health_devices_become_names():
-    from tfteach.notebook.server import device_names
+    from tfteach.notebook.lab_handlers import device_names
 
     assert device_names([{"name": "/job:ps/replica:0/task:0/device:CPU:0", "device_type": "CPU"},
                          "/job:worker/replica:0/task:0/device:CPU:0", ]) == [
@@ -287,7 +287,7 @@ def test_a_task_that_stops_answering_reads_unreachable_then_alive_again(server, 
 
 def _task_pid() -> int:
     """The pid of the one registered cluster's worker 0."""
-    from tfteach.distributed import registry
+    from tfteach.distributed.local import task_registry as registry
 
     [entry] = registry.list_clusters()
     return registry.task_pid(registry.find_task(entry, "worker", 0))
@@ -295,10 +295,10 @@ def _task_pid() -> int:
 
 @pytest.mark.cluster
 def test_health_checks_leave_the_callers_malloc_settings_alone(local_cluster):
-    from tfteach.distributed import registry
+    from tfteach.distributed.local import task_registry as registry
 
     [entry] = registry.list_clusters()
-    code = ("import sys; from tfteach.distributed import registry\n"
+    code = ("import sys; from tfteach.distributed.local import task_registry as registry\n"
             "from tfteach.runtime import host_memory\n"
             f"assert registry.task_health({entry['id']!r}, 'worker', 0)['alive']\n"
             "print(host_memory._state['done'])")
@@ -318,7 +318,7 @@ def test_lessons_at_the_server_root_itself_are_found(server):
 
 
 def test_find_lessons_prefers_a_lessons_folder_over_notebooks_at_the_root(tmp_path):
-    from tfteach.notebook.server import find_lessons
+    from tfteach.notebook.lab_handlers import find_lessons
 
     write_notebook(tmp_path / "01_device_placement.ipynb", "1")
     write_notebook(tmp_path / "lessons" / "01_device_placement.ipynb", "1")
@@ -328,7 +328,7 @@ def test_find_lessons_prefers_a_lessons_folder_over_notebooks_at_the_root(tmp_pa
 
 
 def test_find_lessons_in_a_language_at_the_server_root_itself(tmp_path):
-    from tfteach.notebook.server import find_lessons
+    from tfteach.notebook.lab_handlers import find_lessons
 
     write_notebook(tmp_path / "01_device_placement.ipynb", "1")
     write_notebook(tmp_path / "zh" / "01_device_placement.ipynb", "1")

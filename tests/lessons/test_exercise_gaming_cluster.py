@@ -8,7 +8,7 @@ import secrets
 import pytest
 
 import tfteach as tf
-from tfteach.distributed.processes import free_ports
+from tfteach.distributed.transport.processes import free_ports
 from tfteach.lessons import check
 from tfteach.notebook import exercises
 

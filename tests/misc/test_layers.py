@@ -106,12 +106,14 @@ def _resolve(node: ast.ImportFrom, here: str, is_package: bool) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-def imported_modules(path: Path) -> set[str]:
-    """The tfteach modules a file imports (``from pkg import sub`` names ``pkg.sub``)."""
+def imported_modules(path: Path, type_checking: bool = False) -> set[str]:
+    """The tfteach modules a file imports (``from pkg import sub`` names ``pkg.sub``); imports
+    under ``if TYPE_CHECKING:`` count only when ``type_checking`` is true."""
     here, tree = module_name(path), ast.parse(path.read_text(), str(path))
     found: set[str] = set()
-    skip = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
-            and _is_type_checking(node) for b in node.body for n in ast.walk(b)}
+    skip = set() if type_checking else {
+        id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+        and _is_type_checking(node) for b in node.body for n in ast.walk(b)}
     for node in ast.walk(tree):
         if id(node) in skip:
             continue
@@ -139,12 +141,12 @@ def violations() -> set[str]:
     return out
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Each tfteach module and the other tfteach modules it imports."""
+def import_graph(root: Path = PACKAGE, type_checking: bool = False) -> dict[str, set[str]]:
+    """Each tfteach module under ``root`` and the other tfteach modules it imports."""
     graph = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted(root.rglob("*.py")):
         here = module_name(path)
-        graph[here] = imported_modules(path) - {here}
+        graph[here] = imported_modules(path, type_checking) - {here}
     return graph
 
 

@@ -88,7 +88,7 @@ def test_readme_lab_command_opens_a_git_ignored_working_copy_the_card_finds(tmp_
     import re
     from pathlib import Path
 
-    from tfteach.notebook.server import find_lessons
+    from tfteach.notebook.lab_handlers import find_lessons
 
     repo = Path(__file__).resolve().parents[2]
     readme = (repo / "README.md").read_text()

@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120)]
 
 PROBE = """
 import sys
-from tfteach.distributed.client import ClusterClient
+from tfteach.distributed.client.client import ClusterClient
 client = ClusterClient.from_env()
 status = client.worker(sys.argv[1]).get_status(timeout=30)
 print(client.shm_shared(sys.argv[1]), repr(status["shm_host"]))
@@ -30,7 +30,7 @@ STALE_PROOF = """
 import sys
 import numpy as np
 import tfteach as tf
-from tfteach.distributed import remote_session
+from tfteach.distributed.client import remote_session
 address = sys.argv[1]
 client = remote_session.client_for(address)
 client.learn_shm(address, True)     # as if proven: the task now refuses its segments
@@ -62,7 +62,7 @@ def run(hosts, index: int, code: str, address: str) -> str:
 def test_only_a_caller_in_the_tasks_namespace_proves_it_shares_dev_shm(make_hosts, start):
     hosts = make_hosts(2, shared=True)
     address = a_task(hosts, start)
-    from tfteach.distributed import shm
+    from tfteach.distributed.transport import shm
     assert run(hosts, 0, PROBE, address) == f"True {shm.host_key()!r}"
     assert run(hosts, 1, PROBE, address) == "False ''"
 

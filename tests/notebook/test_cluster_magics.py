@@ -7,9 +7,9 @@ import pytest
 from nbkernel import WIDGET_VIEW, data_outputs, one, stream_text
 
 try:
-    from tfteach.distributed.local_cluster import LocalCluster
+    from tfteach.distributed.local.local_cluster import LocalCluster
 except ImportError as exc:  # the cluster runtime is another issue's work
-    pytest.skip(f"tfteach.distributed.local_cluster.LocalCluster is not available ({exc})",
+    pytest.skip(f"tfteach.distributed.local.local_cluster.LocalCluster is not available ({exc})",
                 allow_module_level=True)
 
 pytestmark = pytest.mark.cluster
@@ -128,7 +128,7 @@ def test_the_cluster_stops_when_the_kernel_shuts_down(tmp_path):
     with client.setup_kernel():
         session = KernelSession(client, nb)
         session.run("%load_ext tfteach\n%tfteach cluster start --ps 1 --workers 1")
-        printed = session.run("from tfteach.distributed import registry\n"
+        printed = session.run("from tfteach.distributed.local import task_registry as registry\n"
                               "print(*[t['pid'] for t in registry.read_entry(cluster.id)"
                               "['tasks']])")
         pids = [int(p) for p in stream_text(printed).split()]

@@ -137,7 +137,7 @@ class Process:
 
     def leftovers(self) -> list[str]:
         """Processes this program started that still run, and its /dev/shm segments."""
-        from tfteach.distributed import shm
+        from tfteach.distributed.transport import shm
 
         pid = self.popen.pid
         return [f"process {child}" for child in _processes_of(pid)] + \

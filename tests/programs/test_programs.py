@@ -21,7 +21,7 @@ import signal
 import pytest
 
 from harness import has_tensorflow, stop, write_cluster
-from tfteach.distributed.processes import free_ports
+from tfteach.distributed.transport.processes import free_ports
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 

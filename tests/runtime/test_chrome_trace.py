@@ -12,7 +12,7 @@ import json
 import pytest
 
 import tfteach as tf
-from tfteach.runtime.config import DeviceStepStats, NodeExecStats, StepStats, TransferStats
+from tfteach.runtime.session_config import DeviceStepStats, NodeExecStats, StepStats, TransferStats
 
 LOCAL = "/job:localhost/replica:0/task:0/device:"
 
@@ -113,7 +113,7 @@ def test_show_memory_adds_allocator_counters():
 
 @pytest.mark.cluster
 def test_every_flow_of_a_traced_cluster_step_lies_inside_a_slice():
-    from tfteach.distributed.local_cluster import LocalCluster
+    from tfteach.distributed.local.local_cluster import LocalCluster
 
     with LocalCluster(ps=0, workers=2) as cluster, tf.Graph().as_default():
         total = towers(("/job:worker/task:0", "/job:worker/task:1"))

@@ -2,7 +2,7 @@
 import pytest
 
 import tfteach as tf
-from tfteach.runtime.config import GraphDef, NodeDef, StepStats
+from tfteach.runtime.session_config import GraphDef, NodeDef, StepStats
 
 FULL = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
 PARTITIONS = tf.RunOptions(output_partition_graphs=True)

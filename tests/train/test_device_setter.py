@@ -84,7 +84,7 @@ def test_no_ps_tasks_means_none():
 
 
 def test_a_cluster_spec_is_accepted():
-    from tfteach.distributed.cluster_spec import ClusterSpec
+    from tfteach.distributed.protocol.cluster_spec import ClusterSpec
     spec = ClusterSpec({"ps": {0: "a:1", 2: "b:1"}, "worker": ["w:1"]})
     setter = replica_device_setter(cluster=spec)
     assert [setter({"op": "VariableV2"}) for _ in range(3)] == [
@@ -92,7 +92,7 @@ def test_a_cluster_spec_is_accepted():
 
 
 def test_a_cluster_def_is_accepted():
-    from tfteach.distributed.cluster_spec import ClusterSpec
+    from tfteach.distributed.protocol.cluster_spec import ClusterSpec
     cluster_def = ClusterSpec({"ps": ["a:1", "b:1"], "worker": ["w:1"]}).as_cluster_def()
     with tf.device(replica_device_setter(cluster=cluster_def)):
         v1, v2 = tf.Variable(1.0), tf.Variable(2.0)
@@ -102,7 +102,7 @@ def test_a_cluster_def_is_accepted():
 
 
 def test_a_cluster_def_without_ps_job_gives_no_setter():
-    from tfteach.distributed.cluster_spec import ClusterSpec
+    from tfteach.distributed.protocol.cluster_spec import ClusterSpec
     cluster_def = ClusterSpec({"worker": ["w:1"]}).as_cluster_def()
     assert replica_device_setter(cluster=cluster_def) is None
 

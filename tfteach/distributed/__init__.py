@@ -14,16 +14,16 @@ from typing import Any
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 _EXPORTS = {
-    "ClusterSpec": "cluster_spec",
-    "Server": "server",
-    "create_local_server": "server",
-    "LocalCluster": "local_cluster",
-    "ClusterClient": "client",
-    "wait_for_task": "waiting",
-    "wait_for_tasks": "waiting",
-    "set_engine_factory": "engine_api",
-    "TaskInfo": "engine_api",
-    "RunResult": "engine_api",
+    "ClusterSpec": "protocol.cluster_spec",
+    "Server": "service.grpc_server",
+    "create_local_server": "service.grpc_server",
+    "LocalCluster": "local.local_cluster",
+    "ClusterClient": "client.client",
+    "wait_for_task": "client.waiting",
+    "wait_for_tasks": "client.waiting",
+    "set_engine_factory": "contract.engine_api",
+    "TaskInfo": "contract.engine_api",
+    "RunResult": "contract.engine_api",
 }
 
 __all__ = sorted(_EXPORTS)

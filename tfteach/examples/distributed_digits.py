@@ -36,7 +36,7 @@ import numpy as np
 import tfteach as tf
 from tfteach.data import batches, load_digits, shard
 
-GRAPH_ENGINE = "tfteach.distributed.graph_engine:GraphEngine"
+GRAPH_ENGINE = "tfteach.distributed.engine.graph_engine:GraphEngine"
 
 
 @dataclass

@@ -33,13 +33,13 @@ from tfteach.framework.graph import Graph, Tensor
 from tfteach.hardware import profiles, schedule
 from tfteach.hardware.costs import op_work
 from tfteach.hardware.profiles import LinkProfile, MachineProfile
-from tfteach.i18n import tr
 from tfteach.hardware.shapes import Shapes, itemsize, refine
+from tfteach.i18n import tr
 from tfteach.runtime import placer
-from tfteach.runtime.config import (NodeExecStats, RunMetadata, StepStats, TransferStats)
 from tfteach.runtime.plan import Plan, build_plan
 from tfteach.runtime.session import _flatten_fetches, _resolve_feeds
-from tfteach.runtime.timeline import short_device
+from tfteach.runtime.session_config import NodeExecStats, RunMetadata, StepStats, TransferStats
+from tfteach.runtime.step_trace import short_device
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 ``ClusterStatus(cluster)`` shows, per task: its name (``worker:1``), address, devices,
 alive/dead and the last step it ran, asked over gRPC through
-``tfteach.distributed.registry.task_health`` (falling back to ``cluster.alive`` when the
+``tfteach.distributed.local.task_registry.task_health`` (falling back to ``cluster.alive`` when the
 registry cannot answer). Its MIME bundle is a static HTML/text table, plus, in a kernel with
 ipywidgets, a live widget that a daemon thread refreshes every ``refresh_s`` seconds until
 ``stop()`` or until the cluster has closed.
@@ -47,7 +47,7 @@ def _device_short(device: Any) -> str:
 
 def _health(cluster: Any, job: str, index: int) -> dict[str, Any]:
     try:
-        from tfteach.distributed import registry
+        from tfteach.distributed.local import task_registry as registry
 
         return registry.task_health(cluster.id, job, index)
     except Exception:  # noqa: BLE001 - no registry answer: fall back to the process table
@@ -193,9 +193,9 @@ class ClusterController:
 
 
 def load_local_cluster() -> Any:
-    """``tfteach.distributed.local_cluster.LocalCluster``, or a learner-friendly error."""
+    """``tfteach.distributed.local.local_cluster.LocalCluster``, or a learner-friendly error."""
     try:
-        from tfteach.distributed.local_cluster import LocalCluster
+        from tfteach.distributed.local.local_cluster import LocalCluster
     except ImportError as exc:
         raise RuntimeError(with_hint(
             tr("The cluster runtime is not available ({error}).", error=exc),

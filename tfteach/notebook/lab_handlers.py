@@ -7,7 +7,7 @@
     GET  /tfteach/api/lessons[?lang=ko|zh|ru]                    where the lessons are (in a
                                                                  language: lessons/<lang>/)
 
-The cluster data comes from ``tfteach.distributed.registry`` (imported lazily, so a
+The cluster data comes from ``tfteach.distributed.local.task_registry`` (imported lazily, so a
 missing or broken registry gives an empty list and a message, not a dead server). Each task
 has a ``state``: ``starting`` (its process runs but has not answered yet), ``alive``
 (answers its health check), ``unreachable`` (answered before, not now) or ``stopped`` (no
@@ -52,7 +52,7 @@ _answered: set[tuple] = set()   # (cluster id, job, task, pid) of tasks that ans
 def _load_registry() -> tuple[Any, str | None]:
     """The registry module, or (None, why it cannot be used)."""
     try:
-        from tfteach.distributed import registry
+        from tfteach.distributed.local import task_registry as registry
     except ImportError as exc:
         return None, ("tfteach's cluster registry is not available in this server's Python "
                       f"({exc}), so no LocalCluster can be listed.\nHint: install tfteach "
@@ -275,7 +275,7 @@ def handlers(base_url: str) -> list[tuple[str, type]]:
 
 
 def _jupyter_server_extension_points() -> list[dict[str, str]]:
-    return [{"module": "tfteach.notebook.server"}]
+    return [{"module": "tfteach.notebook.lab_handlers"}]
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:

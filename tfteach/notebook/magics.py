@@ -48,12 +48,18 @@ from IPython.display import display
 from tfteach.errors import OpError
 from tfteach.i18n import tr
 from tfteach.notebook import exercises, graphviz_svg
-from tfteach.notebook.cluster_view import ClusterController, parse_task
 from tfteach.notebook.backend_compare import compare
+from tfteach.notebook.cluster_view import ClusterController, parse_task
 from tfteach.notebook.displays import DeviceTable, ErrorBox, Heading, Note
 from tfteach.notebook.palette import theme_matplotlib
-from tfteach.notebook.placement_cell import (PlacementOptions, PlacementResult, is_fetchable,
-                                             result_displays, run_placement_cell, virtual_gpus)
+from tfteach.notebook.placement_cell import (
+    PlacementOptions,
+    PlacementResult,
+    is_fetchable,
+    result_displays,
+    run_placement_cell,
+    virtual_gpus,
+)
 from tfteach.notebook.tf_backend import run_tf_cell
 from tfteach.notebook.view import View
 

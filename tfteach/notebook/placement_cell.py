@@ -266,7 +266,7 @@ def modelled_network(target: str) -> str | None:
     (``LocalCluster(network=...)``), or None."""
     if not target.startswith("grpc://"):
         return None
-    from tfteach.distributed import registry
+    from tfteach.distributed.local import task_registry as registry
 
     address = target[len("grpc://"):]
     for entry in registry.list_clusters():

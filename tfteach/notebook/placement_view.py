@@ -23,10 +23,10 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from tfteach.i18n import N_, tr
 from tfteach.notebook import graphviz_svg
 from tfteach.notebook.graphviz_svg import escape
 from tfteach.notebook.palette import TRANSFER_COLOR, device_fill, label_color, op_style
-from tfteach.i18n import N_, tr
 from tfteach.notebook.style import format_bytes
 from tfteach.notebook.view import View
 from tfteach.timeline import short_device

@@ -42,7 +42,7 @@ import sys
 import tempfile
 from typing import Any, Iterator
 
-from tfteach.distributed.tf_task import tensorflow_missing
+from tfteach.distributed.local.tf_task import tensorflow_missing
 from tfteach.errors import OpError, exception_type_from_name
 from tfteach.i18n import N_, clauses, join, tr
 from tfteach.notebook.placement_cell import (
@@ -53,7 +53,7 @@ from tfteach.notebook.placement_cell import (
 )
 from tfteach.notebook.placement_view import PlacementView, placement_data
 from tfteach.notebook.timeline_view import TimelineView
-from tfteach.runtime.config import NodeExecStats, StepStats, TransferStats
+from tfteach.runtime.session_config import NodeExecStats, StepStats, TransferStats
 
 PROBE = "tfteach_placement_probe"
 LOG_LINE = re.compile(r"^([^\s:]+): \((\w+)\): (/job:\S+)$", re.MULTILINE)

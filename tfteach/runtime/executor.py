@@ -46,13 +46,18 @@ from typing import Any, Callable
 import numpy as np
 
 from tfteach.devices.gpu import translate_error
-from tfteach.errors import (CancelledError, DeadlineExceededError, OpError,
-                            ResourceExhaustedError, UnknownError)
+from tfteach.errors import (
+    CancelledError,
+    DeadlineExceededError,
+    OpError,
+    ResourceExhaustedError,
+    UnknownError,
+)
 from tfteach.framework.kernel import Pending  # also imported from here (transport ops, tests)
 from tfteach.i18n import tr
 from tfteach.runtime import blas, frames, host_memory
-from tfteach.runtime.config import NodeExecStats, StepStats, TransferStats
 from tfteach.runtime.plan import Plan, PlanNode
+from tfteach.runtime.session_config import NodeExecStats, StepStats, TransferStats
 
 _now = time.perf_counter_ns
 

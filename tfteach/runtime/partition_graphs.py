@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 from tfteach.framework.graph_io import node_to_dict
-from tfteach.runtime.config import GraphDef, NodeDef
 from tfteach.runtime.plan import Plan, PlanNode
+from tfteach.runtime.session_config import GraphDef, NodeDef
 
 
 def partition_graphs(plan: Plan) -> list[GraphDef]:

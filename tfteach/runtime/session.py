@@ -34,11 +34,11 @@ from tfteach.framework.indexed_slices import IndexedSlices, IndexedSlicesValue
 from tfteach.framework.nest import flatten
 from tfteach.i18n import tr
 from tfteach.runtime import placer
-from tfteach.runtime.config import ConfigProto, RunMetadata, RunOptions
 from tfteach.runtime.executor import Executor, to_fetch_value
 from tfteach.runtime.partition_graphs import partition_graphs
 from tfteach.runtime.plan import build_plan
 from tfteach.runtime.resources import ResourceMgr
+from tfteach.runtime.session_config import ConfigProto, RunMetadata, RunOptions
 
 _remote_factories: dict[str, Callable] = {}
 _remote_resets: dict[str, Callable] = {}

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tfteach.runtime.config import StepStats
+from tfteach.runtime.session_config import StepStats
 
 
 def short_device(name: str) -> str:

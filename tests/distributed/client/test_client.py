@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from tfteach import errors
-from tfteach.distributed.processes import free_ports
-from tfteach.distributed.waiting import wait_for_task, wait_for_tasks
+from tfteach.distributed.transport.processes import free_ports
+from tfteach.distributed.client.waiting import wait_for_task, wait_for_tasks
 
 PS0 = "/job:ps/replica:0/task:0"
 
@@ -93,7 +93,7 @@ def test_a_call_that_found_nothing_listening_fails_at_once_and_reaches_a_later_s
 @pytest.mark.cluster
 @pytest.mark.timeout(60)
 def test_a_task_dying_mid_call_is_unavailable_naming_it():
-    from tfteach.distributed.local_cluster import LocalCluster
+    from tfteach.distributed.local.local_cluster import LocalCluster
 
     with LocalCluster(ps=0, workers=1) as cluster:
         worker = cluster_client(cluster).worker(cluster.target("worker", 0),
@@ -109,7 +109,7 @@ def test_a_task_dying_mid_call_is_unavailable_naming_it():
 
 
 def cluster_client(cluster):
-    from tfteach.distributed.client import ClusterClient
+    from tfteach.distributed.client.client import ClusterClient
 
     return ClusterClient(cluster.token)
 

@@ -59,9 +59,9 @@ def test_a_task_restarted_between_steps_answers_the_next_step(cluster):
 
 
 def test_unreachable_task_times_out_with_unavailable(cluster):
-    from tfteach.distributed.cluster_spec import ClusterSpec
-    from tfteach.distributed.server import Server
-    from tfteach.distributed.processes import free_ports
+    from tfteach.distributed.protocol.cluster_spec import ClusterSpec
+    from tfteach.distributed.service.grpc_server import Server
+    from tfteach.distributed.transport.processes import free_ports
     p1, p2 = free_ports(2)
     spec = ClusterSpec({"worker": [f"localhost:{p1}"], "ps": [f"localhost:{p2}"]})
     with Server(spec, job_name="worker", task_index=0) as server:
@@ -88,7 +88,7 @@ def test_seed_two_cli_workers_and_a_host(tmp_path):
     import os
     import subprocess
     import sys
-    from tfteach.distributed.processes import free_ports
+    from tfteach.distributed.transport.processes import free_ports
     ports = free_ports(3)
     hosts = [f"localhost:{p}" for p in ports]
     cfg = tmp_path / "cluster.json"

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.timeout(90)
 @pytest.fixture(scope="module")
 def frozen_master():
     """A LocalCluster worker with a session made while it ran, then stopped (SIGSTOP)."""
-    from tfteach.distributed.local_cluster import LocalCluster
+    from tfteach.distributed.local.local_cluster import LocalCluster
 
     with LocalCluster(ps=0, workers=1) as cluster:
         graph = tf.Graph()
@@ -135,7 +135,7 @@ def test_a_grpc_answer_that_does_not_parse_is_unavailable_naming_it(client):
 def frozen_ps():
     """A LocalCluster whose ps task is stopped (SIGSTOP) after a step of a session on worker
     0 (the master) ran a part on it; SIGCONT again when the tests end."""
-    from tfteach.distributed.local_cluster import LocalCluster
+    from tfteach.distributed.local.local_cluster import LocalCluster
 
     with LocalCluster(ps=1, workers=1) as cluster:
         graph = tf.Graph()

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import tfteach as tf
-from tfteach.distributed import local_master, services
+from tfteach.distributed.client import in_process_master as local_master
+from tfteach.distributed.service import servicers as services
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120)]
 

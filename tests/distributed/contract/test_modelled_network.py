@@ -8,8 +8,8 @@ import pytest
 
 import tfteach as tf
 from tfteach import errors
-from tfteach.distributed import registry
-from tfteach.distributed.local_cluster import LocalCluster
+from tfteach.distributed.local import task_registry as registry
+from tfteach.distributed.local.local_cluster import LocalCluster
 from tfteach.hardware import profiles
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120)]

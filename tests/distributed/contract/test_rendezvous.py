@@ -4,7 +4,7 @@ import threading
 import pytest
 
 from tfteach import errors
-from tfteach.distributed.rendezvous import Rendezvous
+from tfteach.distributed.contract.rendezvous import Rendezvous
 
 
 def test_send_then_recv_hands_the_value_over_once():

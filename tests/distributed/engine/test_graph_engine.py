@@ -158,8 +158,8 @@ def test_a_transfer_into_a_sink_on_the_masters_task_comes_back_with_run_graph(cl
 
 
 def test_only_transfers_into_sinks_of_the_masters_part_skip_recv_tensor():
-    from tfteach.distributed.partition import Partitioner
-    from tfteach.distributed.session_targets import RemoteDevice
+    from tfteach.distributed.master.partition import Partitioner
+    from tfteach.distributed.contract.session_targets import RemoteDevice
 
     g = tf.Graph()
     with g.as_default():
@@ -187,8 +187,8 @@ def test_a_server_in_this_process_restores_the_switch_interval_when_it_stops():
     """The engine's short GIL switch interval holds while it serves, not for good."""
     import sys
 
-    from tfteach.distributed import graph_engine
-    from tfteach.distributed.server import Server
+    from tfteach.distributed.engine import graph_engine
+    from tfteach.distributed.service.grpc_server import Server
 
     before = sys.getswitchinterval()
     first = Server({"local": ["localhost:0"]}, job_name="local", task_index=0)

@@ -12,11 +12,11 @@ import pytest
 from dist_helpers import ENGINE, TESTS_DIR, port_is_free
 
 from tfteach import errors
-from tfteach.distributed.cli import load_cluster, parse_args
-from tfteach.distributed.client import ClusterClient
-from tfteach.distributed.processes import free_ports
+from tfteach.distributed.local.server_cli import load_cluster, parse_args
+from tfteach.distributed.client.client import ClusterClient
+from tfteach.distributed.transport.processes import free_ports
 
-ROOT = Path(__file__).parents[2]
+ROOT = Path(__file__).parents[3]
 pytestmark = pytest.mark.timeout(60)
 
 
@@ -124,7 +124,7 @@ def test_sparse_jobs_in_json_get_integer_indices(tmp_path):
 @pytest.mark.cluster
 @pytest.mark.slow
 def test_a_task_whose_stop_hangs_still_exits_after_the_grace_period():
-    from tfteach.distributed.cli import EXIT_GRACE_S
+    from tfteach.distributed.local.server_cli import EXIT_GRACE_S
 
     ps, = free_ports(1)
     proc, line = _start([f"--ps_hosts=localhost:{ps}", "--job_name=ps", "--task_index=0"],
@@ -144,7 +144,7 @@ def test_a_signal_while_the_main_thread_holds_the_stop_flags_lock_does_not_deadl
     Here the lock is held and the handler runs on the same thread, as it would then."""
     import threading
 
-    from tfteach.distributed.cli import StopFlag
+    from tfteach.distributed.local.server_cli import StopFlag
 
     stop = StopFlag()
     outcome = []
@@ -172,7 +172,7 @@ def test_sigterm_aborts_a_step_blocked_on_the_task_instead_of_waiting_for_the_gr
     import threading
 
     import tfteach as tf
-    from tfteach.distributed.cli import EXIT_GRACE_S
+    from tfteach.distributed.local.server_cli import EXIT_GRACE_S
 
     ps, worker = free_ports(2)
     hosts = [f"--ps_hosts=localhost:{ps}", f"--worker_hosts=localhost:{worker}"]

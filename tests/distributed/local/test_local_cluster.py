@@ -13,11 +13,12 @@ import pytest
 from dist_helpers import ENGINE, TESTS_DIR, tfteach_segments
 
 from tfteach import errors
-from tfteach.distributed import registry, shm
-from tfteach.distributed.client import ClusterClient
-from tfteach.distributed.local_cluster import LocalCluster
-from tfteach.distributed.probe_engine import run_probe
-from tfteach.distributed.processes import pid_alive
+from tfteach.distributed.local import task_registry as registry
+from tfteach.distributed.transport import shm
+from tfteach.distributed.client.client import ClusterClient
+from tfteach.distributed.local.local_cluster import LocalCluster
+from tfteach.distributed.engine.probe_engine import run_probe
+from tfteach.distributed.transport.processes import pid_alive
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(60)]
 
@@ -147,12 +148,12 @@ def test_entries_of_dead_owners_are_dropped():
 
 
 def test_tasks_exit_when_their_owner_is_killed(tmp_path):
-    script = ("import json, time; from tfteach.distributed.local_cluster import LocalCluster; "
-              "from tfteach.distributed import registry; c = LocalCluster(ps=1, workers=1); "
+    script = ("import json, time; from tfteach.distributed.local.local_cluster import LocalCluster; "
+              "from tfteach.distributed.local import task_registry as registry; c = LocalCluster(ps=1, workers=1); "
               "print(json.dumps([t['pid'] for t in registry.read_entry(c.id)['tasks']]), "
               "flush=True); time.sleep(60)")
     owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
-                             cwd=Path(__file__).parents[2])
+                             cwd=Path(__file__).parents[3])
     try:
         pids = json.loads(owner.stdout.readline())
         assert all(pid_alive(pid) for pid in pids)
@@ -186,7 +187,7 @@ def test_bad_sizes_are_value_errors():
 def test_a_process_reaped_between_the_two_checks_is_not_alive(monkeypatch):
     """pid_alive asks kill(pid, 0), then /proc for zombies; a task reaped in between (its
     /proc entry gone) is dead, not 'alive because /proc cannot tell'."""
-    from tfteach.distributed import processes
+    from tfteach.distributed.transport import processes
 
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()                                   # reaped: no /proc entry any more

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from tfteach import errors
-from tfteach.distributed import registry
-from tfteach.distributed.local_cluster import LocalCluster
-from tfteach.distributed.processes import pid_alive, wait_gone
+from tfteach.distributed.local import task_registry as registry
+from tfteach.distributed.local.local_cluster import LocalCluster
+from tfteach.distributed.transport.processes import pid_alive, wait_gone
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
 needs_tf = pytest.mark.conformance
@@ -117,7 +117,7 @@ def test_task_logs_hold_tensorflows_own_startup_line(tf_cluster):
 
 @needs_tf
 def test_registry_entry_shows_the_tensorflow_backend(tf_cluster):
-    from tfteach.notebook.server import public_cluster
+    from tfteach.notebook.lab_handlers import public_cluster
 
     [entry] = [c for c in registry.list_clusters() if c["id"] == tf_cluster.id]
     assert entry["backend"] == "tensorflow"
@@ -169,12 +169,12 @@ def test_close_stops_every_tensorflow_task(tf1):
 
 @needs_tf
 def test_a_script_that_ends_with_a_tensorflow_cluster_open_leaves_no_task(tf1):
-    script = ("import json; from tfteach.distributed.local_cluster import LocalCluster; "
-              "from tfteach.distributed import registry; "
+    script = ("import json; from tfteach.distributed.local.local_cluster import LocalCluster; "
+              "from tfteach.distributed.local import task_registry as registry; "
               "c = LocalCluster(ps=0, workers=1, backend='tensorflow'); "
               "print(json.dumps([t['pid'] for t in registry.read_entry(c.id)['tasks']]))")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=120, cwd=Path(__file__).parents[2])
+                          timeout=120, cwd=Path(__file__).parents[3])
     assert done.returncode == 0, done.stderr[-3000:]
     pids = json.loads(done.stdout.splitlines()[-1])
     assert wait_gone(pids, 10) == []

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import tfteach as tf
-from tfteach.distributed.graph_engine import GraphEngine
-from tfteach.distributed.partition import Partitioner
-from tfteach.distributed.phases import split_phases
-from tfteach.distributed.session_targets import RemoteDevice
+from tfteach.distributed.engine.graph_engine import GraphEngine
+from tfteach.distributed.master.partition import Partitioner
+from tfteach.distributed.master.phases import split_phases
+from tfteach.distributed.contract.session_targets import RemoteDevice
 from tfteach.runtime.plan import needed_ops
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120)]
@@ -254,7 +254,7 @@ def test_a_traced_step_keeps_recv_tensor_and_shows_its_transfers(engine_cluster,
 
 
 def test_a_task_counts_one_step_for_all_its_phases(engine_cluster):
-    from tfteach.distributed.client import ClusterClient
+    from tfteach.distributed.client.client import ClusterClient
 
     _, (x, y), _, train = _softmax_regression()
     sess = tf.Session(engine_cluster["worker", 0].target)
@@ -303,7 +303,7 @@ def test_large_answers_reuse_one_reply_segment_step_after_step(engine_cluster, m
     """A 1 MiB variable read on the master's task every step: after the first step the ps
     writes it into the master's reply segment, and the master the fetched update into the
     client's, making no segment per step; every step sees the variable's current value."""
-    from tfteach.distributed import shm
+    from tfteach.distributed.transport import shm
 
     with tf.device("/job:ps/task:0"):
         v = tf.Variable(tf.zeros([1 << 18]), name="big")
@@ -352,7 +352,8 @@ def test_large_feeds_and_sends_go_through_the_senders_segments(engine_cluster, m
     on to the ps in its own (the client knows the master's host from CreateSession, the
     master the ps's from GetStatus); small feeds stay inline; the values arrive whole.
     (The client reaches the master over gRPC, as from another process.)"""
-    from tfteach.distributed import local_master, wire
+    from tfteach.distributed.client import in_process_master as local_master
+    from tfteach.distributed.transport import wire
 
     monkeypatch.setattr(local_master, "lookup", lambda address, token: None)
     with tf.device("/job:ps/task:0"):
@@ -382,7 +383,8 @@ def test_steps_reuse_one_rungraph_stream_and_a_failure_closes_it(engine_cluster,
     TFTEACH_LANE=0 on gRPC), opened once and reused step after step (RunStep makes no
     call: the master is a Server of this process). A failing phase ends its stream with
     the error (its class intact); the next step opens a new stream and succeeds."""
-    from tfteach.distributed import client, lane
+    from tfteach.distributed.client import client
+    from tfteach.distributed.transport import lane
 
     monkeypatch.setenv(lane.LANE_ENV, use_lane)
     stream_class = lane.LaneStream if use_lane == "1" and lane.enabled() else client._CallStream

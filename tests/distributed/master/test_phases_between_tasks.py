@@ -8,11 +8,13 @@ import numpy as np
 import pytest
 
 import tfteach as tf
-from tfteach.distributed import phases, shm, wire
-from tfteach.distributed.graph_engine import GraphEngine
-from tfteach.distributed.session_targets import RemoteDevice
-from tfteach.distributed.partition import Partitioner
-from tfteach.distributed.phases import split_phases
+from tfteach.distributed.master import phases
+from tfteach.distributed.transport import shm
+from tfteach.distributed.transport import wire
+from tfteach.distributed.engine.graph_engine import GraphEngine
+from tfteach.distributed.contract.session_targets import RemoteDevice
+from tfteach.distributed.master.partition import Partitioner
+from tfteach.distributed.master.phases import split_phases
 from tfteach.runtime.plan import needed_ops
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120)]

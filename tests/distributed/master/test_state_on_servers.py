@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import tfteach as tf
-from tfteach.distributed.engine_args import merge_config
+from tfteach.distributed.contract.engine_args import merge_config
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120)]
 WAIT_S = 20
@@ -173,7 +173,7 @@ SERVER_WITH_LOG = ("import tfteach as tf; s = tf.train.Server.create_local_serve
 
 def test_a_servers_log_device_placement_logs_on_the_servers_stderr(capsys):
     task = subprocess.Popen([sys.executable, "-c", SERVER_WITH_LOG], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parents[2])
+                            stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parents[3])
     try:
         target = task.stdout.readline().strip()
         a = tf.constant(1.0, name="aaa")

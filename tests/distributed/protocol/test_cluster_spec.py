@@ -1,7 +1,7 @@
 """ClusterSpec behaves as TF 1.x's (server_lib.py), messages included."""
 import pytest
 
-from tfteach.distributed.cluster_spec import ClusterSpec
+from tfteach.distributed.protocol.cluster_spec import ClusterSpec
 
 DENSE = {"ps": ["ps0:2222", "ps1:2222"], "worker": ["w0:2222", "w1:2222", "w2:2222"]}
 

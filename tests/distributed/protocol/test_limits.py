@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from tfteach import errors
-from tfteach.distributed import limits
-from tfteach.distributed.client import ClusterClient
+from tfteach.distributed.protocol import limits
+from tfteach.distributed.client.client import ClusterClient
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 

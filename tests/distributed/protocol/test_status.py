@@ -6,8 +6,8 @@ import pytest
 from dist_helpers import ReportingEngine
 
 from tfteach import errors
-from tfteach.distributed import status
-from tfteach.distributed.engine_api import set_engine_factory
+from tfteach.distributed.protocol import status
+from tfteach.distributed.contract.engine_api import set_engine_factory
 
 ALL_ERRORS = [cls for cls in vars(errors).values() if isinstance(cls, type)
               and issubclass(cls, errors.OpError) and cls is not errors.OpError]
@@ -44,7 +44,7 @@ def test_engine_bug_becomes_internal_error_and_server_survives(make_server, clie
 def test_set_engine_factory_is_the_hook_for_the_real_engine(client):
     previous = set_engine_factory(ReportingEngine)
     try:
-        from tfteach.distributed.server import create_local_server
+        from tfteach.distributed.service.grpc_server import create_local_server
 
         server = create_local_server()
         try:

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from dist_helpers import all_methods
 
-from tfteach.distributed.client import ClusterClient
-from tfteach.distributed.protos import tfteach_cluster_pb2 as pb
+from tfteach.distributed.client.client import ClusterClient
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
 
 TOKEN = "fuzz-token"
 METADATA = (("tfteach-token", TOKEN),)

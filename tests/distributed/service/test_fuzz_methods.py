@@ -14,10 +14,10 @@ import pytest
 from dist_helpers import all_methods
 from hostile_graphs import base_graph, random_graph
 
-from tfteach.distributed import tflog
-from tfteach.distributed.client import ClusterClient
-from tfteach.distributed.graph_engine import GraphEngine
-from tfteach.distributed.protos import tfteach_cluster_pb2 as pb
+from tfteach.distributed.protocol import tflog
+from tfteach.distributed.client.client import ClusterClient
+from tfteach.distributed.engine.graph_engine import GraphEngine
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 

@@ -18,11 +18,14 @@ import pytest
 from dist_helpers import PROBE_ENGINE
 
 from tfteach import errors
-from tfteach.distributed import lane, lane_server, registry, shm
-from tfteach.distributed.client import ClusterClient
-from tfteach.distributed.cluster_spec import ClusterSpec
-from tfteach.distributed.local_cluster import LocalCluster
-from tfteach.distributed.server import Server
+from tfteach.distributed.transport import lane
+from tfteach.distributed.transport import lane_server
+from tfteach.distributed.local import task_registry as registry
+from tfteach.distributed.transport import shm
+from tfteach.distributed.client.client import ClusterClient
+from tfteach.distributed.protocol.cluster_spec import ClusterSpec
+from tfteach.distributed.local.local_cluster import LocalCluster
+from tfteach.distributed.service.grpc_server import Server
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120)]
 
@@ -252,8 +255,8 @@ def test_a_stream_that_never_reads_its_answer_is_ended(monkeypatch):
 
     import numpy as np
 
-    from tfteach.distributed import wire
-    from tfteach.distributed.protos import tfteach_cluster_pb2 as pb
+    from tfteach.distributed.transport import wire
+    from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
 
     monkeypatch.setattr(lane_server, "SEND_TIMEOUT_S", 0.5)
     server = Server({"local": ["localhost:0"]}, token=TOKEN, engine_factory=PROBE_ENGINE)

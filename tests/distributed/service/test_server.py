@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from tfteach import errors
-from tfteach.distributed import security
-from tfteach.distributed.processes import free_ports
-from tfteach.distributed.server import Server, create_local_server
+from tfteach.distributed.transport import security
+from tfteach.distributed.transport.processes import free_ports
+from tfteach.distributed.service.grpc_server import Server, create_local_server
 from dist_helpers import port_is_free
 
 
@@ -39,9 +39,9 @@ def test_start_logs_the_target(make_server, caplog):
 
 
 def test_without_logging_config_the_target_goes_to_stderr():
-    code = "from tfteach.distributed.server import create_local_server as c; c().stop()"
+    code = "from tfteach.distributed.service.grpc_server import create_local_server as c; c().stop()"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=60, cwd=Path(__file__).parents[2])
+                            timeout=60, cwd=Path(__file__).parents[3])
     assert "Started server with target: grpc://localhost:" in result.stderr
 
 

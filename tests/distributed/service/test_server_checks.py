@@ -12,10 +12,10 @@ from hostile_graphs import hostile_graphs
 
 import tfteach as tf
 from tfteach import errors
-from tfteach.distributed.graph_engine import GraphEngine
-from tfteach.distributed.protos import tfteach_cluster_pb2 as pb
-from tfteach.distributed.protos import tfteach_cluster_pb2_grpc as pb_grpc
-from tfteach.distributed.status import error_from_rpc
+from tfteach.distributed.engine.graph_engine import GraphEngine
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2_grpc as pb_grpc
+from tfteach.distributed.protocol.status import error_from_rpc
 from tfteach.framework.graph_io import graph_to_json
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120)]

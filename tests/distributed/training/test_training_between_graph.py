@@ -178,7 +178,7 @@ def test_a_worker_waits_until_the_chief_has_initialized(cluster, caplog):
 
 
 def test_a_wrong_master_address_fails_with_unavailable(cluster):
-    from tfteach.distributed.processes import free_ports
+    from tfteach.distributed.transport.processes import free_ports
     wrong = f"grpc://localhost:{free_ports(1)[0]}"
     c = tf.constant(1.0)
     with pytest.raises(tf.errors.UnavailableError):
@@ -192,10 +192,10 @@ def test_a_wrong_master_address_fails_with_unavailable(cluster):
 def test_a_wrong_worker_address_in_the_cluster_fails_with_unavailable():
     """A task that never answers: CreateSession waits operation_timeout_in_ms, then says
     which task it waited for (device_filters would have left it out)."""
-    from tfteach.distributed.cluster_spec import ClusterSpec
-    from tfteach.distributed.graph_engine import GraphEngine
-    from tfteach.distributed.processes import free_ports
-    from tfteach.distributed.server import Server
+    from tfteach.distributed.protocol.cluster_spec import ClusterSpec
+    from tfteach.distributed.engine.graph_engine import GraphEngine
+    from tfteach.distributed.transport.processes import free_ports
+    from tfteach.distributed.service.grpc_server import Server
     good, bad = free_ports(2)
     spec = ClusterSpec({"worker": [f"localhost:{good}", f"localhost:{bad}"]})
     server = Server(spec, job_name="worker", task_index=0, engine_factory=GraphEngine)
@@ -236,7 +236,7 @@ def test_the_seed_program_runs_as_one_process_per_task(tmp_path):
     import subprocess
     import sys
 
-    from tfteach.distributed.processes import free_ports
+    from tfteach.distributed.transport.processes import free_ports
     from tfteach.examples.distributed_digits import GRAPH_ENGINE
     ports = free_ports(3)
     hosts = [f"--ps_hosts=localhost:{ports[0]}",

@@ -4,7 +4,7 @@ checkpoint, losing at most the steps since it)."""
 import pytest
 
 from tfteach import experiments
-from tfteach.distributed.local_cluster import LocalCluster
+from tfteach.distributed.local.local_cluster import LocalCluster
 from tfteach.examples import distributed_digits as program
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
@@ -67,7 +67,7 @@ def _sync_step_without_worker_1(tf, server_class):
     """1 ps + 2 workers in this process; worker 0 (the chief) runs sync training with
     replicas_to_aggregate=2 and no initial tokens while worker 1 never steps: its step waits
     for worker 1's gradient. Returns the error of that step, run with a 3 s timeout."""
-    from tfteach.distributed.processes import free_ports
+    from tfteach.distributed.transport.processes import free_ports
 
     ports = free_ports(3)
     cluster = tf.train.ClusterSpec({"ps": [f"localhost:{ports[0]}"],

@@ -5,8 +5,8 @@ import subprocess
 import pytest
 
 from tfteach import errors
-from tfteach.distributed import security
-from tfteach.distributed.client import ClusterClient
+from tfteach.distributed.transport import security
+from tfteach.distributed.client.client import ClusterClient
 
 TOKEN = "s3cret-token-for-tests"
 
@@ -128,7 +128,7 @@ def test_a_token_set_after_a_refused_session_is_heard_on_the_next(monkeypatch):
     import tfteach as tf
 
     monkeypatch.delenv(security.TOKEN_ENV, raising=False)
-    from tfteach.distributed.processes import free_ports
+    from tfteach.distributed.transport.processes import free_ports
 
     spec = tf.train.ClusterSpec({"local": [f"localhost:{free_ports(1)[0]}"]})
     server = tf.train.Server(spec, job_name="local", task_index=0, token=TOKEN)

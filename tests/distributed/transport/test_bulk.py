@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from tfteach import errors
-from tfteach.distributed import bulk
-from tfteach.distributed.client import ClusterClient
-from tfteach.distributed.processes import free_ports
-from tfteach.distributed.protos import tfteach_cluster_pb2 as pb
-from tfteach.distributed.protos import tfteach_cluster_pb2_grpc as pb_grpc
+from tfteach.distributed.transport import bulk
+from tfteach.distributed.client.client import ClusterClient
+from tfteach.distributed.transport.processes import free_ports
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2_grpc as pb_grpc
 
 TOKEN = "bulk-test-token"
 MiB = 1 << 20
@@ -131,7 +131,7 @@ def test_with_tls_a_large_tensor_streams_encrypted_and_no_bulk_port_listens(make
                                                                            tmp_path):
     from test_auth import _self_signed
 
-    from tfteach.distributed import security
+    from tfteach.distributed.transport import security
     cert, key = _self_signed(tmp_path)
     server = make_server(tls=security.TLSConfig(cert=cert, key=key), token=TOKEN)
     client = ClusterClient(TOKEN, tls=security.TLSConfig(ca=cert))
@@ -147,7 +147,7 @@ def test_with_tls_a_large_tensor_streams_encrypted_and_no_bulk_port_listens(make
 
 PS_ELSEWHERE = """
 import sys
-from tfteach.distributed import cli, shm
+from tfteach.distributed.local import server_cli as cli; from tfteach.distributed.transport import shm
 shm._host_key = "elsewhere/x/1"     # this task takes itself for another host's
 sys.exit(cli.main(["--ps_hosts", sys.argv[1], "--worker_hosts", sys.argv[2],
                    "--job", "ps", "--task", "0"]))
@@ -159,7 +159,7 @@ def test_a_large_fetch_from_a_task_on_another_host_leaves_on_its_bulk_port(monke
     RunGraph with the 4 MiB variable's stream key and bulk port; the master takes it
     there, and the step's values are exact."""
     import tfteach as tf
-    from tfteach.distributed.server import Server
+    from tfteach.distributed.service.grpc_server import Server
     monkeypatch.setenv("TFTEACH_CLUSTER_TOKEN", TOKEN)
     ps_port, worker_port = free_ports(2)
     ps_address, worker_address = f"localhost:{ps_port}", f"localhost:{worker_port}"

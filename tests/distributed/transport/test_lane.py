@@ -18,12 +18,14 @@ import pytest
 
 import tfteach as tf
 from tfteach import errors
-from tfteach.distributed import client as client_module
-from tfteach.distributed import lane, lane_server, shm
-from tfteach.distributed.client import ClusterClient
-from tfteach.distributed.local_cluster import LocalCluster
-from tfteach.distributed.protos import tfteach_cluster_pb2 as pb
-from tfteach.distributed.status import error_from_rpc
+from tfteach.distributed.client import client as client_module
+from tfteach.distributed.transport import lane
+from tfteach.distributed.transport import lane_server
+from tfteach.distributed.transport import shm
+from tfteach.distributed.client.client import ClusterClient
+from tfteach.distributed.local.local_cluster import LocalCluster
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
+from tfteach.distributed.protocol.status import error_from_rpc
 from tfteach.ops.data_flow_ops import FIFOQueue
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120),
@@ -86,7 +88,7 @@ def _echo_graph(server) -> str:
 
 
 def _echo_request(handle: str, value: float = 3.0) -> pb.RunGraphRequest:
-    from tfteach.distributed import wire
+    from tfteach.distributed.transport import wire
 
     request = pb.RunGraphRequest(graph_handle=handle, step_id=1, recv_key=["x"])
     wire.add_named(request.send, {"x": np.array(value, np.float32)})
@@ -147,7 +149,7 @@ def test_steps_on_the_lane_give_the_values_they_give_on_grpc(engine_cluster, mon
 LEARNER_SCRIPT = """
 import numpy as np, tfteach as tf
 from tfteach.cluster import LocalCluster
-from tfteach.distributed import lane
+from tfteach.distributed.transport import lane
 calls = []
 real = lane.LaneStream.call
 lane.LaneStream.call = lambda self, request: calls.append(1) or real(self, request)
@@ -274,7 +276,7 @@ def test_streams_past_the_tasks_limit_are_refused_busy_and_calls_still_get_throu
     """Lane streams count against the task's stream limit with its gRPC streams: one more
     is refused before it runs (``BUSY_KEY``), and the client sends the call as a unary
     gRPC call instead."""
-    from tfteach.distributed import limits
+    from tfteach.distributed.protocol import limits
 
     monkeypatch.setattr(limits, "MAX_STREAMS", 2)
     server = make_server(token=TOKEN)
@@ -300,7 +302,7 @@ def test_streams_past_the_tasks_limit_are_refused_busy_and_calls_still_get_throu
 
 
 def test_a_stream_idle_past_the_limit_is_closed_by_the_task(make_server, monkeypatch):
-    from tfteach.distributed import limits
+    from tfteach.distributed.protocol import limits
 
     monkeypatch.setattr(limits, "STREAM_IDLE_S", 0.5)
     server = make_server(token=TOKEN)
@@ -382,9 +384,9 @@ def test_a_client_killed_during_a_step_cancels_it_on_the_task():
 CLIENT_THAT_PIPELINES = """
 import os, signal, socket, sys, time
 import tfteach as tf
-from tfteach.distributed import lane
-from tfteach.distributed.client import ClusterClient
-from tfteach.distributed.protos import tfteach_cluster_pb2 as pb
+from tfteach.distributed.transport import lane
+from tfteach.distributed.client.client import ClusterClient
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
 from tfteach.ops.data_flow_ops import FIFOQueue
 target, token = sys.argv[1], os.environ["TFTEACH_CLUSTER_TOKEN"]
 with tf.device("/job:worker/task:0"):

@@ -9,9 +9,11 @@ import pytest
 import tfteach as tf
 from tfteach import errors
 from tfteach.cluster import LocalCluster
-from tfteach.distributed import limits, local_master, shm
-from tfteach.distributed.client import ClusterClient
-from tfteach.distributed.server import Server
+from tfteach.distributed.protocol import limits
+from tfteach.distributed.client import in_process_master as local_master
+from tfteach.distributed.transport import shm
+from tfteach.distributed.client.client import ClusterClient
+from tfteach.distributed.service.grpc_server import Server
 
 pytestmark = [pytest.mark.cluster,
               pytest.mark.skipif(not shm.available(), reason="needs /dev/shm")]

@@ -6,10 +6,10 @@ import pytest
 from dist_helpers import PROBE_ENGINE, tfteach_segments
 
 from tfteach import errors
-from tfteach.distributed import shm
-from tfteach.distributed.probe_engine import run_probe
-from tfteach.distributed.protos import tfteach_cluster_pb2 as pb
-from tfteach.distributed.protos import tfteach_cluster_pb2_grpc as pb_grpc
+from tfteach.distributed.transport import shm
+from tfteach.distributed.engine.probe_engine import run_probe
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2_grpc as pb_grpc
 
 MiB = 1 << 20
 
@@ -70,7 +70,7 @@ def test_cleanup_graph_cancels_nothing_but_forgets_the_step(make_server, client)
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("use_shm", [True, False], ids=["shm", "stream"])
 def test_worker_pulls_a_tensor_from_another_worker_process(cluster, use_shm):
-    from tfteach.distributed.client import ClusterClient
+    from tfteach.distributed.client.client import ClusterClient
 
     client = ClusterClient(cluster.token)
     try:
@@ -91,8 +91,8 @@ def test_worker_pulls_a_tensor_from_another_worker_process(cluster, use_shm):
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("use_shm", [False, True], ids=["stream", "shm"])
 def test_a_1_gib_tensor_crosses_between_processes(use_shm):
-    from tfteach.distributed.client import ClusterClient
-    from tfteach.distributed.local_cluster import LocalCluster
+    from tfteach.distributed.client.client import ClusterClient
+    from tfteach.distributed.local.local_cluster import LocalCluster
 
     with LocalCluster(ps=0, workers=2, engine=PROBE_ENGINE) as cluster:
         pids = _task_pids(cluster)
@@ -120,7 +120,7 @@ def _raw_first_message(cluster, step):
 
 
 def _task_pids(cluster):
-    from tfteach.distributed import registry
+    from tfteach.distributed.local import task_registry as registry
 
     return {r["pid"] for r in registry.read_entry(cluster.id)["tasks"]}
 
@@ -132,8 +132,8 @@ def _segments_of(pids):
 @pytest.mark.cluster
 @pytest.mark.timeout(60)
 def test_killing_the_sender_mid_transfer_leaves_no_shared_memory():
-    from tfteach.distributed.client import ClusterClient
-    from tfteach.distributed.local_cluster import LocalCluster
+    from tfteach.distributed.client.client import ClusterClient
+    from tfteach.distributed.local.local_cluster import LocalCluster
 
     with LocalCluster(ps=0, workers=1, engine=PROBE_ENGINE) as cluster:
         pids = _task_pids(cluster)
@@ -152,8 +152,8 @@ def test_killing_the_sender_mid_transfer_leaves_no_shared_memory():
 @pytest.mark.cluster
 @pytest.mark.timeout(60)
 def test_a_receiver_that_never_takes_its_segment_leaves_nothing_after_close():
-    from tfteach.distributed.client import ClusterClient
-    from tfteach.distributed.local_cluster import LocalCluster
+    from tfteach.distributed.client.client import ClusterClient
+    from tfteach.distributed.local.local_cluster import LocalCluster
 
     cluster = LocalCluster(ps=0, workers=1, engine=PROBE_ENGINE)
     try:

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from tfteach import errors
-from tfteach.distributed import shm, shm_callers
+from tfteach.distributed.transport import shm
+from tfteach.distributed.transport import shm_callers
 
 pytestmark = pytest.mark.skipif(not shm.available(), reason="needs /dev/shm")
 
@@ -72,7 +73,7 @@ def test_release_own_removes_every_pending_segment():
 
 @pytest.mark.timeout(60)
 def test_sweep_removes_segments_of_a_killed_process():
-    code = ("import numpy as np, sys, time; from tfteach.distributed import shm; "
+    code = ("import numpy as np, sys, time; from tfteach.distributed.transport import shm; "
             "print(shm.export(memoryview(np.ones(1 << 20, np.uint8))), flush=True); "
             "time.sleep(60)")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
@@ -90,8 +91,8 @@ def test_sweep_removes_segments_of_a_killed_process():
 
 def _answer(values, reply):
     """What RunGraph does with ``values`` and an offered reply segment (services.RunGraph)."""
-    from tfteach.distributed import wire
-    from tfteach.distributed.protos import tfteach_cluster_pb2 as pb
+    from tfteach.distributed.transport import wire
+    from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
 
     response = pb.RunGraphResponse()
     wire.add_named(response.sent, {str(i): v for i, v in enumerate(values)},
@@ -100,7 +101,7 @@ def _answer(values, reply):
 
 
 def test_a_reply_segment_carries_several_tensors_and_is_reused():
-    from tfteach.distributed import wire
+    from tfteach.distributed.transport import wire
 
     reply = shm.reused_segment(3 << 20)
     try:
@@ -124,7 +125,7 @@ def test_a_reply_segment_carries_several_tensors_and_is_reused():
 
 
 def test_a_lent_reply_segment_returns_to_the_pool_only_once_its_array_is_freed():
-    from tfteach.distributed import wire
+    from tfteach.distributed.transport import wire
 
     reply = shm.reused_segment(1 << 20)
     value = np.arange(1 << 18, dtype=np.float32)
@@ -149,7 +150,7 @@ def test_a_lent_reply_segment_returns_to_the_pool_only_once_its_array_is_freed()
 
 
 def test_a_tensor_that_does_not_fit_the_reply_segment_gets_its_own():
-    from tfteach.distributed import wire
+    from tfteach.distributed.transport import wire
 
     reply = shm.reused_segment(1 << 20)
     try:
@@ -179,7 +180,7 @@ def test_mapped_finds_no_missing_or_short_segments():
 
 
 def test_a_reply_outside_its_segment_is_data_loss():
-    from tfteach.distributed import wire
+    from tfteach.distributed.transport import wire
 
     reply = shm.reused_segment(1 << 20)
     try:
@@ -209,8 +210,8 @@ def test_a_request_carries_large_tensors_in_the_senders_segment():
     """A request's tensors of SEGMENT_MIN_BYTES or more go into the sender's reused segment,
     smaller ones inline; a receiver on this host copies them out, one told the sender is
     elsewhere refuses them, and a segment that is gone is data loss."""
-    from tfteach.distributed import wire
-    from tfteach.distributed.protos import tfteach_cluster_pb2 as pb
+    from tfteach.distributed.transport import wire
+    from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
 
     values = {"big": np.arange(shm.SEGMENT_MIN_BYTES // 4, dtype=np.float32),
               "small": np.arange(shm.SEGMENT_MIN_BYTES // 4 - 1, dtype=np.float32)}

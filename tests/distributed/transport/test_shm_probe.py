@@ -7,10 +7,11 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from tfteach.distributed import shm, shm_probe
-from tfteach.distributed.protos import tfteach_cluster_pb2 as pb
-from tfteach.distributed.protos import tfteach_cluster_pb2_grpc as pb_grpc
-from tfteach.distributed.status import error_from_rpc
+from tfteach.distributed.transport import shm
+from tfteach.distributed.transport import shm_probe
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2_grpc as pb_grpc
+from tfteach.distributed.protocol.status import error_from_rpc
 
 from test_shm_security import other_process  # noqa: F401 (a fixture: a process's segment)
 

@@ -17,10 +17,13 @@ import numpy as np
 import pytest
 
 from tfteach import errors
-from tfteach.distributed import services, shm, shm_callers, wire
-from tfteach.distributed.protos import tfteach_cluster_pb2 as pb
-from tfteach.distributed.protos import tfteach_cluster_pb2_grpc as pb_grpc
-from tfteach.distributed.status import error_from_rpc
+from tfteach.distributed.service import servicers as services
+from tfteach.distributed.transport import shm
+from tfteach.distributed.transport import shm_callers
+from tfteach.distributed.transport import wire
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2_grpc as pb_grpc
+from tfteach.distributed.protocol.status import error_from_rpc
 
 NBYTES = shm.SEGMENT_MIN_BYTES
 NOBODY = 65534
@@ -49,7 +52,7 @@ def _run_graph(server, feed_segment: str = "", reply_segment: str = "") -> None:
 @pytest.fixture
 def other_process():
     """A live process of this uid that made a reused segment holding b"secret"."""
-    code = ("import time; from tfteach.distributed import shm; "
+    code = ("import time; from tfteach.distributed.transport import shm; "
             "s = shm.reused_segment(1 << 20); s.view[:6] = b'secret'; "
             "print(s.name, flush=True); time.sleep(120)")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
@@ -158,8 +161,8 @@ def test_a_client_of_another_uid_gets_no_segment_mapped(make_server):
     if os.geteuid() != 0:
         pytest.skip("needs root to run a client as another uid")
     server = make_server()
-    code = ("import sys, grpc; from tfteach.distributed import shm; "
-            "from tfteach.distributed.protos import tfteach_cluster_pb2 as pb, "
+    code = ("import sys, grpc; from tfteach.distributed.transport import shm; "
+            "from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb, "
             "tfteach_cluster_pb2_grpc as pb_grpc\n"
             "s = shm.reused_segment(1 << 20)\n"
             "r = pb.RunGraphRequest(graph_handle='none', shm_host=shm.host_key())\n"
@@ -182,7 +185,7 @@ def test_a_client_of_another_uid_gets_no_segment_mapped(make_server):
 
 CLIENT = """
 import pathlib, sys, time, numpy as np, tfteach as tf
-from tfteach.distributed import shm
+from tfteach.distributed.transport import shm
 shm.SHM_DIR = pathlib.Path(sys.argv[2])
 x = tf.placeholder(tf.float32, [1 << 18])
 y = x * 2.0
@@ -199,7 +202,7 @@ def test_a_killed_clients_segments_are_reclaimed_while_its_server_runs(make_serv
                                                                       monkeypatch):
     """Its server reclaims them (in a folder of this test's, which no other process's
     sweep of /dev/shm touches)."""
-    from tfteach.distributed.graph_engine import GraphEngine
+    from tfteach.distributed.engine.graph_engine import GraphEngine
 
     private = tempfile.mkdtemp(dir=shm.SHM_DIR, prefix="test_reclaim_")
     monkeypatch.setattr(shm, "SHM_DIR", pathlib.Path(private))

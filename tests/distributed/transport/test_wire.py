@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from tfteach import errors
-from tfteach.distributed import wire
-from tfteach.distributed.protos import tfteach_cluster_pb2 as pb
+from tfteach.distributed.transport import wire
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
 
 
 @pytest.mark.parametrize("value", [

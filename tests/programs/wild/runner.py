@@ -21,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))          # harness, beside this folder
 
 from harness import start_file, stop  # noqa: E402
-from tfteach.distributed.processes import free_ports  # noqa: E402
+from tfteach.distributed.transport.processes import free_ports  # noqa: E402
 
 from corpus import Program  # noqa: E402
 

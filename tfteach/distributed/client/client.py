@@ -36,13 +36,14 @@ from typing import Any, Callable
 import grpc
 
 from tfteach import errors
+from tfteach.distributed.client import lifetime
+from tfteach.distributed.client.stubs import MasterClient, WorkerClient, status_dict
+from tfteach.distributed.protocol import limits
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2_grpc as pb_grpc
+from tfteach.distributed.transport import bulk, lane, security, shm_probe
 from tfteach.i18n import tr
 from tfteach.runtime import host_memory
-
-from . import bulk, lane, lifetime, limits, security, shm_probe
-from .protos import tfteach_cluster_pb2 as pb
-from .protos import tfteach_cluster_pb2_grpc as pb_grpc
-from .stubs import MasterClient, WorkerClient, status_dict
 
 CHANNEL_OPTIONS = (
     ("grpc.max_send_message_length", -1),

@@ -25,8 +25,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from . import wire
-from .engine_api import Cancellation, RunResult, as_run_result, serving
+from tfteach.distributed.contract.engine_api import Cancellation, RunResult, as_run_result, serving
+from tfteach.distributed.transport import wire
 
 _LOOPBACK = ("localhost", "127.0.0.1", "::1", "0.0.0.0", "")
 _lock = threading.Lock()

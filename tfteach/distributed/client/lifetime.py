@@ -27,7 +27,7 @@ import threading
 import weakref
 from typing import Any, Callable
 
-from . import shm
+from tfteach.distributed.transport import shm
 
 PRIORITY = {"client": 0, "server": 1, "cluster": 2}
 SIGTERM_CLOSE_S = 1.5

@@ -30,13 +30,12 @@ from typing import Any
 import numpy as np
 
 from tfteach import errors
+from tfteach.distributed.client.client import ClusterClient, strip_scheme
+from tfteach.distributed.transport import security
 from tfteach.framework.graph_io import graph_to_json
 from tfteach.i18n import tr
-from tfteach.runtime.config import ConfigProto, GraphDef, RunMetadata, RunOptions, StepStats
 from tfteach.runtime.session import BaseSession
-
-from . import security
-from .client import ClusterClient, strip_scheme
+from tfteach.runtime.session_config import ConfigProto, GraphDef, RunMetadata, RunOptions, StepStats
 
 _tokens: dict[str, str] = {}
 _tensorflow_tasks: dict[str, str] = {}      # "localhost:port" -> what runs there

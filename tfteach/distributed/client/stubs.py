@@ -15,22 +15,46 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
 import grpc
 
 from tfteach import errors
-
-from . import bulk, limits, local_master, security, shm, shm_probe, wire
-from .engine_api import RunResult
-from .protos import tfteach_cluster_pb2 as pb
-from .protos import tfteach_cluster_pb2_grpc as pb_grpc
-from .status import error_from_rpc
+from tfteach.distributed.client import in_process_master as local_master
+from tfteach.distributed.contract.engine_api import RunResult
+from tfteach.distributed.protocol import limits
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2_grpc as pb_grpc
+from tfteach.distributed.protocol.status import error_from_rpc
+from tfteach.distributed.transport import bulk, security, shm, shm_probe, wire
 
 if TYPE_CHECKING:
-    from .client import ClusterClient
+    from tfteach.distributed.transport.bulk import BulkClient
 
 RECV_TENSOR = "/tfteach.cluster.WorkerService/RecvTensor"
+
+
+class Caller(Protocol):
+    """What a stub asks of the client that made it (``ClusterClient`` is the one): channels,
+    stubs and kept streams per task address, the call metadata, and what it learned of each
+    task (shared memory proven, lane, streams refused)."""
+
+    bulk: "BulkClient | None"
+
+    @property
+    def metadata(self) -> tuple[tuple[str, str], ...]: ...
+    def channel(self, address: str) -> grpc.Channel: ...
+    def stub(self, stub_class: Callable[[grpc.Channel], Any], address: str) -> Any: ...
+    def stream(self, stub_class: Callable[[grpc.Channel], Any], address: str,
+               method: str) -> Any: ...
+    def keep_stream(self, address: str, method: str, stream: Any) -> None: ...
+    def streams_allowed(self, address: str, method: str) -> bool: ...
+    def streams_refused(self, address: str, method: str) -> None: ...
+    def reconnected(self, address: str, err: grpc.RpcError) -> bool: ...
+    def shm_shared(self, address: str, wait: float | bool = False) -> bool: ...
+    def learn_shm(self, address: str, proven: bool) -> None: ...
+    def learn_lane(self, address: str, name: str, host_key: str) -> None: ...
+    def learn_status(self, address: str, response: Any, probe: Any) -> dict[str, Any]: ...
 
 
 class _Stub:
@@ -38,7 +62,7 @@ class _Stub:
 
     stub_class: Callable[[grpc.Channel], Any]
 
-    def __init__(self, client: "ClusterClient", address: str,
+    def __init__(self, client: Caller, address: str,
                  task_name: str | None) -> None:
         self.client = client
         self.address = address
@@ -344,7 +368,7 @@ class MasterClient(_Stub):
 
     stub_class = pb_grpc.MasterServiceStub
 
-    def __init__(self, client: "ClusterClient", address: str,
+    def __init__(self, client: Caller, address: str,
                  task_name: str | None) -> None:
         super().__init__(client, address, task_name)
         self._reply_bytes: dict[tuple, int] = {}    # fetches -> reply segment size they need

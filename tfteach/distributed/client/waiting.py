@@ -14,13 +14,12 @@ from typing import Any, Iterable, Mapping
 import grpc
 
 from tfteach import errors
+from tfteach.distributed.client.client import ClusterClient, strip_scheme
+from tfteach.distributed.protocol import tflog
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2_grpc as pb_grpc
+from tfteach.distributed.protocol.status import error_from_rpc
+from tfteach.distributed.transport.shm_probe import Probe
 from tfteach.i18n import tr
-
-from . import tflog
-from .client import ClusterClient, strip_scheme
-from .protos import tfteach_cluster_pb2_grpc as pb_grpc
-from .shm_probe import Probe
-from .status import error_from_rpc
 
 LOG_PERIOD_S = 10.0
 DEFAULT_OPERATION_TIMEOUT_MS = 60000

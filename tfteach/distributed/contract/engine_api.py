@@ -18,17 +18,23 @@ import importlib
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import (TYPE_CHECKING, Any, Callable, Iterator, Mapping, Protocol,
-                    Sequence, Union)
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Protocol, Sequence, Union
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from .client import ClusterClient
-    from .cluster_spec import ClusterSpec
+    from tfteach.distributed.protocol.cluster_spec import ClusterSpec
 
 ENGINE_ENV = "TFTEACH_ENGINE"
-DEFAULT_ENGINE = "tfteach.distributed.graph_engine:GraphEngine"
+DEFAULT_ENGINE = "tfteach.distributed.engine.graph_engine:GraphEngine"
+
+
+class Peers(Protocol):
+    """What an engine needs of the client that reaches the other tasks (ClusterClient is one):
+    the WorkerService calls of the task at an address."""
+
+    def worker(self, address: str, task_name: str | None = None) -> Any:
+        """Typed WorkerService calls to the task at ``address``."""
 
 
 @dataclass(frozen=True)
@@ -40,7 +46,7 @@ class TaskInfo:
     task_index: int
     address: str                    # this task's real host:port (port 0 resolved)
     config: Any = None              # Server(config=...): the default session config
-    client: "ClusterClient | None" = field(default=None, repr=False, compare=False)
+    client: "Peers | None" = field(default=None, repr=False, compare=False)
 
     @property
     def task_name(self) -> str:

@@ -16,7 +16,7 @@ from tfteach import errors
 from tfteach.framework.graph import Graph
 from tfteach.framework.graph_io import graph_from_json
 from tfteach.i18n import tr
-from tfteach.runtime.config import ConfigProto
+from tfteach.runtime.session_config import ConfigProto
 
 
 @functools.lru_cache(maxsize=256)

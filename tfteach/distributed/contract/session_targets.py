@@ -11,10 +11,9 @@ from typing import Sequence
 
 from tfteach import errors
 from tfteach.devices.base import Device
+from tfteach.distributed.contract.engine_api import TaskInfo
 from tfteach.framework.device_spec import DeviceSpec
 from tfteach.i18n import tr
-
-from .engine_api import TaskInfo
 
 
 def cluster_targets(task: TaskInfo, device_filters: list[str]) -> list[tuple[str, str]]:

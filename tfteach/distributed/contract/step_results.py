@@ -11,7 +11,7 @@ import json
 from typing import Any, Mapping
 
 from tfteach import errors
-from tfteach.runtime.config import StepStats
+from tfteach.runtime.session_config import StepStats
 
 
 class Gathered:

@@ -23,12 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from tfteach.distributed.contract import modelled_network
 from tfteach.framework.registry import ALL_TYPES, register_op
 from tfteach.ops.common import no_output_fn
 from tfteach.ops.control_flow_ops import DEAD
 from tfteach.runtime.executor import Pending
-
-from . import modelled_network
 
 
 def _send_kernel(ctx: Any, value: Any) -> None:

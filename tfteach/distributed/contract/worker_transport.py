@@ -12,10 +12,9 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from tfteach import errors
+from tfteach.distributed.contract.engine_api import TaskInfo
+from tfteach.distributed.contract.rendezvous import Rendezvous
 from tfteach.i18n import tr
-
-from .engine_api import TaskInfo
-from .rendezvous import Rendezvous
 
 
 class WorkerTransport:

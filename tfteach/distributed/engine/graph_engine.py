@@ -36,24 +36,29 @@ import numpy as np
 from tfteach import errors
 from tfteach.devices import discovery
 from tfteach.devices.base import Device
+from tfteach.distributed.contract import step_args, transport_ops
+from tfteach.distributed.contract.engine_api import RunResult, TaskInfo
+from tfteach.distributed.contract.engine_args import (
+    json_object,
+    load_graph,
+    merge_config,
+    parse_options,
+    session_config,
+    task_config,
+)
+from tfteach.distributed.contract.session_targets import cluster_targets, device_attrs
+from tfteach.distributed.contract.sync_stall import explain_timeout
+from tfteach.distributed.contract.worker_transport import WorkerTransport
+from tfteach.distributed.master.master_session import MasterSession
 from tfteach.framework.graph import Graph
 from tfteach.framework.graph_io import copy_graph
 from tfteach.i18n import tr
 from tfteach.ops.control_flow_ops import DEAD
-from tfteach.runtime.config import StepStats, TransferStats
 from tfteach.runtime.executor import Executor, to_fetch_value
 from tfteach.runtime.partition_graphs import partition_graphs
 from tfteach.runtime.plan import build_plan
 from tfteach.runtime.resources import ResourceMgr
-
-from . import step_args, transport_ops
-from .engine_api import RunResult, TaskInfo
-from .engine_args import (json_object, load_graph, merge_config, parse_options, session_config,
-                          task_config)
-from .master import MasterSession
-from .session_targets import cluster_targets, device_attrs
-from .sync_stall import explain_timeout
-from .worker_transport import WorkerTransport
+from tfteach.runtime.session_config import StepStats, TransferStats
 
 SWITCH_INTERVAL_S = 0.0002
 

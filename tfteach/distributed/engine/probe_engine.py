@@ -1,7 +1,7 @@
 """``ProbeEngine``: a worker without graph execution, for tests and benchmarks.
 
 Servers run ``graph_engine.GraphEngine``; tests and benchmarks plug this one in
-(``Server(engine_factory=...)``, ``TFTEACH_ENGINE="tfteach.distributed.probe_engine:ProbeEngine"``)
+(``Server(engine_factory=...)``, ``TFTEACH_ENGINE="tfteach.distributed.engine.probe_engine:ProbeEngine"``)
 to exercise the transport alone. It has the transport half of a worker
 (``worker_transport.WorkerTransport``: the rendezvous behind RecvTensor, step cleanup),
 GetStatus (one CPU device) and a few *probe graphs* that move tensors between tasks
@@ -28,11 +28,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from tfteach import errors
+from tfteach.distributed.client.stubs import WorkerClient
+from tfteach.distributed.contract.engine_api import RunResult, TaskInfo
+from tfteach.distributed.contract.worker_transport import WorkerTransport
 from tfteach.i18n import tr
-
-from .engine_api import RunResult, TaskInfo
-from .stubs import WorkerClient
-from .worker_transport import WorkerTransport
 
 CPU_MEMORY_LIMIT = 256 << 20
 _PROBES = ("produce", "fetch", "echo")

@@ -26,8 +26,11 @@ import weakref
 from pathlib import Path
 from typing import Any, Sequence
 
-from . import lifetime, registry, shm, tf_task
-from .cluster_spec import ClusterSpec
+from tfteach.distributed.client import lifetime
+from tfteach.distributed.local import task_registry as registry
+from tfteach.distributed.local import tf_task
+from tfteach.distributed.protocol.cluster_spec import ClusterSpec
+from tfteach.distributed.transport import shm
 
 STARTUP_TIMEOUT_S = 60.0
 
@@ -112,7 +115,7 @@ class LocalCluster:
 
     def _make_entry(self, ps: int, workers: int, gpus: int, speeds: Sequence[float] | None,
                     engine: str | None) -> dict[str, Any]:
-        from . import processes
+        from tfteach.distributed.transport import processes
 
         ports = iter(processes.free_ports(ps + workers))
         jobs = {job: [f"localhost:{next(ports)}" for _ in range(count)]
@@ -142,9 +145,8 @@ class LocalCluster:
         """Give every task the modelled link and one shared ledger of its ports."""
         if self.network is None:
             return
+        from tfteach.distributed.contract import modelled_network
         from tfteach.hardware.network import LinkLedger
-
-        from . import modelled_network
 
         tasks = [f"/job:{r['job']}/replica:0/task:{r['task']}" for r in self._entry["tasks"]]
         ledger = str(self._dir / "network.ledger")
@@ -157,7 +159,7 @@ class LocalCluster:
     def _introduce(self, record: dict[str, Any], running: bool) -> None:
         """Tell sessions of this process about a task: its token (tfteach), or that it
         runs TensorFlow's server, which they must not call (``running=False``: forget)."""
-        from . import remote_session
+        from tfteach.distributed.client import remote_session
 
         if self.backend == tf_task.TENSORFLOW:
             what = f"/job:{record['job']}/task:{record['task']} of LocalCluster {self.id}"
@@ -269,7 +271,7 @@ def _read(path: str) -> str:
 
 def _pythonpath() -> str:
     """PYTHONPATH that lets a task import this very tfteach package."""
-    root = str(Path(__file__).resolve().parents[2])
+    root = str(Path(__file__).resolve().parents[3])
     rest = os.environ.get("PYTHONPATH", "")
     return os.pathsep.join([root] + ([rest] if rest else []))
 

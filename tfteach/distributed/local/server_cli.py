@@ -111,7 +111,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.virtual_gpus is not None:
         os.environ["TFTEACH_VIRTUAL_GPUS"] = str(args.virtual_gpus)
     stop = stop_on_signal_or_owner_exit()
-    from .server import Server  # after the signal handlers: a quick ^C still exits 0
+    from tfteach.distributed.service.grpc_server import (
+        Server,  # after the signal handlers: a quick ^C still exits 0
+    )
 
     try:
         server = Server(load_cluster(args.cluster, jobs), job_name=args.job,
@@ -120,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger("tfteach.distributed").error("Cannot start server: %s", exc)
         return 1
     if server.bulk_port:
-        from . import tflog
+        from tfteach.distributed.protocol import tflog
         from tfteach.i18n import tr
         tflog.info(tr("Large tensors for other hosts leave on TCP port {port} (where a "
                       "firewall blocks it, they take the cluster port)", port=server.bulk_port))
@@ -188,7 +190,7 @@ def _watch_parent(stop: StopFlag) -> None:
     parent = os.environ.get(PARENT_PID_ENV)
     if not parent or not parent.isdigit():
         return
-    from .processes import pid_alive
+    from tfteach.distributed.transport.processes import pid_alive
 
     owner = int(parent)
     if os.getppid() == owner:

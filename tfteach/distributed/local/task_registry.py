@@ -28,10 +28,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from tfteach import errors
+from tfteach.distributed.transport import processes, shm
+from tfteach.distributed.transport.security import TOKEN_ENV
 from tfteach.i18n import tr
-
-from . import processes, shm
-from .security import TOKEN_ENV
 
 REGISTRY_ENV = "TFTEACH_REGISTRY_DIR"
 PARENT_PID_ENV = "TFTEACH_PARENT_PID"
@@ -224,9 +223,9 @@ def backend(entry: dict[str, Any]) -> str:
 def _prober(entry: dict[str, Any]) -> Iterator[Callable[[dict[str, str], float], dict]]:
     """``probe({task_name: address}, timeout)`` -> ``{task_name: {"devices", "last_step"}}``
     of the tasks that answered GetStatus, for the cluster's backend."""
-    from . import tf_task
-    from .client import ClusterClient
-    from .waiting import probe_tasks
+    from tfteach.distributed.client.client import ClusterClient
+    from tfteach.distributed.client.waiting import probe_tasks
+    from tfteach.distributed.local import tf_task
 
     if backend(entry) == tf_task.TENSORFLOW:
         client: Any = tf_task.StatusClient()

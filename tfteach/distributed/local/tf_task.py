@@ -1,6 +1,6 @@
 """TensorFlow's own servers as LocalCluster tasks (``LocalCluster(backend="tensorflow")``).
 
-``python -m tfteach.distributed.tf_task --cluster cluster.json --job ps --task 0`` runs one
+``python -m tfteach.distributed.local.tf_task --cluster cluster.json --job ps --task 0`` runs one
 real ``tf.train.Server`` (``tensorflow.compat.v1``) in this process until SIGINT/SIGTERM or
 until the owner named in ``TFTEACH_PARENT_PID`` dies (the same watch as ``tfteach-server``),
 then leaves at once with status 0 (TF's grpc server has no clean shutdown). Before TF is
@@ -141,7 +141,7 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one TensorFlow server task until told to stop; see the module doc."""
     os.environ.pop("GRPC_VERBOSITY", None)      # before grpc or TF read it
-    from . import cli
+    from tfteach.distributed.local import server_cli as cli
 
     args, jobs = cli.parse_args(sys.argv[1:] if argv is None else argv)
     stop = cli.stop_on_signal_or_owner_exit()

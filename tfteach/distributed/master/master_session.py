@@ -34,20 +34,19 @@ import time
 from concurrent.futures import Future
 from typing import Any, Mapping, Sequence
 
+from tfteach.distributed.client.waiting import wait_for_tasks
+from tfteach.distributed.contract import modelled_network, step_args
+from tfteach.distributed.contract.engine_api import RunResult, as_run_result, current_cancellation
+from tfteach.distributed.contract.session_targets import RemoteDevice, cluster_targets, device_specs
+from tfteach.distributed.contract.step_results import Gathered, root_cause
+from tfteach.distributed.master.partition import Partitioner
+from tfteach.distributed.master.phases import split_phases
 from tfteach.errors import DeadlineExceededError
 from tfteach.framework.device_spec import DeviceSpec
 from tfteach.runtime import placer
-from tfteach.runtime.config import ConfigProto
 from tfteach.runtime.plan import needed_ops
 from tfteach.runtime.session import device_mapping_text
-
-from . import modelled_network, step_args
-from .engine_api import RunResult, as_run_result, current_cancellation
-from .partition import Partitioner
-from .phases import split_phases
-from .session_targets import RemoteDevice, cluster_targets, device_specs
-from .step_results import Gathered, root_cause
-from .waiting import wait_for_tasks
+from tfteach.runtime.session_config import ConfigProto
 
 ABORT_TIMEOUT_S = 10.0   # the deadline of the CleanupGraph calls that abort a failed step
 CALL_GRACE_S = 0.5       # a RunGraph's deadline past the step's (the client waits 1 s more)

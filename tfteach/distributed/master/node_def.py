@@ -12,12 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tfteach.distributed.contract import transport_ops  # noqa: F401 - registers _Send and _Recv, which ``send``/``recv`` make
 from tfteach.framework import registry
 from tfteach.framework.graph import Operation, Tensor
 from tfteach.framework.graph_io import node_to_dict
 from tfteach.framework.registry import OpDef
-
-from . import transport_ops  # noqa: F401 - registers _Send and _Recv, which ``send``/``recv`` make
 
 SEND = "_Send"
 RECV = "_Recv"

@@ -30,13 +30,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tfteach.distributed.contract.rendezvous import rendezvous_key
+from tfteach.distributed.master import node_def
+from tfteach.distributed.master.node_def import RECV, SEND, NodeDef, source_of, tensor_types
 from tfteach.errors import UnimplementedError
 from tfteach.framework.graph import Operation, Tensor
 from tfteach.i18n import tr
-
-from . import node_def
-from .node_def import RECV, SEND, NodeDef, source_of, tensor_types
-from .rendezvous import rendezvous_key
 
 
 def task_of(device_name: str) -> str:

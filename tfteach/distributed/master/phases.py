@@ -30,13 +30,12 @@ from __future__ import annotations
 
 import dataclasses
 
+from tfteach.distributed.contract.rendezvous import rendezvous_key
+from tfteach.distributed.master import node_def
+from tfteach.distributed.master.node_def import RECV, SEND, NodeDef, source_of, tensor_types
+from tfteach.distributed.master.partition import TaskPart, users_of
 from tfteach.framework import dtypes
 from tfteach.framework.graph import Tensor
-
-from . import node_def
-from .node_def import RECV, SEND, NodeDef, source_of, tensor_types
-from .partition import TaskPart, users_of
-from .rendezvous import rendezvous_key
 
 DIRECT_BYTES = 4 << 20   # a tensor between two other tasks this big (known statically) is
                          # pulled by its receiver, not carried through the master

@@ -66,7 +66,7 @@ class ClusterSpec:
 
     def as_cluster_def(self):
         """This cluster as a ``ClusterDef`` protocol buffer (jobs sorted by name)."""
-        from .protos import tfteach_cluster_pb2 as pb
+        from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
 
         cluster_def = pb.ClusterDef()
         for job in sorted(self._cluster_spec):
@@ -148,6 +148,6 @@ def _as_str(value: str | bytes) -> str:
 def _is_cluster_def(value: Any) -> bool:
     if type(value).__name__ != "ClusterDef":
         return False
-    from .protos import tfteach_cluster_pb2 as pb
+    from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
 
     return isinstance(value, pb.ClusterDef)

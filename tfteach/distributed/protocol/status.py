@@ -17,10 +17,9 @@ from typing import Any, Callable, Iterator, NoReturn
 import grpc
 
 from tfteach import errors
+from tfteach.distributed.protocol import tflog
+from tfteach.distributed.protocol.limits import MAX_MESSAGE_ENV
 from tfteach.i18n import tr
-
-from . import tflog
-from .limits import MAX_MESSAGE_ENV
 
 CLASS_KEY = "tfteach-error"
 HINT_KEY = "tfteach-hint-bin"     # -bin: a hint may hold any unicode text

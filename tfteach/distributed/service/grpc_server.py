@@ -20,14 +20,16 @@ from typing import Any
 import grpc
 
 from tfteach import errors
+from tfteach.distributed.client import in_process_master as local_master
+from tfteach.distributed.client import lifetime
+from tfteach.distributed.client.client import ClusterClient
+from tfteach.distributed.contract.engine_api import EngineFactory, TaskInfo, engine_factory
+from tfteach.distributed.protocol import limits, tflog
+from tfteach.distributed.protocol.cluster_spec import ClusterSpec
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
+from tfteach.distributed.service.servicers import add_services
+from tfteach.distributed.transport import bulk, lane_server, security, shm
 from tfteach.i18n import tr
-
-from . import bulk, lane_server, lifetime, limits, local_master, security, shm, tflog
-from .client import ClusterClient
-from .cluster_spec import ClusterSpec
-from .engine_api import EngineFactory, TaskInfo, engine_factory
-from .protos import tfteach_cluster_pb2 as pb
-from .services import add_services
 
 MAX_WORKERS = limits.MAX_WORKERS
 _live: "weakref.WeakValueDictionary[str, Server]" = weakref.WeakValueDictionary()

@@ -29,14 +29,14 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from tfteach import errors
+from tfteach.distributed.contract.engine_api import Cancellation, Engine, as_run_result, serving
+from tfteach.distributed.contract.rendezvous import DEFAULT_TIMEOUT_S
+from tfteach.distributed.protocol import limits
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2_grpc as pb_grpc
+from tfteach.distributed.protocol.status import abort, malformed_hint, rpc_method, rpc_stream
+from tfteach.distributed.transport import bulk, shm, shm_callers, shm_probe, wire
 from tfteach.i18n import tr
-
-from . import bulk, limits, shm, shm_callers, shm_probe, wire
-from .engine_api import Cancellation, Engine, as_run_result, serving
-from .protos import tfteach_cluster_pb2 as pb
-from .protos import tfteach_cluster_pb2_grpc as pb_grpc
-from .rendezvous import DEFAULT_TIMEOUT_S
-from .status import abort, malformed_hint, rpc_method, rpc_stream
 
 WAIT_SLICE_S = 0.25
 STREAM_SUFFIX = "#stream"

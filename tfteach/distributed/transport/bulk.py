@@ -41,10 +41,9 @@ from typing import Any
 import numpy as np
 
 from tfteach import errors
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
+from tfteach.distributed.transport import security, wire
 from tfteach.i18n import tr
-
-from . import security, wire
-from .protos import tfteach_cluster_pb2 as pb
 
 MAGIC = b"TFTB"
 HELLO_TIMEOUT_S = 10.0

@@ -32,7 +32,8 @@ from typing import Any
 
 import grpc
 
-from . import shm, status
+from tfteach.distributed.protocol import status
+from tfteach.distributed.transport import shm
 
 LANE_ENV = "TFTEACH_LANE"
 HELLO, REQUEST, ANSWER, ERROR = 1, 2, 3, 4

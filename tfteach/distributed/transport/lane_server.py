@@ -36,10 +36,19 @@ from typing import Any, Callable, Iterator
 import grpc
 
 from tfteach import errors
-
-from . import limits, shm_callers, status
-from .lane import (ANSWER, ERROR, HEADER, HELLO, HELLO_MAX_BYTES, REQUEST, enabled,
-                   read_header, recv_exact)
+from tfteach.distributed.protocol import limits, status
+from tfteach.distributed.transport import shm_callers
+from tfteach.distributed.transport.lane import (
+    ANSWER,
+    ERROR,
+    HEADER,
+    HELLO,
+    HELLO_MAX_BYTES,
+    REQUEST,
+    enabled,
+    read_header,
+    recv_exact,
+)
 
 HELLO_TIMEOUT_S = 2.0
 MAX_PENDING = 64

@@ -22,9 +22,9 @@ import time
 from typing import Iterable
 
 from tfteach import errors
-
-from . import local_peer, shm
-from .processes import pid_alive
+from tfteach.distributed.transport import peer_identity as local_peer
+from tfteach.distributed.transport import shm
+from tfteach.distributed.transport.processes import pid_alive
 
 REAP_WAIT_S = 5.0               # how long a caller whose call ended is watched for its death
 REAP_POLL_S = 0.1

@@ -25,11 +25,10 @@ import secrets
 from typing import Any, Iterable
 
 from tfteach import errors
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
+from tfteach.distributed.transport import shm
+from tfteach.distributed.transport.shm_callers import Caller
 from tfteach.i18n import tr
-
-from . import shm
-from .protos import tfteach_cluster_pb2 as pb
-from .shm_callers import Caller
 
 NONCE_BYTES = 16
 REFUSED_KEY = "tfteach-shm-refused"     # trailing metadata: send the request again inline

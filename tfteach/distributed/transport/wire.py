@@ -32,10 +32,9 @@ from typing import Any, Iterable, Iterator, Mapping
 import numpy as np
 
 from tfteach import errors
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
+from tfteach.distributed.transport import shm, shm_callers
 from tfteach.i18n import tr
-
-from . import shm, shm_callers
-from .protos import tfteach_cluster_pb2 as pb
 
 CHUNK_BYTES = 4 << 20
 INLINE_BYTES = 1 << 20
@@ -358,7 +357,7 @@ def _export_or_empty(content: memoryview) -> str:
     except OSError as exc:
         if not _shm_full_warned:
             _shm_full_warned = True
-            from . import tflog
+            from tfteach.distributed.protocol import tflog
             tflog.warning(tr("Shared memory is not usable ({error}); sending large tensors "
                              "over gRPC instead.", error=exc) + f" {tr('Hint')}: " + tr(
                 "a Docker container's /dev/shm is 64 MB unless started with --shm-size."))

@@ -1,6 +1,6 @@
 """Regenerate ``tfteach_tf_formats_pb2.py`` from ``tfteach_tf_formats.proto``.
 
-Usage: ``python -m tfteach.framework.protos.regen [--out DIR]`` (needs grpcio-tools).
+Usage: ``python -m tfteach.framework.protos.regen_graph [--out DIR]`` (needs grpcio-tools).
 """
 from __future__ import annotations
 

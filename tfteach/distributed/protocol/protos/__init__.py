@@ -1,4 +1,4 @@
 """Generated protobuf/gRPC modules for tfteach's cluster protocol (see tfteach_cluster.proto).
 
-Regenerate after editing the .proto with ``python -m tfteach.distributed.protos.regen``.
+Regenerate after editing the .proto with ``python -m tfteach.distributed.protocol.protos.regen_cluster``.
 """

@@ -1,8 +1,8 @@
 """Regenerate the committed Python modules from ``tfteach_cluster.proto``.
 
-Usage: ``python -m tfteach.distributed.protos.regen [--out DIR]`` (needs grpcio-tools).
+Usage: ``python -m tfteach.distributed.protocol.protos.regen_cluster [--out DIR]`` (needs grpcio-tools).
 protoc writes ``import tfteach_cluster_pb2``; we rewrite it to a package-relative import so
-the modules import as ``tfteach.distributed.protos.*`` from anywhere.
+the modules import as ``tfteach.distributed.protocol.protos.*`` from anywhere.
 """
 from __future__ import annotations
 
