@@ -1,6 +1,7 @@
 """Shapes whose element count overflows int64 fail with TF's error classes: a constant
-shape while building (ValueError), a fed shape or Fill's dims when the step runs
-(InvalidArgumentError)."""
+shape or a placeholder's while building (ValueError), a fed shape, Fill's dims, BroadcastTo's
+shape or Tile's multiples when the step runs (InvalidArgumentError); an int32 Shape of a
+dimension past 2**31 - 1 fails (InvalidArgumentError) and an int64 one holds it."""
 import pytest
 from tf_oracle import tf1
 
@@ -31,8 +32,26 @@ def _fed(graph):
     (lambda lib: lib.reshape(lib.constant([1.0]), HUGE), None),
     (lambda lib: lib.reshape(lib.placeholder(lib.float32), lib.placeholder(lib.int64)), _fed),
     (lambda lib: lib.fill(HUGE, 1.0), None),
-], ids=["reshape-constant", "reshape-fed", "fill"])
+    (lambda lib: lib.broadcast_to(lib.constant(1.0), HUGE), None),
+    (lambda lib: lib.broadcast_to(1.0, lib.placeholder_with_default(
+        lib.constant(HUGE, lib.int64), [2])), None),
+    (lambda lib: lib.tile(lib.constant([[1.0]]), HUGE), None),
+    (lambda lib: lib.placeholder(lib.float32, HUGE), None),
+    (lambda lib: lib.shape(lib.placeholder_with_default(lib.zeros([2**31 + 1, 0]), [None, 0])),
+     None),
+], ids=["reshape-constant", "reshape-fed", "fill", "broadcast-constant", "broadcast-fed",
+        "tile", "placeholder", "int32-shape-of-a-long-dimension"])
 def test_overflowing_shapes_fail_as_in_tf(build, feed):
     expected = _error_class(tf1, build, feed)
     assert expected != "no error"
     assert _error_class(tf, build, feed) == expected
+
+
+def test_an_int64_shape_holds_a_dimension_past_int32():
+    def shape_of(lib):
+        with lib.Graph().as_default():
+            x = lib.placeholder_with_default(lib.zeros([2**31 + 1, 0]), [None, 0])
+            s = lib.shape(x, out_type=lib.int64)
+            with lib.Session() as session:
+                return s.dtype.name, session.run(s).tolist()
+    assert shape_of(tf) == shape_of(tf1) == ("int64", [2**31 + 1, 0])

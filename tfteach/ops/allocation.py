@@ -6,6 +6,8 @@ typo is an error, never a process killed by the kernel's out-of-memory killer:
 - ``shape_dtype(shape)``: a Python shape is int32 unless a value needs int64 (as TF infers);
 - ``element_count(op, dims, what)``: the product of ``dims`` as a Python int, or
   InvalidArgumentError (ValueError while building) past 2**63 - 1, in TF's wording;
+- ``shape_vector(ctx, dims)``: a Shape op's int32/int64 output, InvalidArgumentError where
+  int32 cannot hold a dimension;
 - ``guard_allocation(ctx, shape, dtype, extra)``: ResourceExhaustedError with TF's
   "OOM when allocating tensor with shape[...]" when the output (plus ``extra`` bytes of
   scratch) is larger than the memory this machine has available.
@@ -57,6 +59,18 @@ def element_count(op: Any, dims: Sequence[int], what: str, building: bool = Fals
                     "the numbers you passed (a product of dimensions, or a value meant as "
                     "an index?).", shape=shape))
     return count
+
+
+def shape_vector(ctx: Any, dims: Sequence[int]) -> np.ndarray:
+    """A Shape op's output: ``dims`` as its ``out_type``; an int32 output that cannot hold a
+    dimension is InvalidArgumentError (TF's kernel), never a wrapped number."""
+    out = ctx.attrs.get("out_type", dtypes.int32)
+    for i, d in enumerate(dims):
+        if out == dtypes.int32 and d > INT32_MAX:
+            raise errors.InvalidArgumentError(
+                f"Shape output type is 32-bit  but dim {i} is {d}", op=ctx.op,
+                hint=tr("ask for the shape as int64: tf.shape(x, out_type=tf.int64)."))
+    return np.array(dims, dtype=out.np)
 
 
 def available_bytes() -> int:

@@ -17,7 +17,7 @@ from tfteach.framework.graph import Tensor, get_default_graph
 from tfteach.framework.registry import ALL_TYPES, register_op
 from tfteach.framework.tensor_shape import TensorShape, as_shape, unknown_shape
 from tfteach.i18n import tr
-from tfteach.ops.allocation import element_count, guard_allocation, shape_dtype
+from tfteach.ops.allocation import element_count, guard_allocation, shape_dtype, shape_vector
 from tfteach.ops.common import (axis_list, const_value, convert_to_tensor, create_op, graph_of,
                                 holds_tensor, host_ints, same_shape_fn, shape_error)
 from tfteach.ops.constant_op import constant
@@ -29,6 +29,8 @@ from tfteach.ops.range_ops import range_ as range_
 
 # ---- Placeholder ---------------------------------------------------------------------------
 def _placeholder_shape(op):
+    known = [d for d in op.attrs["shape"].dims or [] if d is not None]
+    element_count(op, known, "is too large (more than 2**63 - 1 entries)", building=True)
     return [(op.attrs["dtype"], op.attrs["shape"])]
 
 
@@ -163,8 +165,9 @@ def ones_like(tensor: Any, dtype: Any = None, name: str | None = None) -> Tensor
 
 
 # ---- Shape, Size, Rank (host-memory outputs) -----------------------------------------------
-register_op("Shape", lambda op: [(dtypes.int32, TensorShape([op.inputs[0].shape.ndims]))],
-            lambda ctx, x: np.array(x.shape, dtype=np.int32))
+register_op("Shape", lambda op: [(op.attrs.get("out_type", dtypes.int32),
+                                  TensorShape([op.inputs[0].shape.ndims]))],
+            lambda ctx, x: shape_vector(ctx, x.shape))
 register_op("Size", lambda op: [(dtypes.int32, TensorShape([]))],
             lambda ctx, x: np.array(x.size, dtype=np.int32))
 register_op("Rank", lambda op: [(dtypes.int32, TensorShape([]))],
@@ -173,7 +176,8 @@ register_op("Rank", lambda op: [(dtypes.int32, TensorShape([]))],
 
 def shape(input: Any, name: str | None = None, out_type: Any = dtypes.int32) -> Tensor:
     t = convert_to_tensor(input)
-    return create_op("Shape", [t], {"T": t.dtype}, name or "Shape").outputs[0]
+    return create_op("Shape", [t], {"T": t.dtype, "out_type": dtypes.as_dtype(out_type)},
+                     name or "Shape").outputs[0]
 
 
 def size(input: Any, name: str | None = None) -> Tensor:
@@ -360,7 +364,9 @@ def _broadcast_to_shape(op):
 
 
 def _broadcast_to_kernel(ctx, x, s):
-    out = ctx.xp.empty(tuple(host_ints(ctx, s)), dtype=x.dtype)
+    dims = host_ints(ctx, s)
+    element_count(ctx.op, dims, "would have more than 2**63 - 1 elements")
+    out = ctx.xp.empty(tuple(dims), dtype=x.dtype)
     out[...] = x
     return out
 
@@ -372,8 +378,8 @@ def broadcast_to(input: Any, shape: Any, name: str | None = None) -> Tensor:
     """``input`` repeated along axes of size 1 (and new leading axes) to ``shape``."""
     t = convert_to_tensor(input)
     with t.graph.as_default():
-        s = convert_to_tensor(shape, dtype=dtypes.int32, name="shape")
-    return create_op("BroadcastTo", [t, s], {"T": t.dtype, "Tidx": dtypes.int32},
+        s = convert_to_tensor(shape, dtype=shape_dtype(shape), name="shape")
+    return create_op("BroadcastTo", [t, s], {"T": t.dtype, "Tidx": s.dtype},
                    name or "BroadcastTo").outputs[0]
 
 

@@ -19,7 +19,7 @@ from tfteach.framework.graph import Tensor
 from tfteach.framework.registry import ALL_TYPES, register_op
 from tfteach.framework.tensor_shape import Dimension, TensorShape, unknown_shape
 from tfteach.i18n import tr
-from tfteach.ops.allocation import guard_allocation, shape_dtype
+from tfteach.ops.allocation import element_count, guard_allocation, shape_dtype
 from tfteach.ops.common import (const_value, convert_to_tensor, create_op, host_ints,
                                 same_dtype, shape_error)
 
@@ -190,6 +190,7 @@ def _tile_kernel(ctx, x, m):
     multiples = tuple(int(k) for k in ctx.device.to_host(m))
     if len(multiples) == x.ndim:
         shape = [d * k for d, k in zip(x.shape, multiples, strict=True)]
+        element_count(ctx.op, shape, "would have more than 2**63 - 1 elements")
         guard_allocation(ctx, shape, ctx.attrs["T"])
     return ctx.xp.tile(x, multiples)
 
