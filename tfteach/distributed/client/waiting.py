@@ -19,7 +19,7 @@ from tfteach.distributed.protocol import tflog
 from tfteach.distributed.protocol.protos import tfteach_cluster_pb2_grpc as pb_grpc
 from tfteach.distributed.protocol.status import error_from_rpc
 from tfteach.distributed.transport.shm_probe import Probe
-from tfteach.i18n import tr
+from tfteach.i18n import hint_line, tr
 
 LOG_PERIOD_S = 10.0
 DEFAULT_OPERATION_TIMEOUT_MS = 60000
@@ -91,8 +91,8 @@ def wait_for_tasks(client: ClusterClient, targets: Iterable[tuple[str, str]],
 def _log_waiting(pending: Mapping[str, str]) -> None:
     for name, address in pending.items():
         tflog.info(f"CreateSession still waiting for response from worker: {name}")
-        tflog.info(f"{tr('Hint')}: " + tr("is that task started? is the address right? "
-                                           "(expected at {address})", address=address))
+        tflog.info(hint_line(tr("is that task started? is the address right? "
+                                "(expected at {address})", address=address)))
 
 
 def _never_answered(pending: Mapping[str, str], timeout_ms: int) -> errors.OpError:

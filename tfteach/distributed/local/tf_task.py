@@ -38,9 +38,10 @@ _NOT_YET = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 def tensorflow_missing(what: str) -> errors.FailedPreconditionError:
     """The error for ``what`` when TensorFlow is not installed: it says how to install it."""
     return errors.FailedPreconditionError(
-        f"{what} needs TensorFlow, which is not installed in this Python "
-        f"({sys.executable}).", hint=tr('install it with `pip install "tfteach[conformance]"` '
-                                        "(tensorflow-cpu), then restart the kernel."))
+        tr("{what} needs TensorFlow, which is not installed in this Python ({python}).",
+           what=what, python=sys.executable),
+        hint=tr('install it with `pip install "tfteach[conformance]"` (tensorflow-cpu), then '
+                "restart the kernel."))
 
 
 def require_tensorflow(what: str) -> None:

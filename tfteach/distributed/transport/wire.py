@@ -34,7 +34,7 @@ import numpy as np
 from tfteach import errors
 from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
 from tfteach.distributed.transport import shm, shm_callers
-from tfteach.i18n import tr
+from tfteach.i18n import hint_line, tr
 
 CHUNK_BYTES = 4 << 20
 INLINE_BYTES = 1 << 20
@@ -359,8 +359,8 @@ def _export_or_empty(content: memoryview) -> str:
             _shm_full_warned = True
             from tfteach.distributed.protocol import tflog
             tflog.warning(tr("Shared memory is not usable ({error}); sending large tensors "
-                             "over gRPC instead.", error=exc) + f" {tr('Hint')}: " + tr(
-                "a Docker container's /dev/shm is 64 MB unless started with --shm-size."))
+                             "over gRPC instead.", error=exc) + " " + hint_line(tr(
+                "a Docker container's /dev/shm is 64 MB unless started with --shm-size.")))
         return ""
 
 
