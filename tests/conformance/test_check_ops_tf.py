@@ -140,5 +140,5 @@ def test_print_ops_are_built_as_in_tf():
             p = lib.Print(x, [x])
             q = lib.print("a", x, name="show")
             g = lib.gradients(p * 2.0, [x])[0]
-            return [(p.op.type, p.name), (q.type, q.name), (q.inputs[0].op.type,)]
+            return [(p.op.type, p.name), (q.type, q.name), (q.inputs[0].op.type,), g.op.type]
     assert built(tf) == built(tf1)

@@ -58,3 +58,16 @@ def train_once(lib, build, x_value, learning_rate, weights=None):
             values.append(session.run(loss, {x: x_value}))
         described = [(y.op.type, y.name, y.shape.as_list()) for y in ys]
         return described, [(v.op.name, v.shape.as_list()) for v in variables], weights, values
+
+
+def error_class(lib, build):
+    """The class name of the error that building ``build(lib)`` in a fresh graph and running
+    what it returns raises ("no error" when both succeed)."""
+    with lib.Graph().as_default():
+        try:
+            y = build(lib)
+            with lib.Session() as session:
+                session.run(y)
+        except Exception as e:  # noqa: BLE001 - the class is what is compared
+            return type(e).__name__
+    return "no error"

@@ -16,30 +16,25 @@ from tfteach.framework.registry import register_op, set_gradient
 from tfteach.ops.common import convert_to_tensor
 
 
-def _cumsum_kernel(ctx, x, axis):
-    xp, ax = ctx.xp, int(ctx.device.to_host(axis))
-    if ctx.attrs["reverse"]:
-        x = xp.flip(x, ax)
-    out = xp.cumsum(x, axis=ax, dtype=x.dtype)
-    if ctx.attrs["exclusive"]:
-        first = xp.zeros_like(xp.take(x, [0], axis=ax))
-        out = xp.concatenate([first, xp.take(out, range(x.shape[ax] - 1), axis=ax)], axis=ax)
-    return xp.flip(out, ax) if ctx.attrs["reverse"] else out
+def _scan_kernel(scan: str, first: str):
+    """A cumulative kernel: ``xp.<scan>`` along the axis, ``exclusive`` shifting in
+    ``xp.<first>`` (zeros for sums, ones for products), ``reverse`` from the end."""
+    def kernel(ctx, x, axis):
+        xp, ax = ctx.xp, int(ctx.device.to_host(axis))
+        if ctx.attrs["reverse"]:
+            x = xp.flip(x, ax)
+        out = getattr(xp, scan)(x, axis=ax, dtype=x.dtype)
+        if ctx.attrs["exclusive"]:
+            start = getattr(xp, first)(xp.take(x, [0], axis=ax))
+            out = xp.concatenate([start, xp.take(out, range(x.shape[ax] - 1), axis=ax)], axis=ax)
+        return xp.flip(out, ax) if ctx.attrs["reverse"] else out
+    return kernel
 
 
-def _cumprod_kernel(ctx, x, axis):
-    xp, ax = ctx.xp, int(ctx.device.to_host(axis))
-    if ctx.attrs["reverse"]:
-        x = xp.flip(x, ax)
-    out = xp.cumprod(x, axis=ax, dtype=x.dtype)
-    if ctx.attrs["exclusive"]:
-        first = xp.ones_like(xp.take(x, [0], axis=ax))
-        out = xp.concatenate([first, xp.take(out, range(x.shape[ax] - 1), axis=ax)], axis=ax)
-    return xp.flip(out, ax) if ctx.attrs["reverse"] else out
-
-
-register_op("Cumsum", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)], _cumsum_kernel)
-register_op("Cumprod", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)], _cumprod_kernel)
+register_op("Cumsum", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)],
+            _scan_kernel("cumsum", "zeros_like"))
+register_op("Cumprod", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)],
+            _scan_kernel("cumprod", "ones_like"))
 
 
 def _cumulative(op_type: str, x: Any, axis: Any, exclusive: bool, reverse: bool,
