@@ -35,6 +35,16 @@ def _dynamic(lib, x):
     return [o1, s1.c, s1.h, o2, s2, o3, s3]
 
 
+def _bidirectional(lib, x):
+    cells = _cells(lib)
+    (a, b), (sa, sb) = lib.nn.bidirectional_dynamic_rnn(
+        cells.GRUCell(3), cells.BasicLSTMCell(2), x, sequence_length=[4, 2, 3],
+        dtype=lib.float32)
+    (c, d), _ = lib.nn.bidirectional_dynamic_rnn(cells.GRUCell(3), cells.GRUCell(2), x,
+                                                 dtype=lib.float32, scope="plain")
+    return [a, b, sa, sb.c, sb.h, c, d]
+
+
 def _static(lib, x):
     cells = _cells(lib)
     stacked = cells.MultiRNNCell([cells.BasicRNNCell(3),
@@ -45,7 +55,8 @@ def _static(lib, x):
     return outputs + [state[0], state[1].c, state[1].h]
 
 
-@pytest.mark.parametrize("build", [_dynamic, _static], ids=lambda b: b.__name__)
+@pytest.mark.parametrize("build", [_dynamic, _bidirectional, _static],
+                         ids=lambda b: b.__name__)
 def test_outputs_states_variables_and_a_training_step_match_tf(build):
     """Op types too for dynamic_rnn; static_rnn's sequence_length copies states through
     with Select where TF builds a cond per step (same values)."""
@@ -71,3 +82,20 @@ def test_where_with_a_vector_condition_picks_rows_as_in_tf():
         return [lib.where(c, a, b)] + lib.gradients(lib.reduce_sum(lib.where(c, a * a, b)),
                                                     [a, b])
     assert_built_as_tf(build, tf, rtol=1e-6)
+
+
+def test_reverse_sequence_and_its_gradient_match_tf():
+    def build(lib):
+        x = lib.constant(X)
+        ys = [lib.reverse_sequence(x, [1, 4, 2], seq_axis=1, batch_axis=0),
+              lib.reverse_sequence(x, [3, 0, 2, 1], seq_axis=0, batch_axis=1)]
+        return ys + lib.gradients(lib.reduce_sum(lib.sin(ys[0]) * ys[1]), [x])
+    assert_built_as_tf(build, tf, rtol=1e-6)
+
+
+def test_a_sequence_longer_than_its_dimension_is_tfs_error():
+    for lib in (tf1, tf):
+        with lib.Graph().as_default(), lib.Session() as session:
+            y = lib.reverse_sequence(lib.constant(X), [1, 5, 2], seq_axis=1, batch_axis=0)
+            with pytest.raises(lib.errors.InvalidArgumentError, match=r"seq_lens\(1\) > "):
+                session.run(y)

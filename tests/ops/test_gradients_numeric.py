@@ -202,6 +202,8 @@ CASES = [
     Case("MatrixInverse", lambda x: tf.matrix_inverse(x), [np.eye(3) + 0.3 * R.randn(3, 3)]),
     Case("GatherNd", lambda x: tf.gather_nd(x, [[1, 2], [0, 0], [1, 2]]), [A]),
     Case("ScatterNd", lambda u: tf.scatter_nd([[0], [2], [0]], u, [4, 3]), [R.randn(3, 3)]),
+    Case("ReverseSequence", lambda x: tf.reverse_sequence(x, [2, 0, 3], 1, 0),
+         [R.randn(3, 4, 2)]),
     # TensorArrays: unstack (scatter) -> read / gather; write -> stack (gather)
     Case("TensorArrayScatterV3", lambda x: tf.TensorArray(x.dtype, 2).unstack(x).stack(), [A]),
     Case("TensorArrayReadV3", lambda x: tf.TensorArray(

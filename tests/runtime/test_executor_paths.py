@@ -289,12 +289,14 @@ def checks_and_more_math():
 
 
 def tensor_arrays():
-    """TensorArrays in and out of a while loop (map_fn), their gradients, a dynamic size."""
+    """TensorArrays in and out of a while loop (map_fn), their gradients, a dynamic size;
+    reverse_sequence (what bidirectional RNNs use)."""
     x = tf.placeholder(tf.float32, [3, 2])
     m = tf.map_fn(lambda r: r * r, x)
     ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True).write(0, x[0]).write(2, x[2])
     close = tf.TensorArray(tf.float32, size=1).close()
-    return [([m, ta.gather([2, 0]), ta.size(), ta.read(1)] + _grads(m, [x]),
+    r = tf.reverse_sequence(x, [3, 1], seq_axis=0, batch_axis=1)
+    return [([m, r, ta.gather([2, 0]), ta.size(), ta.read(1)] + _grads(m + r, [x]),
              {x: _mat(3, 2)}), ([close], {})]
 
 

@@ -9,6 +9,11 @@
   stacked and transposed back after the loop. The cell's variables are made once, outside
   the loop (``rnn/basic_lstm_cell/kernel``).
 
+- ``bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs)``: ``dynamic_rnn`` forwards in scope
+  ``bidirectional_rnn/fw`` and over the reversed sequences (``ReverseSequence`` with
+  ``sequence_length``, else ``ReverseV2``) in ``bidirectional_rnn/bw``, its outputs
+  reversed back.
+
 ``sequence_length`` ([batch]): past its length a sequence's output is zeros and its state is
 copied through unchanged (TF's ``_rnn_step``, with ``tf.where`` per row).
 """
@@ -24,11 +29,13 @@ from tfteach.framework.tensor_shape import TensorShape
 from tfteach.i18n import tr
 from tfteach.ops import array_ops, math_ops
 from tfteach.ops.common import convert_to_tensor
+from tfteach.ops.reverse_ops import reverse
+from tfteach.ops.reverse_sequence_ops import reverse_sequence
 from tfteach.ops.tensor_array import TensorArray
 from tfteach.ops.variable_scope import variable_scope
 from tfteach.ops.while_ops import while_loop
 
-__all__ = ["static_rnn", "dynamic_rnn"]
+__all__ = ["static_rnn", "dynamic_rnn", "bidirectional_dynamic_rnn"]
 
 
 def _initial_state(cell: Any, initial_state: Any, batch_size: Any, dtype: Any) -> Any:
@@ -183,3 +190,31 @@ def _loop(cell: Any, inputs: Any, state: Any, lengths: Tensor | None, batch_size
         o.set_shape([const_time, const_batch, int(size)])
         outs.append(o)
     return pack(cell.output_size, outs), final_state
+
+
+def bidirectional_dynamic_rnn(cell_fw: Any, cell_bw: Any, inputs: Any,
+                              sequence_length: Any = None, initial_state_fw: Any = None,
+                              initial_state_bw: Any = None, dtype: Any = None,
+                              parallel_iterations: int | None = None, swap_memory: bool = False,
+                              time_major: bool = False, scope: Any = None) -> tuple:
+    """``((output_fw, output_bw), (state_fw, state_bw))``: one ``dynamic_rnn`` forwards,
+    one over the reversed sequences (its outputs reversed back into input order)."""
+    time_axis, batch_axis = (0, 1) if time_major else (1, 0)
+
+    def backwards(x: Any) -> Any:
+        if sequence_length is None:
+            return reverse(x, [time_axis])
+        return reverse_sequence(x, sequence_length, seq_axis=time_axis, batch_axis=batch_axis)
+
+    with variable_scope(scope or "bidirectional_rnn"):
+        with variable_scope("fw") as fw_scope:
+            out_fw, state_fw = dynamic_rnn(cell_fw, inputs, sequence_length, initial_state_fw,
+                                           dtype, parallel_iterations, swap_memory, time_major,
+                                           scope=fw_scope)
+        with variable_scope("bw") as bw_scope:
+            reversed_inputs = pack(inputs, [backwards(x) for x in flatten(inputs)])
+            out_bw, state_bw = dynamic_rnn(cell_bw, reversed_inputs, sequence_length,
+                                           initial_state_bw, dtype, parallel_iterations,
+                                           swap_memory, time_major, scope=bw_scope)
+    out_bw = pack(out_bw, [backwards(o) for o in flatten(out_bw)])
+    return (out_fw, out_bw), (state_fw, state_bw)
