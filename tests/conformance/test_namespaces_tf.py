@@ -1,4 +1,4 @@
-"""tf.math, tf.random and tf.linalg: each name tfteach has there builds the graph TF builds
+"""tf.math, tf.random, tf.linalg and tf.debugging: each name tfteach has there builds the graph TF builds
 (op types, names, dtypes, shapes, values), and a name TF has there that tfteach lacks says so."""
 import pytest
 
@@ -7,7 +7,7 @@ from tf_oracle import assert_built_as_tf, tf1
 
 pytestmark = pytest.mark.conformance
 
-NAMESPACES = ("math", "random", "linalg")
+NAMESPACES = ("math", "random", "linalg", "debugging")
 
 
 @pytest.mark.parametrize("namespace", NAMESPACES)
@@ -46,6 +46,11 @@ def test_random_functions_give_tfs_dtypes_shapes_and_ranges():
     assert described[0] == described[1]
 
 
+def test_debugging_names_are_the_top_level_functions():
+    assert tfteach.debugging.assert_equal is tfteach.assert_equal
+    assert tfteach.debugging.check_numerics is tfteach.check_numerics
+
+
 def test_linalg_functions_build_as_tf():
     assert_built_as_tf(lambda tf: [tf.linalg.inv([[2., 0.], [0., 4.]]),
                                    tf.linalg.matmul([[1., 2.]], [[3.], [4.]]),
@@ -53,7 +58,8 @@ def test_linalg_functions_build_as_tf():
                                    tf.linalg.tensor_diag_part([[1, 2], [3, 4]])], tfteach)
 
 
-@pytest.mark.parametrize("namespace,name", [("math", "segment_sum"), ("linalg", "qr")])
+@pytest.mark.parametrize("namespace,name", [("math", "segment_mean"), ("linalg", "qr"),
+                                            ("debugging", "assert_near")])
 def test_a_name_tf_has_there_and_tfteach_lacks_is_an_attribute_error_naming_it(namespace, name):
     assert hasattr(getattr(tf1, namespace), name)
     with pytest.raises(AttributeError, match=f"tfteach has no tf.{namespace}.{name}"):
