@@ -10,7 +10,12 @@ tfteach.mo``) and fills in its ``{fields}``::
         message, hint=tr("feed {name} a value of shape {shape}", name=name, shape=shape))
 
 TensorFlow's own error messages are never translated: learners search for them. Only the
-``Hint:`` line (and its word "Hint") is.
+``Hint:`` line (and its word "Hint") is: :func:`hint_line` (``提示：`` in Chinese).
+
+Lists, numbers and units follow the language too, from Babel's CLDR data: :func:`join` (a
+list in a sentence), :func:`clauses` (a summary's facts), :func:`number`, :func:`significant`,
+:func:`percent`, :func:`size` and :func:`duration_us` (``195,9 МиБ`` with a no-break space in
+Russian). English keeps Python's formats (``a, b, c``, ``195.9 MiB``, ``20%``).
 
 The language is, first found: ``TFTEACH_LANG``; the notebook's own (a lesson's metadata
 ``{"tfteach": {"lang": "ko"}}``, read from the notebook Jupyter started this kernel for);
