@@ -87,3 +87,34 @@ def test_errors_have_tfs_class(case):
             return type(info.value).__name__
 
     assert error(tf) == error(tf1) == "InvalidArgumentError"
+
+
+def _split_and_concat(lib, x):
+    ragged = lib.TensorArray(lib.float32, size=3, infer_shape=False, clear_after_read=False)
+    ragged = ragged.split(x * x, [1, 3, 0])
+    even = lib.TensorArray(lib.float32, size=2).split(x, [2, 2])
+    return [ragged.concat(), ragged.read(1), even.concat()]
+
+
+def test_split_and_concat_match_tf_with_gradients():
+    def run(lib):
+        with lib.Graph().as_default():
+            x = lib.constant(_X)
+            ys = _split_and_concat(lib, x)
+            shapes = [str(y.shape) for y in ys]
+            grads = lib.gradients(lib.reduce_sum(lib.sin(ys[0]) * ys[2]), [x])
+            with lib.Session() as session:
+                return shapes, session.run(ys + grads)
+
+    (want_shapes, want), (got_shapes, got) = run(tf1), run(tf)
+    assert got_shapes == want_shapes
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_lengths_that_do_not_add_up_are_tfs_error():
+    for lib in (tf1, tf):
+        with lib.Graph().as_default(), lib.Session() as session:
+            ta = lib.TensorArray(lib.float32, size=2, infer_shape=False).split(_X, [1, 2])
+            with pytest.raises(lib.errors.InvalidArgumentError, match="sum of lengths"):
+                session.run(ta.concat())

@@ -212,6 +212,10 @@ CASES = [
          .write(1, tf.sin(x[0])).stack(), [A]),
     Case("TensorArrayGatherV3", lambda x: tf.TensorArray(x.dtype, 2).unstack(x)
          .gather([1, 0]) * x, [A]),
+    Case("TensorArraySplitV3", lambda x: tf.TensorArray(x.dtype, 2, infer_shape=False)
+         .split(x, [1, 2]).read(1) * x[:2], [R.randn(3, 2)]),
+    Case("TensorArrayConcatV3", lambda x: tf.TensorArray(x.dtype, 2, infer_shape=False)
+         .write(0, x[:1]).write(1, tf.sin(x)).concat(), [A]),
     # identities with a side: printing and numeric checks
     Case("Print", lambda x: tf.Print(x, [x], "x: ", first_n=0) * x, [A]),
     Case("CheckNumerics", lambda x: tf.check_numerics(x * x, "x squared"), [A]),

@@ -295,8 +295,10 @@ def tensor_arrays():
     m = tf.map_fn(lambda r: r * r, x)
     ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True).write(0, x[0]).write(2, x[2])
     close = tf.TensorArray(tf.float32, size=1).close()
+    pieces = tf.TensorArray(tf.float32, size=2, infer_shape=False).split(x, [1, 2]).concat()
     r = tf.reverse_sequence(x, [3, 1], seq_axis=0, batch_axis=1)
-    return [([m, r, ta.gather([2, 0]), ta.size(), ta.read(1)] + _grads(m + r, [x]),
+    return [([m, r, pieces, ta.gather([2, 0]), ta.size(), ta.read(1)] +
+             _grads(m + r + pieces, [x]),
              {x: _mat(3, 2)}), ([close], {})]
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from tfteach import errors
 from tfteach.framework import dtypes
 from tfteach.framework.graph import Tensor
@@ -177,6 +179,34 @@ class TensorArray:
                 self._merge_element_shape(TensorShape(t.shape.dims[1:]))
             op = self._indexed("TensorArrayScatterV3", indices, "indices", [t], {"T": t.dtype},
                                None)
+        return self._with_flow(op.outputs[0])
+
+    def concat(self, name: str | None = None) -> Tensor:
+        """Every element joined along its first axis (the elements may differ there)."""
+        elem = self.element_shape
+        rest = TensorShape(list(elem.dims[1:])) if elem.rank else unknown_shape()
+        value = ta_op("TensorArrayConcatV3", [self._handle, self._flow],
+                      {"dtype": self._dtype, "element_shape_except0": rest},
+                      name or "TensorArrayConcatV3").outputs[0]
+        if elem.rank:
+            n = self._static_size() if self._infer_shape else None
+            dim0 = n * elem.dims[0] if n is not None and elem.dims[0] is not None else None
+            value.set_shape(TensorShape([dim0] + list(elem.dims[1:])))
+        return value
+
+    def split(self, value: Any, lengths: Any, name: str | None = None) -> "TensorArray":
+        """Element ``i`` is the next ``lengths[i]`` rows of ``value``."""
+        g = self._handle.graph
+        with g.as_default(), g.name_scope(name or "TensorArraySplit"):
+            t = self._value(value)
+            lengths_64 = array_ops.cast(lengths, dtypes.int64)
+            known = const_value(lengths) if isinstance(lengths, Tensor) else \
+                np.asarray(lengths)
+            if t.shape.rank and known is not None and known.size and \
+                    known.max() == known.min():
+                self._merge_element_shape(TensorShape([int(known[0])] + list(t.shape.dims[1:])))
+            op = ta_op("TensorArraySplitV3", [self._handle, t, lengths_64, self._flow],
+                       {"T": t.dtype}, "TensorArraySplitV3")
         return self._with_flow(op.outputs[0])
 
     def size(self, name: str | None = None) -> Tensor:

@@ -4,15 +4,17 @@
 ``flow`` (a float scalar with no meaning but order). Every op that changes the array takes
 the flow in and gives a new one out (``TensorArrayWriteV3``, ``TensorArrayScatterV3``);
 every op that reads it takes a flow in (``TensorArrayReadV3``, ``TensorArrayGatherV3``,
-``TensorArraySizeV3``), so data edges order the reads after the writes, also across a while
-loop's iterations, where the flow is a loop variable and the handle a loop constant.
+``TensorArrayConcatV3``, ``TensorArraySizeV3``; ``TensorArraySplitV3`` writes), so data
+edges order the reads after the writes, also across a while loop's iterations, where the
+flow is a loop variable and the handle a loop constant.
 
 State per array (``ArrayState``, under its lock): ``values`` (index -> array), ``size``,
-``element_shape`` (merged with every write), ``cleared`` (indices read with
+``element_shape`` (merged with every write while ``identical``), ``shapes`` (index ->
+the shape written there, kept after a read clears it), ``cleared`` (indices read with
 ``clear_after_read``), ``grads`` (source -> the gradient array, made once by
 ``TensorArrayGradV3``). A gradient array adds writes to one index (TF's
-``multiple_writes_aggregate``) and reads zeros where nothing was written, as TF does when
-the element shape is fully known.
+``multiple_writes_aggregate``) and reads zeros where nothing was written: shaped as the
+forward array's element there (TF's ``CopyShapesFrom``), or as a fully known element shape.
 
 Gradients, as TF's ``tensor_array_grad``: a read writes its gradient into the gradient
 array, a write reads it back; gather and scatter likewise. The gradient array is keyed by
@@ -42,11 +44,13 @@ class ArrayState:
     """One TensorArray's elements (see the module docstring)."""
 
     def __init__(self, name: str, size: int, dynamic: bool, clear: bool,
-                 element_shape: TensorShape, aggregate: bool = False) -> None:
+                 element_shape: TensorShape, aggregate: bool = False,
+                 identical: bool = True) -> None:
         self.name, self.size, self.dynamic, self.clear = name, size, dynamic, clear
-        self.element_shape = element_shape
+        self.element_shape, self.identical = element_shape, identical
         self.aggregate = aggregate
         self.values: dict[int, Any] = {}
+        self.shapes: dict[int, tuple] = {}
         self.cleared: set[int] = set()
         self.grads: dict[str, ArrayState] = {}
         self.lock = threading.Lock()
@@ -69,6 +73,7 @@ class ArrayState:
                 if index in self.values:
                     value = self.values[index] + value
             self.values[index] = value
+            self.shapes[index] = tuple(value.shape)
 
     def _check_shape(self, index: int, value: Any) -> None:
         shape = TensorShape(list(value.shape))
@@ -79,7 +84,8 @@ class ArrayState:
                          "(consider setting infer_shape=False).",
                          tr("every element of a TensorArray has the same shape, unless "
                             "it was made with infer_shape=False."))
-        self.element_shape = self.element_shape.merge_with(shape)
+        if self.identical:
+            self.element_shape = self.element_shape.merge_with(shape)
 
     def read(self, index: int, dtype: Any, xp: Any) -> Any:
         with self.lock:
@@ -101,6 +107,8 @@ class ArrayState:
             return value
 
     def _unwritten(self, index: int, dtype: Any, xp: Any) -> Any:
+        if index in self.shapes:              # a gradient array: the forward element's shape
+            return xp.zeros(self.shapes[index], dtype.np)
         if self.element_shape.is_fully_defined():
             return xp.zeros(self.element_shape.as_list(), dtype.np)
         raise _error(f"Could not read from TensorArray index {index}.  Furthermore, the "
@@ -119,7 +127,8 @@ class ArrayState:
             if found is None:
                 found = self.grads[source] = ArrayState(
                     f"{self.name}@{source}", self.size, self.dynamic, False,
-                    self.element_shape, aggregate=True)
+                    self.element_shape, aggregate=True, identical=self.identical)
+                found.shapes = dict(self.shapes)
             return found
 
 
@@ -149,7 +158,8 @@ def _flow(xp: Any) -> Any:
 def _new_kernel(ctx: Any, size: Any) -> tuple:
     a = ctx.attrs
     state = ArrayState(a["tensor_array_name"] or ctx.op.name, _host_int(ctx, size),
-                       a["dynamic_size"], a["clear_after_read"], as_shape(a["element_shape"]))
+                       a["dynamic_size"], a["clear_after_read"], as_shape(a["element_shape"]),
+                       identical=a["identical_element_shapes"])
     return state, _flow(ctx.xp)
 
 
@@ -190,6 +200,40 @@ def _scatter_kernel(ctx: Any, handle: ArrayState, indices: Any, value: Any, flow
     return flow
 
 
+def _concat_kernel(ctx: Any, handle: ArrayState, flow: Any) -> tuple:
+    dtype, xp = ctx.attrs["dtype"], ctx.xp
+    items = [handle.read(i, dtype, xp) for i in range(handle.size)]
+    for i, item in enumerate(items):
+        if item.ndim == 0:
+            raise _error(f"Concat saw a scalar shape at index {i} but requires at least "
+                         "vectors.", tr("concat joins elements along their first axis; "
+                                        "use stack() for scalars."))
+    lengths = xp.asarray([item.shape[0] for item in items], dtype="int64")
+    if items:
+        return xp.concatenate(items), lengths
+    rest = as_shape(ctx.attrs["element_shape_except0"])
+    if not rest.is_fully_defined():
+        raise _error("TensorArray has size zero, but element_shape_except0 "
+                     f"{_dims(rest)} is not fully defined. Currently only static shapes are "
+                     "supported when concatenating zero-size TensorArrays.",
+                     tr("give the TensorArray a full element_shape to concat it empty."))
+    return xp.zeros([0] + rest.as_list(), dtype.np), lengths
+
+
+def _split_kernel(ctx: Any, handle: ArrayState, value: Any, lengths: Any, flow: Any) -> Any:
+    sizes = _host_ints(ctx, lengths)
+    if value.ndim == 0 or sum(sizes) != value.shape[0]:
+        raise _error(f"Expected sum of lengths to be equal to values.shape[0], but sum of "
+                     f"lengths is {sum(sizes)} and value's shape is: "
+                     f"{_dims(TensorShape(list(value.shape)))}",
+                     tr("the lengths must add up to the value's first dimension."))
+    start = 0
+    for i, n in enumerate(sizes):
+        handle.write(i, value[start:start + n], ctx.xp)
+        start += n
+    return flow
+
+
 def _size_kernel(ctx: Any, handle: ArrayState, flow: Any) -> Any:
     return ctx.xp.asarray(handle.size, dtype="int32")
 
@@ -205,6 +249,11 @@ def _gather_shape(op: Operation) -> list:
     return [(op.attrs["dtype"], TensorShape(dims) if dims is not None else unknown_shape())]
 
 
+def _except0(shape: Any) -> TensorShape:
+    rest = as_shape(shape)
+    return unknown_shape() if rest.rank is None else TensorShape([None] + list(rest.dims))
+
+
 _STATE = {"gpu_types": ALL_TYPES, "stateful": True, "dtype_attr": "dtype"}
 register_op("TensorArrayV3", lambda op: [HANDLE, FLOW], _new_kernel, **_STATE)
 register_op("TensorArrayGradV3", lambda op: [HANDLE, FLOW], _grad_kernel, **_STATE)
@@ -213,6 +262,11 @@ register_op("TensorArrayReadV3",
             lambda op: [(op.attrs["dtype"], unknown_shape())], _read_kernel, **_STATE)
 register_op("TensorArrayGatherV3", _gather_shape, _gather_kernel, **_STATE)
 register_op("TensorArrayScatterV3", lambda op: [FLOW], _scatter_kernel,
+            **{**_STATE, "dtype_attr": "T"})
+register_op("TensorArrayConcatV3", lambda op: [
+    (op.attrs["dtype"], _except0(op.attrs["element_shape_except0"])),
+    (dtypes.int64, TensorShape([None]))], _concat_kernel, **_STATE)
+register_op("TensorArraySplitV3", lambda op: [FLOW], _split_kernel,
             **{**_STATE, "dtype_attr": "T"})
 register_op("TensorArraySizeV3", lambda op: [(dtypes.int32, TensorShape([]))], _size_kernel,
             **_STATE)
@@ -273,6 +327,29 @@ def _from_grad_array(op_type: str):
     return grad_fn
 
 
+def _concat_grad(op: Operation, grad: Tensor, _lengths_grad: Any) -> list:
+    """TF's _TensorArrayConcatGrad: split ``grad`` into the gradient array."""
+    handle, flow = op.inputs
+    g_handle, g_flow = grad_array(handle, flow)
+    s = ta_op("TensorArraySplitV3", [g_handle, grad, op.outputs[1], g_flow], {"T": grad.dtype},
+              "TensorArraySplitV3")
+    return [None, s.outputs[0]]
+
+
+def _split_grad(op: Operation, flow: Tensor) -> list:
+    """TF's _TensorArraySplitGrad: concat the gradient array back."""
+    handle, value, _, _ = op.inputs
+    g_handle, g_flow = grad_array(handle, flow)
+    rest = TensorShape(value.shape.dims[1:]) if value.shape.rank else unknown_shape()
+    r = ta_op("TensorArrayConcatV3", [g_handle, g_flow],
+              {"dtype": value.dtype, "element_shape_except0": rest},
+              "TensorArrayConcatV3").outputs[0]
+    r.set_shape(value.shape)
+    return [None, r, None, flow]
+
+
+set_gradient("TensorArrayConcatV3", _concat_grad)
+set_gradient("TensorArraySplitV3", _split_grad)
 set_gradient("TensorArrayReadV3", _into_grad_array("TensorArrayWriteV3"))
 set_gradient("TensorArrayWriteV3", _from_grad_array("TensorArrayReadV3"))
 set_gradient("TensorArrayGatherV3", _into_grad_array("TensorArrayScatterV3"))
