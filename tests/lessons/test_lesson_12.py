@@ -81,3 +81,15 @@ def test_sync_accepts_one_gradient_per_worker_and_step(lesson):
     text = output_texts(stored_outputs(lesson, "sync_workers = [launch(i, ['--sync'"))
     assert "exit codes: [0, 0]" in text
     assert int(re.search(r"accepted gradients: (\d+)", text).group(1)) in (399, 400, 401)
+
+
+def test_the_whole_trainer_is_checked_through_a_ps_crash(lesson, lang):
+    """Exercise 5: the skeleton as given fails in its own processes (the check shows the
+    stderr's tail: a name the learner has still to define); the solution's trainer passes the
+    check, which kills and restarts the ps while it trains."""
+    text = output_texts(stored_outputs(lesson, "check(workdir / 'trainer.py', exercise='12.5')  "))
+    assert "exited with code 1" in text and "NameError" in text
+    assert re.search(message_pattern("Not yet: {what}.", lang), text)
+    assert tr(exercise("12.5")["direction"], lang=lang) in text
+    text = output_texts(stored_outputs(lesson, "%%solution 12.5\ncheck("))
+    assert correct(exercise("12.5")["what"], lang) in text

@@ -532,6 +532,19 @@ def check_round_robin(make_setter: Any, context: dict) -> list[str]:
     return exercise_checks_placement.round_robin_problems(make_setter)
 
 
+def check_trainer(trainer: Any, context: dict) -> list[str]:
+    """12.5: the learner's trainer.py run as 1 ps and 2 workers through a ps crash
+    (``exercise_checks_capstone``)."""
+    import os
+    from pathlib import Path
+
+    from tfteach.notebook import exercise_checks_capstone
+
+    if not isinstance(trainer, os.PathLike):
+        raise WrongKind
+    return exercise_checks_capstone.trainer_problems(Path(trainer))
+
+
 BUILD_CHECKS: dict[str, Callable[[Any, dict], list[str]]] = {
     "2.1": check_device_function,
     "5.3": check_average_gradients,
@@ -547,6 +560,7 @@ BUILD_CHECKS: dict[str, Callable[[Any, dict], list[str]]] = {
     "11.2": check_shared_token,
     "12.3": check_step_after,
     "12.4": check_accuracy,
+    "12.5": check_trainer,
 }
 
 

@@ -124,6 +124,8 @@ def fingerprint(value: Any) -> str | None:
         return None
     if isinstance(value, tuple):
         value = list(value)
+    if isinstance(value, os.PathLike) and os.path.isfile(value):   # a file: what it holds
+        return repr((os.fspath(value), Path(value).read_bytes()))
     if hasattr(value, "get_operations"):          # a graph: what it holds, not its identity
         return repr([(op.name, op.type, op.device) for op in value.get_operations()])
     return repr(value) if not callable(value) else _code_print(value)
