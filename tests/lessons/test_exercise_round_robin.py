@@ -10,9 +10,10 @@ the solution is asked for holds a line of it.
 from __future__ import annotations
 
 import pytest
+from exercise_ladder import assert_wrong_wrong_wrong_right
 
 import tfteach as tf
-from tfteach.lessons import check, solution
+from tfteach.lessons import check
 from tfteach.notebook import exercise_checks, exercises
 
 NAME = "8.4"
@@ -145,27 +146,6 @@ def test_the_replica_device_setter_itself_passes():
                  exercise=NAME)
 
 
-def _solution_lines() -> list[str]:
-    code = [src for kind, src in solution(NAME).cells if kind == "code"]
-    exercises.forget_tries()
-    lines = [line.strip() for src in code for line in src.splitlines()]
-    return [line for line in lines if len(line) >= 16 and "check(" not in line
-            and not line.startswith(("#", "def ", "return "))]
-
-
 def test_wrong_wrong_wrong_right_never_shows_the_solution_before_it_is_asked_for():
-    info = exercises.exercise(NAME)
-    lines = _solution_lines()
-    assert lines, "the lesson has solution code for 8.4"
-    exercises._revealed.discard(NAME)
-    texts = [check(wrong, exercise=NAME).text()
-             for wrong in (variable_type_trap, counter_outside(), worker_written_in)]
-    assert info["direction"] in texts[0] and "solution('8.4')" in texts[0]
-    assert info["concept"] in texts[1] and info["section"] in texts[1]
-    assert info["hint"] in texts[2] and info["direction"] not in texts[2]
-    for text in texts:
-        assert "The answer" not in text
-        assert not [line for line in lines if line in text]
-    assert "`" not in texts[1].split("Hint:", 1)[1].replace(info["section"], "")
-    assert exercises.wrong_tries(NAME) == 3
-    assert check(round_robin_setter, exercise=NAME), "right after three wrong tries"
+    assert_wrong_wrong_wrong_right(NAME, (variable_type_trap, counter_outside(),
+                                          worker_written_in), round_robin_setter)

@@ -79,10 +79,19 @@ def test_the_exercise_checks_compare_with_the_lessons_own_average_and_split(less
     import nbformat
 
     cells = [c for c in nbformat.read(lesson, as_version=4).cells
-             if c.metadata.get("tfteach", {}).get("solution") in ("5.3", "5.4")
+             if c.metadata.get("tfteach", {}).get("solution") in ("5.3", "5.4", "5.5")
              and "check(" in c.source]
     assert [output_texts(c.outputs).strip() for c in cells] == [
-        correct("the averaged gradients", lang), correct("the rows each tower gets", lang)]
+        correct("the averaged gradients", lang), correct("the rows each tower gets", lang),
+        correct("your tower loop", lang)]
+
+
+def test_the_starters_step_runs_on_one_gpu_beside_the_cpu(lesson):
+    """Exercise 5's text: with the starter, one GPU does all the work (the timeline of the
+    learner's step, stored as the starter left it)."""
+    text = printed(lesson, "my_train_op = tower_train_op(tower_loss")
+    lanes = re.findall(r"^  ((?:CPU|GPU):\d+):", text, re.M)
+    assert lanes == ["CPU:0", "GPU:0"], lanes
 
 
 def _scaling(lesson) -> tuple[int, dict[int, tuple[float, float]]]:

@@ -22,7 +22,7 @@ import numpy as np
 
 from tfteach.framework.device_spec import DeviceSpec
 from tfteach.i18n import tr
-from tfteach.notebook import exercise_checks_placement
+from tfteach.notebook import exercise_checks_placement, exercise_checks_towers
 from tfteach.train.hooks import SessionRunHook
 
 
@@ -81,7 +81,7 @@ def _split_problems(slices: Any, xs: list, ys: list, x: np.ndarray, y: np.ndarra
         return [tr("some names of xs or ys have no slice")]
     rows = [np.asarray(slices[name]) for name in xs]
     labels = [np.asarray(slices[name]) for name in ys]
-    problems = _cover_problems(rows, x)
+    problems = exercise_checks_towers.cover_problems(rows, x)
     if any(len(r) != len(lab) or not np.array_equal(r[:, 0] * 7 + 3, lab)
            for r, lab in zip(rows, labels, strict=True)):
         problems.append(tr("the labels do not travel with their rows: a tower gets labels "
@@ -92,17 +92,6 @@ def _split_problems(slices: Any, xs: list, ys: list, x: np.ndarray, y: np.ndarra
         problems.append(tr("a tower's share is off by more than one row from its share of "
                            "the speeds"))
     return problems
-
-
-def _cover_problems(rows: list[np.ndarray], x: np.ndarray) -> list[str]:
-    if any(r.ndim != 2 or r.shape[1:] != x.shape[1:] for r in rows):
-        return [tr("a slice is not a block of whole rows of x_batch")]
-    seen = np.concatenate([r[:, 0] for r in rows]) if rows else np.zeros(0)
-    if len(np.unique(seen)) < len(seen):
-        return [tr("the slices overlap: some rows go to two towers")]
-    if len(seen) != len(x) or not np.isin(x[:, 0], seen).all():
-        return [tr("the slices do not cover the batch: rows are left out (the remainder?)")]
-    return []
 
 
 # ---- 11.1 and 11.2: a step that runs on the cluster ---------------------------------------------
@@ -532,6 +521,14 @@ def check_round_robin(make_setter: Any, context: dict) -> list[str]:
     return exercise_checks_placement.round_robin_problems(make_setter)
 
 
+def check_tower_loop(build: Any, context: dict) -> list[str]:
+    """5.5: the learner's tower loop on hidden batches, models and GPU counts
+    (``exercise_checks_towers``)."""
+    if not exercise_checks_towers.is_tower_builder(build):
+        raise WrongKind
+    return exercise_checks_towers.tower_loop_problems(build)
+
+
 def check_trainer(trainer: Any, context: dict) -> list[str]:
     """12.5: the learner's trainer.py run as 1 ps and 2 workers through a ps crash
     (``exercise_checks_capstone``)."""
@@ -549,6 +546,7 @@ BUILD_CHECKS: dict[str, Callable[[Any, dict], list[str]]] = {
     "2.1": check_device_function,
     "5.3": check_average_gradients,
     "5.4": check_feed_in_proportion,
+    "5.5": check_tower_loop,
     "8.2": check_greedy_setter,
     "8.3": check_hand_balance,
     "8.4": check_round_robin,

@@ -1,0 +1,41 @@
+"""The feedback ladder of a build exercise, walked as a learner would: three wrong tries, then
+the right one; what each try shows, and that no line of the lesson's solution code appears in
+any feedback before the learner asks for it (``solution``)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tfteach.lessons import check, solution
+from tfteach.notebook import exercises
+
+
+def solution_lines(name: str) -> list[str]:
+    """The telling lines of the lesson's solution code of ``name`` (not its check, comments,
+    ``def`` or ``return`` lines), without leaving the solution revealed."""
+    code = [src for kind, src in solution(name).cells if kind == "code"]
+    exercises.forget_tries()
+    exercises._revealed.discard(name)
+    lines = [line.strip() for src in code for line in src.splitlines()]
+    return [line for line in lines if len(line) >= 16 and "check(" not in line
+            and not line.startswith(("#", "def ", "return "))]
+
+
+def assert_wrong_wrong_wrong_right(name: str, wrongs: tuple[Callable[..., Any], ...],
+                                   right: Callable[..., Any]) -> None:
+    """Try 1 shows the direction and how to ask for the solution, try 2 the idea and its
+    section (no code), try 3 the worked hint; never the answer or a solution line; then the
+    right build passes."""
+    info = exercises.exercise(name)
+    lines = solution_lines(name)
+    assert lines, f"the lesson has solution code for {name}"
+    texts = [check(wrong, exercise=name).text() for wrong in wrongs]
+    assert info["direction"] in texts[0] and f"solution('{name}')" in texts[0]
+    assert info["concept"] in texts[1] and info["section"] in texts[1]
+    assert info["hint"] in texts[2] and info["direction"] not in texts[2]
+    for text in texts:
+        assert "The answer" not in text
+        assert not [line for line in lines if line in text]
+    assert "`" not in texts[1].split("Hint:", 1)[1].replace(info["section"], "")
+    assert exercises.wrong_tries(name) == 3
+    assert check(right, exercise=name), "right after three wrong tries"
