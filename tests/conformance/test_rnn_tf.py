@@ -40,8 +40,9 @@ def _bidirectional(lib, x):
     (a, b), (sa, sb) = lib.nn.bidirectional_dynamic_rnn(
         cells.GRUCell(3), cells.BasicLSTMCell(2), x, sequence_length=[4, 2, 3],
         dtype=lib.float32)
-    (c, d), _ = lib.nn.bidirectional_dynamic_rnn(cells.GRUCell(3), cells.GRUCell(2), x,
-                                                 dtype=lib.float32, scope="plain")
+    (c, d), _ = lib.nn.bidirectional_dynamic_rnn(
+        cells.GRUCell(3), cells.DropoutWrapper(cells.GRUCell(2), output_keep_prob=1.0), x,
+        dtype=lib.float32, scope="plain")
     return [a, b, sa, sb.c, sb.h, c, d]
 
 

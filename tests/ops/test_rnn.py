@@ -90,3 +90,20 @@ def test_a_training_step_through_dynamic_rnn_lowers_the_loss():
             for _ in range(3):
                 sess.run(step)
             assert sess.run(loss) < before
+
+
+def test_dropout_wrapper_drops_outputs_and_the_lstm_h_but_keeps_the_variables():
+    with tf.Graph().as_default():
+        x = tf.constant(X)
+        cell = tf.nn.rnn_cell.BasicLSTMCell(50)
+        plain, _ = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+        wrapped = tf.nn.rnn_cell.DropoutWrapper(cell, output_keep_prob=0.5, seed=3)
+        dropped, state = tf.nn.dynamic_rnn(wrapped, x, dtype=tf.float32)
+        assert [v.op.name for v in tf.trainable_variables()] == \
+            ["rnn/basic_lstm_cell/kernel", "rnn/basic_lstm_cell/bias"]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            plain, dropped = sess.run([plain, dropped])
+    kept = dropped != 0
+    assert 0.3 < kept.mean() < 0.7
+    np.testing.assert_allclose(dropped[kept], 2 * plain[kept], rtol=1e-5)
