@@ -70,12 +70,16 @@ def _build_error(lib, build):
     lambda lib: lib.assert_equal([1, 2], [1, 2]),
     lambda lib: lib.assert_positive(lib.constant([1.5, -2.0]), message="weights"),
     lambda lib: lib.assert_less(lib.constant([[1, 5]]), 4),
+    lambda lib: lib.assert_equal(lib.shape(lib.zeros([2, 3])), [2, 4]),
+    lambda lib: lib.assert_equal(lib.size(lib.zeros([2, 3])), 6),
+    lambda lib: lib.assert_greater(lib.rank(lib.zeros([2, 3])), lib.cast(3.0, lib.int32)),
     lambda lib: lib.assert_rank(lib.placeholder(lib.float32, [3]), 2, message="batch"),
     lambda lib: lib.assert_rank(lib.placeholder(lib.float32, [3, 1]), 2),
     lambda lib: lib.assert_type(lib.placeholder(lib.float32), lib.int32),
     lambda lib: lib.assert_type(lib.constant(1), lib.int32),
     lambda lib: lib.debugging.assert_type(lib.constant(1.0), lib.float32, name="t"),
-], ids=["equal-bad", "equal-ok", "positive-bad", "less-bad", "rank-bad", "rank-ok",
+], ids=["equal-bad", "equal-ok", "positive-bad", "less-bad", "shape-bad", "size-ok",
+        "rank-cast-bad", "rank-bad", "rank-ok",
         "type-bad", "type-ok", "type-named"])
 def test_checks_decided_while_building_match_tf(build):
     assert _build_error(tf, build) == _build_error(tf1, build)

@@ -36,11 +36,27 @@ def _prefix(message: str | None) -> str:
     return f"{message}.  " if message else ""
 
 
+def constant_value(t: Tensor) -> np.ndarray | None:
+    """The value of ``t`` when the graph already fixes it (TF's ``constant_value`` for the
+    ops an assertion meets: Const, Shape/Size/Rank of a known shape, Identity, Cast)."""
+    op, source = t.op, t.op.inputs[0].shape if t.op.inputs else None
+    if op.type in ("Identity", "StopGradient", "Cast"):
+        value = constant_value(op.inputs[0])
+        return None if value is None else np.asarray(value).astype(t.dtype.np)
+    if op.type == "Shape" and source.is_fully_defined():
+        return np.array(source.as_list(), dtype=t.dtype.np)
+    if op.type == "Size" and source.is_fully_defined():
+        return np.array(source.num_elements(), dtype=t.dtype.np)
+    if op.type == "Rank" and source.ndims is not None:
+        return np.array(source.ndims, dtype=t.dtype.np)
+    return const_value(t)
+
+
 def _static_text(item: Any) -> str:
     """TF's ``_maybe_constant_value_string``: a constant tensor shows its value."""
     if not isinstance(item, Tensor):
         return str(item)
-    value = const_value(item)
+    value = constant_value(item)
     return str(item) if value is None else str(np.asarray(value))
 
 
@@ -66,7 +82,7 @@ def _binary_assert(sym: str, opname: str, op_func: Callable, static_func: Callab
         if message is not None:
             data = [message, *data]
         condition = reduce_all(op_func(x, y))
-        x_static, y_static = const_value(x), const_value(y)
+        x_static, y_static = constant_value(x), constant_value(y)
         if x_static is not None and y_static is not None:
             _assert_static(bool(np.all(static_func(x_static, y_static))), data)
         return Assert(condition, data, summarize=summarize)
@@ -144,7 +160,7 @@ def assert_type(tensor: Any, tf_type: Any, message: str | None = None,
 def _rank_condition(x: Tensor, rank: Tensor, data: list, summarize: int | None) -> Operation:
     """TF's ``_assert_rank_condition`` for equality: static when both ranks are known."""
     assert_type(rank, dtypes.int32)
-    rank_static = const_value(rank)
+    rank_static = constant_value(rank)
     if rank_static is not None:
         if np.ndim(rank_static) != 0:
             raise ValueError("Rank must be a scalar.")
