@@ -146,16 +146,43 @@ def _stream_name(output_stream: Any) -> str:
         tr("pass output_stream=sys.stderr, sys.stdout or 'file:///path/to/file'.")))
 
 
+class _Slot:
+    """Stands for a tensor inside a printed Python structure: ``str`` shows the template's
+    placeholder where the tensor's text will go."""
+
+    def __init__(self, mark: str) -> None:
+        self.mark = mark
+
+    def __repr__(self) -> str:
+        return self.mark
+
+
+def _template_part(x: Any, mark: str, tensors: list) -> str:
+    """``x``'s text in the template; its tensors (nested in lists, tuples and dicts too) are
+    appended to ``tensors`` and shown as ``mark``."""
+    def slots(v: Any) -> Any:
+        if isinstance(v, Tensor):
+            tensors.append(v)
+            return _Slot(mark)
+        if isinstance(v, (list, tuple)):
+            return type(v)(slots(i) for i in v)
+        if isinstance(v, dict):
+            return {k: slots(i) for k, i in v.items()}
+        return v
+    return str(slots(x))
+
+
 def print_v2(*inputs: Any, output_stream: Any = None, summarize: int = 3,
              sep: str = " ", end: str = "\n", name: str | None = None) -> Operation:
-    """An op that prints ``inputs`` (Python values as ``str``, tensors numpy style) when run,
-    to ``output_stream``: ``sys.stderr`` (the default), ``sys.stdout`` or ``'file://path'``."""
+    """An op that prints ``inputs`` (Python values as ``str``, tensors numpy style, also
+    inside lists, tuples and dicts) when run, to ``output_stream``: ``sys.stderr`` (the
+    default), ``sys.stdout`` or ``'file://path'``."""
     stream = _stream_name(output_stream)
-    tensors = [x for x in inputs if isinstance(x, Tensor)]
+    probe = sep.join(_template_part(x, "", []) for x in inputs)
+    mark = "{}" if "{}" not in probe else "{tfteach_placeholder}"
+    tensors: list = []
+    template = sep.join(_template_part(x, mark, tensors) for x in inputs)
     g = graph_of(tensors)
-    texts = [str(x) for x in inputs if not isinstance(x, Tensor)]
-    mark = "{}" if not any("{}" in t for t in texts) else "{tfteach_placeholder}"
-    template = sep.join(mark if isinstance(x, Tensor) else str(x) for x in inputs)
     with g.as_default():
         text = g.create_op("StringFormat", tensors, {
             "T": [t.dtype for t in tensors], "template": template, "placeholder": mark,
