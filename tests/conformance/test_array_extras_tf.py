@@ -31,6 +31,23 @@ def _diagonals(lib):
             lib.linalg.set_diag(lib.ones([3, 2, 3]), d), lib.linalg.eye(2)]
 
 
+def test_eye_takes_tensor_sizes_as_tf():
+    """``tf.eye(tf.shape(x)[0])``: TF's values and dtypes (TF's shape inference folds the
+    sizes into a static shape; tfteach's leaves them to the run)."""
+    def built(lib):
+        with lib.Graph().as_default():
+            d = lib.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+            ys = [lib.eye(lib.shape(d)[0]), lib.eye(2, lib.shape(d)[1] + 1, batch_shape=[2]),
+                  lib.eye(lib.shape(d)[1], batch_shape=lib.shape(d)[:1], dtype=lib.int64)]
+            with lib.Session() as session:
+                return [(y.op.type, y.name) for y in ys], session.run(ys)
+    (got_ops, got), (want_ops, want) = built(tf), built(tf1)
+    assert got_ops == want_ops
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+
+
 def _grids(lib):
     return [lib.linspace(0.0, 1.0, 5), lib.lin_space(-2.0, 3.0, 7), lib.linspace(1.0, 2.0, 1),
             lib.linspace(lib.constant(0.0, lib.float64), 10.0, 4, name="ten"),

@@ -18,6 +18,8 @@ from tfteach.framework.tensor_shape import TensorShape, unknown_shape
 from tfteach.i18n import tr
 from tfteach.ops import array_ops
 from tfteach.ops.common import const_value, convert_to_tensor, graph_of, shape_error
+from tfteach.ops.manip_ops import concat
+from tfteach.ops.math_ops import minimum
 
 __all__ = ["eye", "matrix_diag", "matrix_diag_part", "matrix_set_diag"]
 
@@ -135,19 +137,36 @@ def matrix_set_diag(input: Any, diagonal: Any, name: str = "set_diag", k: int = 
                            {"T": x.dtype, "align": align}, name=name).outputs[0]
 
 
-def eye(num_rows: int, num_columns: int | None = None, batch_shape: Any = None,
+def eye(num_rows: Any, num_columns: Any = None, batch_shape: Any = None,
         dtype: Any = dtypes.float32, name: str | None = None) -> Tensor:
-    """Identity matrices (``num_rows`` x ``num_columns``, batched by ``batch_shape``)."""
-    g = graph_of([])
+    """Identity matrices (``num_rows`` x ``num_columns``, batched by ``batch_shape``); the
+    sizes may be Python ints or int32 tensors (``tf.eye(tf.shape(x)[0])``)."""
+    g = graph_of([num_rows, num_columns, batch_shape])
     with g.as_default(), g.name_scope(name or "eye"):
-        cols = num_rows if num_columns is None else num_columns
+        square = num_columns is None
+        cols = num_rows if square else num_columns
+        batch = [] if batch_shape is None else batch_shape
+        if isinstance(num_rows, Tensor) or isinstance(cols, Tensor) or \
+                isinstance(batch, Tensor):
+            return _dynamic_eye(num_rows, cols, batch, square, dtype)
         if not all(isinstance(v, (int, np.integer)) for v in (num_rows, cols)):
             raise TypeError(_eye_type_error(num_rows, cols))
-        batch = [] if batch_shape is None else [int(b) for b in batch_shape]
+        batch = [int(b) for b in batch]
         ones = array_ops.ones(batch + [min(num_rows, cols)], dtype=dtype)
         if num_rows == cols:
             return matrix_diag(ones)
         return matrix_set_diag(array_ops.zeros(batch + [num_rows, cols], dtype=dtype), ones)
+
+
+def _dynamic_eye(rows: Any, cols: Any, batch: Any, square: bool, dtype: Any) -> Tensor:
+    """TF's ``eye`` when a size is a tensor: the shapes are computed in the graph."""
+    batch = convert_to_tensor(batch, dtype=dtypes.int32, name="shape")
+    diag_size = rows if square else minimum(rows, cols)
+    ones = array_ops.ones(concat([batch, [diag_size]], 0), dtype=dtype)
+    if square:
+        return matrix_diag(ones)
+    shape = concat([batch, [rows, cols]], 0)
+    return matrix_set_diag(array_ops.zeros(shape, dtype=dtype), ones)
 
 
 def _eye_type_error(num_rows: Any, num_columns: Any) -> str:
