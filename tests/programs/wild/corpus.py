@@ -73,6 +73,10 @@ PROGRAMS = [
     Program("partitioned_embedding", "TF 1.x guide: Distributed TensorFlow / wide-and-deep "
             "(partitioned embeddings over ps tasks)", args=("{ports}", "{logdir}"), ports=3),
     Program("control_flow", "TF 1.x guide: control flow (tf.cond, tf.while_loop)"),
+    Program("recurrent_network", "aymericdamien/TensorFlow-Examples "
+            "examples/3_NeuralNetworks/recurrent_network.py and dynamic_rnn.py, "
+            "bidirectional_rnn.py (tf.nn.rnn_cell, static/dynamic RNNs, map_fn, scan)",
+            env={"TF_USE_LEGACY_KERAS": "1"}),
     Program("csv_input_pipeline", "TF 1.x guide: Reading data (queue-based CSV pipeline)",
             args=("{logdir}",)),
     Program("static_shapes", "model code of TF's CIFAR-10 and MNIST tutorials "
