@@ -41,7 +41,7 @@ from tfteach.i18n import tr
 START_DEADLINE_S = 45.0         # from the launch to the ps crash
 FINISH_DEADLINE_S = 45.0        # from the restart to both workers' end
 POLL_S = 0.05
-WAITING_S = 2.0                 # worker 1 has started and waits for the chief by then
+WAITING_S = 5.0                 # at most, for worker 1 to listen before the chief starts
 MIN_ACCURACY = 0.85
 WORKER_LINE = re.compile(r"worker (\d+): local steps (\d+)")
 CHIEF_LINE = re.compile(r"global step: (\d+), accuracy: ([0-9.]+)")
@@ -334,8 +334,8 @@ def _judge(run: _Run, crash: tuple[int, int], first_after: int | None) -> list[s
 
 def _start_in_turn(run: _Run, probe: _Probe) -> None:
     """The ps; once it listens, worker 1, which waits for the chief (as a TF worker waits
-    for its chief); after ``WAITING_S``, the chief. So worker 1 is in the cluster before
-    training starts, and a crash never meets it still starting."""
+    for its chief); once worker 1 listens (or after ``WAITING_S``), the chief. So worker 1
+    is in the cluster before training starts, and a crash never meets it still starting."""
     run.start("ps", 0)
     deadline = time.monotonic() + START_DEADLINE_S
     while probe.global_step() == "UnavailableError":
@@ -346,10 +346,21 @@ def _start_in_turn(run: _Run, probe: _Probe) -> None:
         time.sleep(POLL_S)
     run.start("worker", 1)
     waited = time.monotonic() + WAITING_S
-    while time.monotonic() < waited:
+    while time.monotonic() < waited and not _listening(run.hosts["worker"][1]):
         _exited_badly(run)
         time.sleep(POLL_S)
     run.start("worker", 0)
+
+
+def _listening(address: str) -> bool:
+    """Whether a server listens at ``host:port`` (worker 1's: it then builds its graph and
+    asks the ps whether the chief has initialized the variables)."""
+    host, port = address.rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=0.2):
+            return True
+    except OSError:
+        return False
 
 
 def trainer_problems(trainer: Path) -> list[str]:
@@ -357,12 +368,12 @@ def trainer_problems(trainer: Path) -> list[str]:
     if not trainer.is_file():
         return [tr("there is no file {path}: run the %%writefile cell first", path=str(trainer))]
     rng = np.random.default_rng()
-    run = _Run(trainer.resolve(), steps=int(rng.integers(300, 400)))
+    run = _Run(trainer.resolve(), steps=int(rng.integers(200, 260)))
     atexit.register(run.close)
     try:
         probe = _Probe(run.hosts["ps"][0])
         _start_in_turn(run, probe)
-        crash = _until_crash_point(run, probe, int(rng.integers(60, 100)))
+        crash = _until_crash_point(run, probe, int(rng.integers(40, 70)))
         _crash_and_restart(run)
         return _judge(run, crash, _after_restart(run, probe))
     except Failed as problem:
