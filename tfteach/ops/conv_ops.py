@@ -150,6 +150,9 @@ def sizes_shape(t: Tensor) -> TensorShape:
     value = const_value(t)
     if value is not None:
         return TensorShape([int(v) for v in value])
+    if t.op.type == "Pack":            # tf.stack([batch, 8, 8, 1]): the constant entries
+        known = [const_value(i) for i in t.op.inputs]
+        return TensorShape([None if k is None else int(k) for k in known])
     return array_ops.shape_value(t) if t.op.type == "Shape" else TensorShape([None] * 4)
 
 

@@ -77,6 +77,9 @@ PROGRAMS = [
             "examples/3_NeuralNetworks/recurrent_network.py and dynamic_rnn.py, "
             "bidirectional_rnn.py (tf.nn.rnn_cell, static/dynamic RNNs, map_fn, scan)",
             env={"TF_USE_LEGACY_KERAS": "1"}),
+    Program("conv_autoencoder", "aymericdamien/TensorFlow-Examples "
+            "examples/3_NeuralNetworks/dcgan.py (tf.layers.conv2d_transpose generator) with "
+            "separable, depthwise and 1-D convolutions", env={"TF_USE_LEGACY_KERAS": "1"}),
     Program("csv_input_pipeline", "TF 1.x guide: Reading data (queue-based CSV pipeline)",
             args=("{logdir}",)),
     Program("static_shapes", "model code of TF's CIFAR-10 and MNIST tutorials "
