@@ -173,7 +173,7 @@ def _eye_type_error(num_rows: Any, num_columns: Any) -> str:
     return errors.with_hint(
         "Arguments `num_rows` and `num_columns` must be positive integer values. Received: "
         f"num_rows={num_rows}, num_columns={num_columns}",
-        tr("tf.eye takes Python ints for its sizes."))
+        tr("tf.eye takes whole numbers for its sizes: Python ints or int32 tensors."))
 
 
 def _diag_grad(op: Any, grad: Tensor) -> list:
