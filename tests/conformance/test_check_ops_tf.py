@@ -119,6 +119,8 @@ def _printed(lib, capfd, marker):
         ops = [lib.print(f"{marker} print:", x, 7, lib.constant("hi"), lib.constant(["a", "b"]),
                          lib.constant(True), lib.zeros([2, 2, 8], lib.int32)),
                lib.print(marker, lib.range(10), summarize=2, sep="|", end="END\n"),
+               lib.print(marker, lib.range(9), lib.range(8), summarize=None),
+               lib.print(marker, lib.range(12), summarize=-1),
                lib.print(marker, [lib.range(3), 1, "s"], {"a": lib.constant(2.5)}, (7,)),
                lib.print(marker, lib.zeros([0, 3]), output_stream=sys.stdout)]
         with lib.Session() as session:

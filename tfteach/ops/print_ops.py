@@ -172,7 +172,7 @@ def _template_part(x: Any, mark: str, tensors: list) -> str:
     return str(slots(x))
 
 
-def print_v2(*inputs: Any, output_stream: Any = None, summarize: int = 3,
+def print_v2(*inputs: Any, output_stream: Any = None, summarize: int | None = 3,
              sep: str = " ", end: str = "\n", name: str | None = None) -> Operation:
     """An op that prints ``inputs`` (Python values as ``str``, tensors numpy style, also
     inside lists, tuples and dicts) when run, to ``output_stream``: ``sys.stderr`` (the
@@ -186,6 +186,7 @@ def print_v2(*inputs: Any, output_stream: Any = None, summarize: int = 3,
     with g.as_default():
         text = g.create_op("StringFormat", tensors, {
             "T": [t.dtype for t in tensors], "template": template, "placeholder": mark,
-            "summarize": summarize}, name="StringFormat").outputs[0]
+            "summarize": 3 if summarize is None else int(summarize)},
+            name="StringFormat").outputs[0]
         return g.create_op("PrintV2", [text], {"output_stream": stream, "end": end},
                            name=name or "PrintV2")
