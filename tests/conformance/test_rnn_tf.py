@@ -24,15 +24,36 @@ def _cells(lib):
     return importlib.import_module("tf_keras.api._v1.keras.__internal__.legacy.rnn_cell")
 
 
+def _minimal_cell(lib, cells):
+    """A learner's own cell, written against TF 1.x's RNNCell interface."""
+    class MinimalRNNCell(cells.RNNCell):
+        def __init__(self, units):
+            super().__init__()
+            self.units = units
+
+        state_size = output_size = property(lambda self: self.units)
+
+        def build(self, inputs_shape):
+            self.w = self.add_variable("w", [inputs_shape[-1], self.units])
+            self.u = self.add_variable("u", [self.units, self.units])
+            self.built = True
+
+        def call(self, inputs, state):
+            h = lib.tanh(lib.matmul(inputs, self.w) + lib.matmul(state, self.u))
+            return h, h
+    return MinimalRNNCell(3)
+
+
 def _dynamic(lib, x):
     cells = _cells(lib)
+    o0, _ = lib.nn.dynamic_rnn(_minimal_cell(lib, cells), x, dtype=lib.float32, scope="own")
     o1, s1 = lib.nn.dynamic_rnn(cells.BasicLSTMCell(6), x, dtype=lib.float32)
     o2, s2 = lib.nn.dynamic_rnn(cells.GRUCell(4), x, sequence_length=[4, 2, 3],
                                 dtype=lib.float32, scope="gru")
     o3, s3 = lib.nn.dynamic_rnn(cells.BasicLSTMCell(3, state_is_tuple=False),
                                 lib.transpose(x, [1, 0, 2]), dtype=lib.float32,
                                 time_major=True, scope="time_major")
-    return [o1, s1.c, s1.h, o2, s2, o3, s3]
+    return [o0, o1, s1.c, s1.h, o2, s2, o3, s3]
 
 
 def _bidirectional(lib, x):

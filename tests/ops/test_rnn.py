@@ -107,3 +107,27 @@ def test_dropout_wrapper_drops_outputs_and_the_lstm_h_but_keeps_the_variables():
     kept = dropped != 0
     assert 0.3 < kept.mean() < 0.7
     np.testing.assert_allclose(dropped[kept], 2 * plain[kept], rtol=1e-5)
+
+
+def test_a_learners_own_cell_builds_once_in_its_snake_case_scope():
+    class MinimalRNNCell(tf.nn.rnn_cell.RNNCell):
+        state_size = output_size = property(lambda self: 3)
+
+        def build(self, inputs_shape):
+            self.w = self.add_variable("w", [inputs_shape[-1], 3])
+
+        def call(self, inputs, state):
+            h = tf.tanh(tf.matmul(inputs, self.w) + state)
+            return h, h
+
+    with tf.Graph().as_default():
+        outputs, state = tf.nn.dynamic_rnn(MinimalRNNCell(), tf.constant(X), dtype=tf.float32)
+        assert [v.op.name for v in tf.trainable_variables()] == ["rnn/minimal_rnn_cell/w"]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            w, outputs, state = sess.run([tf.trainable_variables()[0], outputs, state])
+    h = np.zeros((2, 3), np.float32)
+    for t in range(3):
+        h = np.tanh(X[:, t] @ w + h)
+        np.testing.assert_allclose(outputs[:, t], h, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(state, h, rtol=1e-5, atol=1e-6)

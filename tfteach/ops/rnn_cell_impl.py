@@ -23,6 +23,7 @@ TF does:
 from __future__ import annotations
 
 import collections
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -65,10 +66,25 @@ def _zeros(batch_size: Any, size: Any, dtype: Any) -> Any:
     return out
 
 
+def _snake_case(name: str) -> str:
+    """TF's ``to_snake_case``: a layer's default name from its class name."""
+    words = re.sub("([a-z])([A-Z])", r"\1_\2", re.sub("(.)([A-Z][a-z0-9]+)", r"\1_\2", name))
+    lower = words.lower()
+    return lower if lower[0] != "_" else "private" + lower
+
+
 class RNNCell(Layer):
-    """The cell interface: ``output, new_state = cell(inputs, state)``."""
+    """The cell interface: ``output, new_state = cell(inputs, state)``. A learner's cell
+    subclasses it with ``state_size``, ``output_size``, ``build(inputs_shape)`` (making
+    variables with ``add_variable``) and ``call(inputs, state)``; its scope is its class
+    name in snake case, as TF names it."""
 
     _default_name = "rnn_cell"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "_default_name" not in cls.__dict__:
+            cls._default_name = _snake_case(cls.__name__)
 
     def __init__(self, reuse: Any = None, name: str | None = None, dtype: Any = None) -> None:
         self._reuse, self.name = reuse, name
@@ -109,25 +125,38 @@ class RNNCell(Layer):
     def _call_in_scope(self, x: Tensor, state: Any) -> tuple:
         with self._open_scope():
             if not self.built:
-                depth = x.shape.dims[-1] if x.shape.rank else None
-                if depth is None:
-                    raise ValueError("Expected inputs.shape[-1] to be known, saw shape: "
-                                     f"{x.shape}")
-                self.build(int(depth), self._dtype or x.dtype)
+                self._dtype = self._dtype or x.dtype
+                self.build(x.shape)
                 self.built = True
             return self.call(x, state)
 
-    def _variable(self, name: str, shape: list, dtype: Any, initializer: Any = None) -> Any:
+    @property
+    def dtype(self) -> Any:
+        return self._dtype
+
+    def add_variable(self, name: str, shape: Any, dtype: Any = None, initializer: Any = None,
+                     trainable: bool = True, **unused: Any) -> Any:
+        """A variable in the cell's scope, made outside any loop the cell is called in."""
         with outside_control_flow():
-            v = get_variable(name, shape, dtype=dtype, initializer=initializer)
+            v = get_variable(name, shape, dtype=dtype or self._dtype, initializer=initializer,
+                             trainable=trainable)
         self._variables.append(v)
         return v
 
-    def build(self, depth: int, dtype: Any) -> None:
+    add_weight = add_variable
+
+    def build(self, inputs_shape: Any) -> None:
+        """Make the cell's variables (once, on the first call)."""
+
+    def call(self, inputs: Tensor, state: Any) -> tuple:
         raise NotImplementedError
 
-    def call(self, x: Tensor, state: Any) -> tuple:
-        raise NotImplementedError
+
+def _depth(inputs_shape: Any) -> int:
+    dims = inputs_shape.dims if inputs_shape.rank else None
+    if not dims or dims[-1] is None:
+        raise ValueError(f"Expected inputs.shape[-1] to be known, saw shape: {inputs_shape}")
+    return int(dims[-1])
 
 
 def _zeros_init() -> Any:
@@ -146,10 +175,10 @@ class BasicRNNCell(RNNCell):
 
     state_size = output_size = property(lambda self: self._num_units)
 
-    def build(self, depth: int, dtype: Any) -> None:
-        self._kernel = self._variable("kernel", [depth + self._num_units, self._num_units],
-                                      dtype)
-        self._bias = self._variable("bias", [self._num_units], dtype, _zeros_init())
+    def build(self, inputs_shape: Any) -> None:
+        depth = _depth(inputs_shape)
+        self._kernel = self.add_variable("kernel", [depth + self._num_units, self._num_units])
+        self._bias = self.add_variable("bias", [self._num_units], initializer=_zeros_init())
 
     def call(self, x: Tensor, state: Any) -> tuple:
         gates = math_ops.matmul(array_ops.concat([x, state], 1), self._kernel)
@@ -177,10 +206,11 @@ class BasicLSTMCell(RNNCell):
 
     output_size = property(lambda self: self._num_units)
 
-    def build(self, depth: int, dtype: Any) -> None:
+    def build(self, inputs_shape: Any) -> None:
+        depth = _depth(inputs_shape)
         n = self._num_units
-        self._kernel = self._variable("kernel", [depth + n, 4 * n], dtype)
-        self._bias = self._variable("bias", [4 * n], dtype, _zeros_init())
+        self._kernel = self.add_variable("kernel", [depth + n, 4 * n])
+        self._bias = self.add_variable("bias", [4 * n], initializer=_zeros_init())
 
     def call(self, x: Tensor, state: Any) -> tuple:
         one = array_ops.constant(1, dtype=dtypes.int32)
@@ -223,16 +253,18 @@ class LSTMCell(RNNCell):
 
     output_size = property(lambda self: self._num_proj or self._num_units)
 
-    def build(self, depth: int, dtype: Any) -> None:
+    def build(self, inputs_shape: Any) -> None:
+        depth = _depth(inputs_shape)
         n, h = self._num_units, self._num_proj or self._num_units
-        self._kernel = self._variable("kernel", [depth + h, 4 * n], dtype, self._initializer)
-        self._bias = self._variable("bias", [4 * n], dtype, _zeros_init())
+        self._kernel = self.add_variable("kernel", [depth + h, 4 * n],
+                                         initializer=self._initializer)
+        self._bias = self.add_variable("bias", [4 * n], initializer=_zeros_init())
         if self._use_peepholes:
-            self._peep = [self._variable(f"w_{g}_diag", [n], dtype, self._initializer)
+            self._peep = [self.add_variable(f"w_{g}_diag", [n], initializer=self._initializer)
                           for g in "fio"]
         if self._num_proj is not None:
-            self._proj = self._variable("projection/kernel", [n, self._num_proj], dtype,
-                                        self._initializer)
+            self._proj = self.add_variable("projection/kernel", [n, self._num_proj],
+                                            initializer=self._initializer)
 
     def call(self, x: Tensor, state: Any) -> tuple:
         n, p = self._num_units, self._num_proj or self._num_units
@@ -282,14 +314,15 @@ class GRUCell(RNNCell):
 
     state_size = output_size = property(lambda self: self._num_units)
 
-    def build(self, depth: int, dtype: Any) -> None:
+    def build(self, inputs_shape: Any) -> None:
+        depth = _depth(inputs_shape)
         n, k = self._num_units, self._kernel_init
-        self._gate_kernel = self._variable("gates/kernel", [depth + n, 2 * n], dtype, k)
-        self._gate_bias = self._variable("gates/bias", [2 * n], dtype,
-                                         self._bias_init or init_ops.constant_initializer(1.0))
-        self._cand_kernel = self._variable("candidate/kernel", [depth + n, n], dtype, k)
-        self._cand_bias = self._variable("candidate/bias", [n], dtype,
-                                         self._bias_init or _zeros_init())
+        self._gate_kernel = self.add_variable("gates/kernel", [depth + n, 2 * n], initializer=k)
+        self._gate_bias = self.add_variable(
+            "gates/bias", [2 * n], initializer=self._bias_init or init_ops.constant_initializer(1.0))
+        self._cand_kernel = self.add_variable("candidate/kernel", [depth + n, n], initializer=k)
+        self._cand_bias = self.add_variable("candidate/bias", [n],
+                                            initializer=self._bias_init or _zeros_init())
 
     def call(self, x: Tensor, state: Any) -> tuple:
         gates = nn_ops.bias_add(
