@@ -238,7 +238,7 @@ def imported_from_tfteach(cells) -> set[str]:
     """Names that ``from tfteach... import`` or ``import tfteach... as`` bind in a lesson."""
     names = set()
     for cell in cells:
-        if cell.source.startswith("%%writefile"):     # a program's file, not the kernel's code
+        if SOLUTION_LINE.sub("", cell.source).startswith("%%writefile"):   # a program's file
             continue
         for node in ast.walk(ast.parse(code_of(cell.source))):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tfteach"):
