@@ -24,7 +24,11 @@ def _products(lib):
             lib.einsum("ij,jk->ik", a, b), lib.einsum("bij,bjk->bik", x3, lib.transpose(x3, [0, 2, 1])),
             lib.einsum("ij->ji", a), lib.einsum("ijk->ki", x3), lib.einsum("i,j->ij", a[0], b[0]),
             lib.einsum("ij,jk", a, b, name="implicit"), lib.einsum("ij,ij->", a, a),
-            lib.linalg.einsum("ij,kj->ik", p, a)]
+            lib.linalg.einsum("ij,kj->ik", p, a),
+            lib.einsum("...ij,...jk->...ik", x3, lib.transpose(x3, [0, 2, 1])),
+            lib.einsum("...ij,...jk->...ik", x3, lib.ones([1, 4, 2])),
+            lib.einsum("...ij,jk->...ik", x3, lib.ones([4, 2])), lib.einsum("...ij->...ji", x3),
+            lib.einsum("i...->...", x3), lib.einsum("...ij,jk->ik...", a, b)]
 
 
 def _reductions(lib):
@@ -53,6 +57,8 @@ def _gradients(lib):
              + lib.reduce_sum(lib.einsum("ij,jk->ik", a, b) ** 2)
              + lib.reduce_sum(lib.einsum("bij,k->bk", x3, b[1]) * 2.0)
              + lib.reduce_sum(lib.einsum("ijk->ki", x3) ** 2)
+             + lib.reduce_sum(lib.einsum("...ij,...jk->...ik", x3, lib.transpose(x3, [0, 2, 1])[:1]) ** 2)
+             + lib.reduce_sum(lib.einsum("i...->...", x3) ** 2)
              + lib.reduce_sum(lib.reduce_logsumexp(x3, 2)) + lib.norm(x3)
              + lib.reduce_sum(lib.norm(x3, ord=1, axis=1)) + lib.norm(a, ord=np.inf)
              + lib.reduce_sum(lib.math.reduce_std(x3, 0))
@@ -92,13 +98,17 @@ def test_draws_are_described_as_tf_and_follow_the_probabilities():
     lambda lib: lib.tensordot(lib.constant(A), lib.constant(B), [[1], [0, 1]]),
     lambda lib: lib.einsum("ij,jk->ik", lib.constant(A), lib.constant(A)),
     lambda lib: lib.einsum("ij,jk->ik", lib.constant(A)),
+    lambda lib: lib.einsum("...ij,...jk", lib.constant(X3), lib.constant(X3)),
+    lambda lib: lib.einsum("...ij,...jk->ik", lib.constant(X3), lib.constant(X3[:, :, :2])),
+    lambda lib: lib.einsum("bij,bjk->bik", lib.constant(X3), lib.constant(X3[:1].transpose(0, 2, 1))),
     lambda lib: lib.norm(lib.constant(A), ord=-1),
     lambda lib: lib.norm(lib.constant(A), axis=[0, 0]),
     lambda lib: lib.math.reduce_variance(lib.constant([1, 2])),
     lambda lib: lib.segment_sum(lib.constant(A), [1, 0]),
     lambda lib: lib.segment_sum(lib.constant(A), [0, 0, 1]),
     lambda lib: lib.multinomial([1.0, 2.0], 3),
-], ids=["tensordot-shapes", "tensordot-axes", "einsum-shapes", "einsum-count", "norm-ord",
+], ids=["tensordot-shapes", "tensordot-axes", "einsum-shapes", "einsum-count",
+        "einsum-implicit-ellipsis", "einsum-ellipsis-dropped", "einsum-batch-1-vs-2", "norm-ord",
         "norm-axis", "variance-int", "segment-unsorted", "segment-length", "multinomial-rank"])
 def test_errors_match_tf(build):
     expected = error_class(tf1, build)

@@ -226,6 +226,8 @@ CASES = [
     # einsum (a product, a reduction broadcast back) and sorted segment sums
     Case("Einsum", lambda x, y: tf.einsum("ij,jk->ik", x, y), [A, R.randn(3, 2)]),
     Case("Einsum", lambda x, y: tf.einsum("bij,k->bk", x, y), [X3, B], label="summed"),
+    Case("Einsum", lambda x, y: tf.einsum("...ij,...jk->...ik", x, y), [X3, R.randn(1, 2, 2)],
+         label="ellipsis-broadcast"),
     Case("SegmentSum", lambda x: tf.segment_sum(x, [0, 0, 2]), [R.randn(3, 2)]),
 ]
 
