@@ -21,7 +21,7 @@ from tfteach.ops.nn_ops import (bias_add, dropout, l2_loss, leaky_relu, log_soft
                                 sparse_softmax_cross_entropy_with_logits, tanh, xw_plus_b)
 from tfteach.ops.normalization_ops import (batch_normalization, fused_batch_norm,
                                            local_response_normalization, lrn, moments)
-from tfteach.ops import rnn_cell_impl as rnn_cell
+from tfteach.ops import rnn_cell_namespace as rnn_cell
 from tfteach.ops.pooling_ops import avg_pool, max_pool
 from tfteach.ops.rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn
 from tfteach.ops.summary_stats import zero_fraction

@@ -53,7 +53,10 @@ def _dynamic(lib, x):
     o3, s3 = lib.nn.dynamic_rnn(cells.BasicLSTMCell(3, state_is_tuple=False),
                                 lib.transpose(x, [1, 0, 2]), dtype=lib.float32,
                                 time_major=True, scope="time_major")
-    return [o0, o1, s1.c, s1.h, o2, s2, o3, s3]
+    o4, _ = lib.nn.dynamic_rnn(cells.ResidualWrapper(cells.DeviceWrapper(cells.GRUCell(5),
+                                                                         "/cpu:0")),
+                               x, dtype=lib.float32, scope="residual")
+    return [o0, o1, s1.c, s1.h, o2, s2, o3, s3, o4]
 
 
 def _bidirectional(lib, x):

@@ -131,3 +131,20 @@ def test_a_learners_own_cell_builds_once_in_its_snake_case_scope():
         h = np.tanh(X[:, t] @ w + h)
         np.testing.assert_allclose(outputs[:, t], h, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(state, h, rtol=1e-5, atol=1e-6)
+
+
+def test_device_wrappers_put_each_layer_of_a_stack_on_its_gpu():
+    with tf.Graph().as_default():
+        x = tf.constant(X)
+        layers = [tf.nn.rnn_cell.DeviceWrapper(tf.nn.rnn_cell.GRUCell(4), f"/gpu:{k}")
+                  for k in (0, 1)]
+        outputs, _ = tf.nn.dynamic_rnn(tf.nn.rnn_cell.MultiRNNCell(layers), x, dtype=tf.float32)
+        ops = tf.get_default_graph().get_operations()
+        matmuls = {op.name: op.device for op in ops if op.type == "MatMul"}
+        kernels = {v.op.name: v.op.device for v in tf.trainable_variables() if "kernel" in v.name}
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            assert sess.run(outputs).shape == (2, 3, 4)
+    assert matmuls and all(d == f"/device:GPU:{1 if 'cell_1' in n else 0}"
+                           for n, d in matmuls.items())
+    assert all(d == f"/device:GPU:{1 if 'cell_1' in n else 0}" for n, d in kernels.items())

@@ -14,8 +14,9 @@ TF does:
 - ``GRUCell``: ``gates/kernel``, ``gates/bias`` (ones), ``candidate/kernel``,
   ``candidate/bias``; ``h = u * h + (1 - u) * tanh([x, r * h] Wc + bc)``.
 - ``MultiRNNCell``: cells stacked in scopes ``cell_0``, ``cell_1``, ...
-- ``DropoutWrapper``: dropout on a cell's inputs, outputs and state (an LSTM state's ``h``,
-  not its ``c``), with no scope or variables of its own.
+
+The wrappers (dropout, device, residual) are in ``rnn_cell_wrappers``; ``tf.nn.rnn_cell``
+is ``rnn_cell_namespace``.
 
 ``zero_state(batch_size, dtype)`` gives zeros of ``state_size`` under
 ``<Cell>ZeroState/``.
@@ -27,18 +28,16 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from tfteach.errors import with_hint
 from tfteach.framework import dtypes
 from tfteach.framework.graph import Tensor, get_default_graph
 from tfteach.framework.nest import flatten, pack
-from tfteach.i18n import tr
 from tfteach.ops import array_ops, init_ops, math_ops, nn_ops
 from tfteach.ops.common import convert_to_tensor
 from tfteach.ops.layer_base import Layer, outside_control_flow
 from tfteach.ops.variable_scope import get_variable, variable_scope
 
 __all__ = ["RNNCell", "BasicRNNCell", "BasicLSTMCell", "LSTMCell", "GRUCell", "MultiRNNCell",
-           "DropoutWrapper", "LSTMStateTuple"]
+           "LSTMStateTuple"]
 
 
 class LSTMStateTuple(collections.namedtuple("LSTMStateTuple", ("c", "h"))):
@@ -379,49 +378,3 @@ class MultiRNNCell(RNNCell):
                     states.append(new)
             return out, (tuple(states) if self._state_is_tuple else
                          array_ops.concat(states, 1))
-
-
-class DropoutWrapper(RNNCell):
-    """Dropout around ``cell``: ``input_keep_prob`` on its inputs, ``output_keep_prob`` on
-    its outputs, ``state_keep_prob`` on its new state (an LSTM state's ``h`` only)."""
-
-    def __init__(self, cell: RNNCell, input_keep_prob: Any = 1.0, output_keep_prob: Any = 1.0,
-                 state_keep_prob: Any = 1.0, variational_recurrent: bool = False,
-                 input_size: Any = None, dtype: Any = None, seed: int | None = None,
-                 dropout_state_filter_visitor: Any = None) -> None:
-        super().__init__()
-        if variational_recurrent:
-            raise NotImplementedError(with_hint(
-                "tfteach's DropoutWrapper does not support variational_recurrent yet.",
-                tr("leave it out, or run this program on real TensorFlow.")))
-        for what, p in (("input", input_keep_prob), ("output", output_keep_prob),
-                        ("state", state_keep_prob)):
-            if isinstance(p, (int, float)) and not 0 < p <= 1:
-                raise ValueError(f"Parameter {what}_keep_prob must be between 0 and 1: {p}")
-        self.cell, self._seed = cell, seed
-        self._keep = (input_keep_prob, output_keep_prob, state_keep_prob)
-
-    state_size = property(lambda self: self.cell.state_size)
-    output_size = property(lambda self: self.cell.output_size)
-    variables = property(lambda self: self.cell.variables)
-    weights = trainable_variables = trainable_weights = variables
-
-    def zero_state(self, batch_size: Any, dtype: Any) -> Any:
-        with get_default_graph().name_scope(type(self).__name__ + "ZeroState"):
-            return self.cell.zero_state(batch_size, dtype)
-
-    def _dropout(self, values: Any, keep: Any, keep_c: bool = True) -> Any:
-        if isinstance(keep, (int, float)) and keep >= 1:
-            return values
-        if isinstance(values, LSTMStateTuple):
-            c = values.c if not keep_c else self._dropout(values.c, keep)
-            return LSTMStateTuple(c, self._dropout(values.h, keep))
-        if isinstance(values, (list, tuple)):
-            return type(values)(self._dropout(v, keep, keep_c) for v in values)
-        return nn_ops.dropout(values, keep_prob=keep, seed=self._seed)
-
-    def __call__(self, inputs: Any, state: Any, scope: Any = None) -> tuple:
-        keep_in, keep_out, keep_state = self._keep
-        output, new_state = self.cell(self._dropout(inputs, keep_in), state, scope=scope)
-        new_state = self._dropout(new_state, keep_state, keep_c=False)
-        return self._dropout(output, keep_out), new_state
