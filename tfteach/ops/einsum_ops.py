@@ -183,9 +183,9 @@ def _grad_for(operand: Tensor, labels: str, grad_eq_inputs: str, others: list,
 def _broadcast_ellipsis(t: Tensor, labels: str, grad: Tensor, out: str, ell: str) -> Tensor:
     """``t`` with the ``...`` axes it holds at size 1 widened to the output's sizes, so that
     an einsum with the output gradient sees equal sizes."""
-    dims = t.shape.dims or []
+    dims, out_dims = t.shape.dims or [], grad.shape.dims or [None] * len(out)
     narrow = [i for i, label in enumerate(labels) if label in ell and dims[i] == 1
-              and grad.shape.dims[out.index(label)] != 1]
+              and out_dims[out.index(label)] != 1]
     if not narrow:
         return t
     own, wide = array_ops.shape(t), array_ops.shape(grad)
