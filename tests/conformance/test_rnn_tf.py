@@ -124,3 +124,19 @@ def test_a_sequence_longer_than_its_dimension_is_tfs_error():
             y = lib.reverse_sequence(lib.constant(X), [1, 5, 2], seq_axis=1, batch_axis=0)
             with pytest.raises(lib.errors.InvalidArgumentError, match=r"seq_lens\(1\) > "):
                 session.run(y)
+
+
+def test_colocated_gradients_of_device_wrapped_layers_sit_where_tfs_do():
+    def devices(lib):
+        cells = _cells(lib)
+        with lib.Graph().as_default() as g:
+            layers = [cells.DeviceWrapper(cells.GRUCell(4), f"/gpu:{k}") for k in (0, 1)]
+            outputs, _ = lib.nn.dynamic_rnn(cells.MultiRNNCell(layers), lib.constant(X),
+                                            dtype=lib.float32)
+            lib.train.GradientDescentOptimizer(0.1).minimize(
+                lib.reduce_sum(outputs), colocate_gradients_with_ops=True)
+            return sorted((op.type, "cell_1" in op.name, op.device) for op in g.get_operations()
+                          if op.type in ("MatMul", "BiasAddGrad")
+                          and op.name.startswith("gradients/"))
+
+    assert devices(tf) == devices(tf1)

@@ -148,3 +148,17 @@ def test_device_wrappers_put_each_layer_of_a_stack_on_its_gpu():
     assert matmuls and all(d == f"/device:GPU:{1 if 'cell_1' in n else 0}"
                            for n, d in matmuls.items())
     assert all(d == f"/device:GPU:{1 if 'cell_1' in n else 0}" for n, d in kernels.items())
+
+
+def test_colocated_gradients_in_the_backward_loop_follow_each_layer_to_its_gpu():
+    with tf.Graph().as_default() as g:
+        layers = [tf.nn.rnn_cell.DeviceWrapper(tf.nn.rnn_cell.GRUCell(4), f"/gpu:{k}")
+                  for k in (0, 1)]
+        outputs, _ = tf.nn.dynamic_rnn(tf.nn.rnn_cell.MultiRNNCell(layers), tf.constant(X),
+                                       dtype=tf.float32)
+        tf.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(outputs),
+                                                        colocate_gradients_with_ops=True)
+        grads = [op for op in g.get_operations()
+                 if op.type == "MatMul" and op.name.startswith("gradients/")]
+    assert len(grads) == 8
+    assert all(op.device == f"/device:GPU:{1 if 'cell_1' in op.name else 0}" for op in grads)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -83,10 +84,12 @@ def _backprop(g: Graph, ys: list, xs: list, grad_ys: Any, run: "_Backprop", stop
     return [run.total(x) for x in xs]
 
 
-def _body_gradients(ys: list, xs: list, grad_ys: list, loop: Any) -> list:
-    """A while loop body's gradients (results -> inputs), for ``while_grad``."""
+def _body_gradients(ys: list, xs: list, grad_ys: list, loop: Any,
+                    colocate: bool = False) -> list:
+    """A while loop body's gradients (results -> inputs), for ``while_grad``; with
+    ``colocate`` each gradient op sits with its forward op, as outside the loop."""
     g = ys[0].graph
-    return _backprop(g, ys, xs, grad_ys, _Backprop(g, xs, set(), False, False), [], loop)
+    return _backprop(g, ys, xs, grad_ys, _Backprop(g, xs, set(), colocate, False), [], loop)
 
 
 def _unconnected(value: Any) -> UnconnectedGradients:
@@ -281,7 +284,8 @@ class _Backprop:
         if self.g._flow_context is not None:
             raise while_grad.nested_loop_error(ctx.exits[0].op)
         exit_grads = [_dense(gr) for gr in exit_grads]
-        for t, gr in while_grad.loop_gradient(ctx, exit_grads, _body_gradients):
+        body = functools.partial(_body_gradients, colocate=self.colocate)
+        for t, gr in while_grad.loop_gradient(ctx, exit_grads, body):
             if gr is not None and (t.op in self.between or t in self.xs):
                 self.parts.setdefault(t, []).append(gr)
 
