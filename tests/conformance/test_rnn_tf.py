@@ -140,3 +140,25 @@ def test_colocated_gradients_of_device_wrapped_layers_sit_where_tfs_do():
                           and op.name.startswith("gradients/"))
 
     assert devices(tf) == devices(tf1)
+
+
+def test_a_checkpoint_tf_saved_restores_into_the_same_rnn_on_tfteach(tmp_path):
+    def model(lib):
+        cells = _cells(lib)
+        x = lib.constant(X)
+        stacked = cells.MultiRNNCell([cells.LSTMCell(4, use_peepholes=True), cells.GRUCell(3)])
+        outputs, _ = lib.nn.dynamic_rnn(stacked, x, dtype=lib.float32)
+        return outputs
+
+    with tf1.Graph().as_default():
+        outputs = model(tf1)
+        with tf1.Session() as session:
+            session.run(tf1.global_variables_initializer())
+            want = session.run(outputs)
+            prefix = tf1.train.Saver().save(session, str(tmp_path / "rnn"))
+    with tf.Graph().as_default():
+        outputs = model(tf)
+        with tf.Session() as session:
+            tf.train.Saver().restore(session, prefix)
+            got = session.run(outputs)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
