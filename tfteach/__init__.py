@@ -39,7 +39,8 @@ from tfteach.ops.check_ops import (assert_equal, assert_greater, assert_greater_
                                    assert_less, assert_less_equal, assert_negative,
                                    assert_non_negative, assert_non_positive, assert_none_equal,
                                    assert_positive, assert_rank, assert_type)
-from tfteach.ops.numerics_ops import check_numerics
+from tfteach.ops.check_ops import assert_integer, assert_rank_at_least, assert_scalar
+from tfteach.ops.numerics_ops import check_numerics, verify_tensor_all_finite
 from tfteach.ops.print_ops import Print
 from tfteach.ops.print_ops import print_v2 as print
 from tfteach.ops.boolean_mask_ops import boolean_mask
@@ -135,6 +136,7 @@ __all__ = [
     "assert_equal", "assert_greater", "assert_greater_equal", "assert_less", "assert_less_equal",
     "assert_negative", "assert_non_negative", "assert_non_positive", "assert_none_equal",
     "assert_positive", "assert_rank", "assert_type", "check_numerics", "debugging", "Print", "print",
+    "assert_integer", "assert_rank_at_least", "assert_scalar", "verify_tensor_all_finite",
     "bincount", "boolean_mask", "eye", "lin_space", "linspace", "matrix_diag", "matrix_diag_part",
     "matrix_set_diag", "meshgrid", "setdiff1d", "einsum", "multinomial", "norm", "reduce_logsumexp",
     "segment_sum", "tensordot",

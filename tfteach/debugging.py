@@ -11,13 +11,16 @@ from tfteach.ops.check_ops import (assert_equal, assert_greater, assert_greater_
                                    assert_less, assert_less_equal, assert_negative,
                                    assert_non_negative, assert_non_positive, assert_none_equal,
                                    assert_positive, assert_rank, assert_type)
+from tfteach.ops.check_ops import assert_integer, assert_rank_at_least, assert_scalar
 from tfteach.ops.float_class_ops import is_finite, is_inf, is_nan
 from tfteach.ops.logging_ops import Assert
 from tfteach.ops.numerics_ops import check_numerics
+from tfteach.ops.numerics_ops import verify_tensor_all_finite as assert_all_finite
 
-__all__ = ["Assert", "assert_equal", "assert_greater", "assert_greater_equal", "assert_less",
-           "assert_less_equal", "assert_negative", "assert_non_negative",
-           "assert_non_positive", "assert_none_equal", "assert_positive", "assert_rank",
+__all__ = ["Assert", "assert_all_finite", "assert_equal", "assert_greater",
+           "assert_greater_equal", "assert_integer", "assert_less", "assert_less_equal",
+           "assert_negative", "assert_non_negative", "assert_non_positive", "assert_none_equal",
+           "assert_positive", "assert_rank", "assert_rank_at_least", "assert_scalar",
            "assert_type", "check_numerics", "is_finite", "is_inf", "is_nan"]
 
 

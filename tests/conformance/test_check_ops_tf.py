@@ -23,6 +23,7 @@ CHECKS = {
     "assert_non_negative": lambda lib, x: lib.assert_non_negative(x, message="m"),
     "assert_negative": lambda lib, x: lib.assert_negative(-x),
     "assert_rank": lambda lib, x: lib.assert_rank(x, 1),
+    "assert_rank_at_least": lambda lib, x: lib.assert_rank_at_least(x, 1),
 }
 
 
@@ -34,7 +35,7 @@ def _own_line(message, start):
 def _outcome(lib, check, value):
     """The returned op's (type, name) and the run's error (class, first line) or None."""
     with lib.Graph().as_default():
-        x = lib.placeholder(lib.float32, None if check == "assert_rank" else [3])
+        x = lib.placeholder(lib.float32, None if check.startswith("assert_rank") else [3])
         op = CHECKS[check](lib, x)
         with lib.control_dependencies([op]):
             y = lib.identity(x)
@@ -49,7 +50,7 @@ def _outcome(lib, check, value):
 
 @pytest.mark.parametrize("check", sorted(CHECKS))
 def test_assertions_pass_and_fail_as_in_tf(check):
-    bad = [[1.0, 2.0]] if check == "assert_rank" else BAD
+    bad = {"assert_rank": [[1.0, 2.0]], "assert_rank_at_least": 1.0}.get(check, BAD)
     for value in (X, bad):
         assert _outcome(tf, check, value) == _outcome(tf1, check, value)
     assert _outcome(tf, check, bad)[1].startswith("assertion failed: [")
@@ -78,9 +79,17 @@ def _build_error(lib, build):
     lambda lib: lib.assert_type(lib.placeholder(lib.float32), lib.int32),
     lambda lib: lib.assert_type(lib.constant(1), lib.int32),
     lambda lib: lib.debugging.assert_type(lib.constant(1.0), lib.float32, name="t"),
+    lambda lib: lib.assert_rank_at_least(lib.placeholder(lib.float32, [3]), 2, message="m"),
+    lambda lib: lib.assert_rank_at_least(lib.placeholder(lib.float32, [3, 1]), 1),
+    lambda lib: lib.assert_integer(lib.constant(1.0)),
+    lambda lib: lib.debugging.assert_integer(lib.constant(1), name="i"),
+    lambda lib: lib.assert_scalar(lib.constant([1.0]), message="m"),
+    lambda lib: lib.assert_scalar(lib.placeholder(lib.float32)),
+    lambda lib: lib.assert_scalar(lib.constant(1.0)).op,
 ], ids=["equal-bad", "equal-ok", "positive-bad", "less-bad", "shape-bad", "size-ok",
-        "rank-cast-bad", "rank-bad", "rank-ok",
-        "type-bad", "type-ok", "type-named"])
+        "rank-cast-bad", "rank-bad", "rank-ok", "type-bad", "type-ok", "type-named",
+        "rank-at-least-bad", "rank-at-least-ok", "integer-bad", "integer-ok", "scalar-bad",
+        "scalar-unknown", "scalar-ok"])
 def test_checks_decided_while_building_match_tf(build):
     assert _build_error(tf, build) == _build_error(tf1, build)
 
@@ -101,6 +110,23 @@ def _numerics(lib, value, grad):
 @pytest.mark.parametrize("grad", [False, True])
 def test_check_numerics_matches_tf(value, grad):
     assert _numerics(tf, value, grad) == _numerics(tf1, value, grad)
+
+
+def _all_finite(lib, value):
+    with lib.Graph().as_default():
+        x = lib.placeholder(lib.float32, [2])
+        y = lib.debugging.assert_all_finite(x, "x is finite") * 2.0
+        z = lib.verify_tensor_all_finite(x, "again", name="v")
+        with lib.Session() as session:
+            try:
+                return y.op.inputs[0].name, z.name, session.run(y, {x: value}).tolist()
+            except lib.errors.InvalidArgumentError as e:
+                return y.op.inputs[0].name, z.name, _own_line(e.message, "x is finite")
+
+
+@pytest.mark.parametrize("value", [[1.0, 2.0], [np.inf, 1.0]])
+def test_assert_all_finite_matches_tf(value):
+    assert _all_finite(tf, value) == _all_finite(tf1, value)
 
 
 def test_check_numerics_refuses_integers_as_tf():

@@ -1,5 +1,6 @@
 """TF 1.x's assertions (``tf.assert_equal``, ``tf.assert_less``, ``tf.assert_positive``,
-``tf.assert_rank``, ``tf.assert_type``, ...; also under ``tf.debugging``), composed as TF
+``tf.assert_rank``, ``tf.assert_rank_at_least``, ``tf.assert_type``, ``tf.assert_integer``,
+``tf.assert_scalar``, ...; also under ``tf.debugging``), composed as TF
 composes them: a comparison, ``reduce_all`` and ``tf.Assert`` (``logging_ops``).
 
 Each returns an op to use with ``tf.control_dependencies``. As in TF, a check that the graph
@@ -29,7 +30,7 @@ from tfteach.ops.logging_ops import Assert
 __all__ = ["assert_equal", "assert_greater", "assert_greater_equal", "assert_less",
            "assert_less_equal", "assert_negative", "assert_non_negative",
            "assert_non_positive", "assert_none_equal", "assert_positive", "assert_rank",
-           "assert_type"]
+           "assert_rank_at_least", "assert_integer", "assert_scalar", "assert_type"]
 
 
 def _prefix(message: str | None) -> str:
@@ -157,19 +158,21 @@ def assert_type(tensor: Any, tf_type: Any, message: str | None = None,
         return no_op("statically_determined_correct_type")
 
 
-def _rank_condition(x: Tensor, rank: Tensor, data: list, summarize: int | None) -> Operation:
-    """TF's ``_assert_rank_condition`` for equality: static when both ranks are known."""
+def _rank_condition(x: Tensor, rank: Tensor, at_least: bool, data: list,
+                    summarize: int | None) -> Operation:
+    """TF's ``_assert_rank_condition``: static when both ranks are known."""
     assert_type(rank, dtypes.int32)
     rank_static = constant_value(rank)
     if rank_static is not None:
         if np.ndim(rank_static) != 0:
             raise ValueError("Rank must be a scalar.")
         if x.shape.ndims is not None:
-            if x.shape.ndims != int(rank_static):
-                raise ValueError("Static rank condition failed", x.shape.ndims,
-                                 int(rank_static))
+            given = int(rank_static)
+            if not (x.shape.ndims >= given if at_least else x.shape.ndims == given):
+                raise ValueError("Static rank condition failed", x.shape.ndims, given)
             return no_op("static_checks_determined_all_ok")
-    condition = math_ops.equal(array_ops.rank(x), rank)
+    compare = math_ops.greater_equal if at_least else math_ops.equal
+    condition = compare(array_ops.rank(x), rank)
     if rank_static is None:
         check = assert_rank(rank, 0, data=["Rank must be a scalar. Received rank: ", rank])
         with x.graph.control_dependencies([check]):
@@ -177,24 +180,64 @@ def _rank_condition(x: Tensor, rank: Tensor, data: list, summarize: int | None) 
     return Assert(condition, data, summarize=summarize)
 
 
-def assert_rank(x: Any, rank: Any, data: list | None = None, summarize: int | None = None,
-                message: str | None = None, name: str | None = None) -> Operation:
-    """An op that fails unless ``x`` has rank ``rank`` (ValueError when known statically)."""
-    g = graph_of([x, rank, *(data or [])])
-    with g.as_default(), g.name_scope(name or "assert_rank"):
+def _rank_check(opname: str, at_least: bool) -> Callable:
+    """``assert_rank`` (``at_least`` False) or ``assert_rank_at_least``, as TF builds them."""
+    words = "must have rank at least" if at_least else "must have rank"
+
+    def check(x: Any, rank: Any, data: list | None = None, summarize: int | None = None,
+              message: str | None = None, name: str | None = None) -> Operation:
+        g = graph_of([x, rank, *(data or [])])
+        with g.as_default(), g.name_scope(name or opname):
+            x = convert_to_tensor(x, name="x")
+            rank = convert_to_tensor(rank, name="rank")
+            prefix = _prefix(message)
+            if data is None:
+                data = [prefix, f"Tensor {x.name} {words}", rank, "Received shape: ",
+                        array_ops.shape(x)]
+            try:
+                return _rank_condition(x, rank, at_least, data, summarize)
+            except ValueError as e:
+                if e.args[0] != "Static rank condition failed":
+                    raise
+                raise ValueError(errors.with_hint(
+                    f"{prefix}Tensor {x.name} {words} {e.args[2]}.  Received rank "
+                    f"{e.args[1]}, shape {x.shape}",
+                    tr("the shape of {name} is known while building the graph, so its rank "
+                       "was checked then; reshape it or fix the expected rank.",
+                       name=x.name))) from None
+    check.__name__ = check.__qualname__ = opname
+    check.__doc__ = (f"An op that fails unless ``x`` {words.replace('must have ', 'has ')} "
+                     "``rank`` (ValueError when known statically).")
+    return check
+
+
+assert_rank = _rank_check("assert_rank", at_least=False)
+assert_rank_at_least = _rank_check("assert_rank_at_least", at_least=True)
+
+
+def assert_integer(x: Any, message: str | None = None, name: str | None = None) -> Operation:
+    """Checks while building that ``x`` has an integer dtype (TypeError); returns a NoOp."""
+    g = graph_of([x])
+    with g.as_default(), g.name_scope(name or "assert_integer"):
         x = convert_to_tensor(x, name="x")
-        rank = convert_to_tensor(rank, name="rank")
-        prefix = _prefix(message)
-        if data is None:
-            data = [prefix, f"Tensor {x.name} must have rank", rank, "Received shape: ",
-                    array_ops.shape(x)]
-        try:
-            return _rank_condition(x, rank, data, summarize)
-        except ValueError as e:
-            if e.args[0] != "Static rank condition failed":
-                raise
+        if not x.dtype.is_integer:
+            raise TypeError(errors.with_hint(
+                f'{_prefix(message)}Expected "x" to be integer type.  Found: {x.name} of '
+                f"dtype <dtype: '{x.dtype.name}'>",
+                tr("cast the tensor with tf.cast(x, {dtype}) or fix where it is made.",
+                   dtype="tf.int32")))
+        return no_op("statically_determined_was_integer")
+
+
+def assert_scalar(tensor: Any, name: str | None = None, message: str | None = None) -> Tensor:
+    """``tensor`` itself, after checking while building that its shape is ``[]``."""
+    g = graph_of([tensor])
+    with g.as_default(), g.name_scope(name or "assert_scalar") as scope:
+        tensor = convert_to_tensor(tensor, name=scope)
+        if tensor.shape.ndims != 0:
             raise ValueError(errors.with_hint(
-                f"{prefix}Tensor {x.name} must have rank {e.args[2]}.  Received rank "
-                f"{e.args[1]}, shape {x.shape}",
-                tr("the shape of {name} is known while building the graph, so its rank was "
-                   "checked then; reshape it or fix the expected rank.", name=x.name))) from None
+                f"{_prefix(message)}Expected scalar shape for {tensor.name}, saw shape: "
+                f"{tensor.shape}.",
+                tr("a scalar has shape []; reduce the tensor or give its placeholder "
+                   "shape=[].")))
+        return tensor
