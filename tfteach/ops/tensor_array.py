@@ -212,11 +212,11 @@ class TensorArray:
     def size(self, name: str | None = None) -> Tensor:
         if not self._dynamic_size and self._size is not None:
             return convert_to_tensor(self._size, dtype=dtypes.int32)
-        return ta_op("TensorArraySizeV3", [self._handle, self._flow], {"dtype": self._dtype},
+        return ta_op("TensorArraySizeV3", [self._handle, self._flow], {},
                      name or "TensorArraySizeV3").outputs[0]
 
     def close(self, name: str | None = None) -> Any:
-        return ta_op("TensorArrayCloseV3", [self._handle], {"dtype": self._dtype},
+        return ta_op("TensorArrayCloseV3", [self._handle], {},
                      name or "TensorArrayCloseV3")
 
 
