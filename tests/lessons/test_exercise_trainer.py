@@ -99,9 +99,21 @@ def test_a_program_that_hangs_is_named_and_stopped(tmp_path, monkeypatch):
     text = " ".join(check(path, exercise=NAME).problems)
     assert "worker 0, worker 1 did not finish within 3 s and were stopped as hung" in text
     assert _left_running(path) == []
-    path = _write(tmp_path, "no_server", "import time\ntime.sleep(600)\n")
+
+
+@pytest.mark.slow
+@pytest.mark.cluster
+def test_a_trainer_that_saves_but_never_restores_goes_back_to_0(tmp_path):
+    """Checkpoints saved by a hook, but no checkpoint_dir for the session to restore from:
+    after the ps restart the chief initializes again, and the check sees the step fall."""
+    saved_only = _changed(_solution_program(), """checkpoint_dir=FLAGS.checkpoint_dir,
+                                       save_checkpoint_steps=10, hooks=hooks,""",
+                          """chief_only_hooks=[tf.train.CheckpointSaverHook(
+                                           FLAGS.checkpoint_dir, save_steps=10)],
+                                       hooks=hooks,""")
+    path = _write(tmp_path, "saves_only", saved_only)
     text = " ".join(check(path, exercise=NAME).problems)
-    assert "the ps task did not start a server at its address" in text
+    assert "the global step went back to 0" in text and "did not restore" in text
     assert _left_running(path) == []
 
 

@@ -307,8 +307,9 @@ def _judge(run: _Run, crash: tuple[int, int], first_after: int | None) -> list[s
                    "recovers)")]
     if first_after < saved_at_crash:
         return [tr("after the ps restarted, the global step went back to {got}, below the "
-                   "checkpoint's {saved}: the chief did not restore the checkpoint (save "
-                   "checkpoints often: save_checkpoint_steps)", got=first_after,
+                   "checkpoint's {saved}: the chief did not restore the checkpoint (give "
+                   "MonitoredTrainingSession the checkpoint_dir: a new session restores the "
+                   "newest checkpoint there)", got=first_after,
                    saved=saved_at_crash)]
     if final < run.steps:
         return [tr("the newest checkpoint is at global step {got}: training stopped before "
