@@ -64,6 +64,7 @@ from tfteach.ops.parsing_ops import decode_csv, decode_raw
 from tfteach.ops.image_ops import random_crop
 from tfteach.ops.reverse_ops import reverse
 from tfteach.ops.reverse_sequence_ops import reverse_sequence
+from tfteach.ops.shape_n_ops import shape_n
 from tfteach.ops.math_ops import (abs, add, add_n, argmax, argmin, div, divide, equal, exp,
                                   greater, greater_equal, less, less_equal, log,
                                   log1p, logical_and, logical_not, logical_or, matmul, maximum,
@@ -132,7 +133,7 @@ __all__ = [
     "qint16", "qint32", "quint8", "quint16", "uint8", "uint16", "uint32", "uint64", "add", "add_n", "add_to_collection", "all_variables", "argmax", "argmin",
     "as_dtype", "assign", "assign_add", "assign_sub", "AUTO_REUSE", "bool", "broadcast_to", "case", "cast",
     "cond", "while_loop", "TensorArray", "map_fn", "scan", "foldl", "foldr",
-    "reverse_sequence",
+    "reverse_sequence", "shape_n",
     "assert_equal", "assert_greater", "assert_greater_equal", "assert_less", "assert_less_equal",
     "assert_negative", "assert_non_negative", "assert_non_positive", "assert_none_equal",
     "assert_positive", "assert_rank", "assert_type", "check_numerics", "debugging", "Print", "print",

@@ -1,7 +1,7 @@
-"""``tf.nn.conv2d_transpose``, ``conv1d``, ``depthwise_conv2d``, ``separable_conv2d`` and
-``tf.layers.conv2d_transpose`` / ``separable_conv2d`` against TensorFlow: op types, names,
-static shapes, values, gradients for inputs and filters, variable names, and one training
-step from the same weights. The layer comparison needs ``tf_keras`` (TF 2.16+ serves
+"""``tf.nn.conv2d_transpose``, ``conv1d``, ``depthwise_conv2d``, ``separable_conv2d``,
+``tf.shape_n`` and ``tf.layers.conv2d_transpose`` / ``separable_conv2d`` against TensorFlow:
+op types, names, static shapes, values, gradients for inputs and filters, variable names,
+one training step from the same weights, and GraphDefs crossing both ways. The layer comparison needs ``tf_keras`` (TF 2.16+ serves
 ``tf.compat.v1.layers`` from it) and skips without it."""
 import importlib
 
@@ -75,3 +75,35 @@ def test_layers_match_tf_names_values_and_a_training_step():
     assert got_vars == want_vars
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
+def test_the_graphs_cross_to_and_from_tensorflow_as_graph_defs():
+    """Conv2DBackpropInput, DepthwiseConv2dNative (and its gradient ops) and ReverseSequence
+    in a GraphDef one runtime wrote compute the same values on the other."""
+    def build(lib):
+        x = lib.placeholder(lib.float32, [2, 5, 6, 3], name="x")
+        ys = _convs(lib, x)[:5] + [lib.reverse_sequence(x, [2, 5], seq_axis=1, batch_axis=0)]
+        grads = lib.gradients(sum(lib.reduce_sum(y * y) for y in ys), x)
+        return [lib.identity(t, name=f"out_{k}") for k, t in enumerate(ys + grads)]
+
+    def graph_def(lib):
+        with lib.Graph().as_default() as g:
+            outs = build(lib)
+            return g.as_graph_def().SerializeToString(), [t.name for t in outs]
+
+    def run(lib, serialized, names):
+        with lib.Graph().as_default():
+            lib.import_graph_def(lib.GraphDef.FromString(serialized), name="")
+            with lib.Session() as session:
+                return session.run(names, {"x:0": X})
+
+    for source, target in ((tf, tf1), (tf1, tf)):
+        serialized, names = graph_def(source)
+        for got, want in zip(run(target, serialized, names), run(source, serialized, names),
+                             strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_shape_n_matches_tf():
+    assert_built_as_tf(lambda lib: lib.shape_n([lib.constant(X), lib.zeros([2, 0])],
+                                               out_type=lib.int64), tf)

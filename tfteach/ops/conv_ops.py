@@ -150,10 +150,9 @@ def sizes_shape(t: Tensor) -> TensorShape:
     value = const_value(t)
     if value is not None:
         return TensorShape([int(v) for v in value])
-    if t.op.type == "Pack":            # tf.stack([batch, 8, 8, 1]): the constant entries
-        known = [const_value(i) for i in t.op.inputs]
-        return TensorShape([None if k is None else int(k) for k in known])
-    return array_ops.shape_value(t) if t.op.type == "Shape" else TensorShape([None] * 4)
+    if t.op.type in ("Shape", "Pack"):   # tf.stack([batch, 8, 8, 1]): the constant entries
+        return array_ops.shape_value(t)
+    return TensorShape([None] * 4)
 
 
 register_op("Conv2D", _conv_shape, _conv_kernel, cheap=False)
