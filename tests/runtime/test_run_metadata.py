@@ -2,7 +2,8 @@
 import pytest
 
 import tfteach as tf
-from tfteach.runtime.session_config import GraphDef, NodeDef, StepStats
+from tfteach.framework.node_def import GraphDef, NodeDef
+from tfteach.runtime.session_config import StepStats
 
 FULL = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
 PARTITIONS = tf.RunOptions(output_partition_graphs=True)

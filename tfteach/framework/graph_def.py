@@ -23,6 +23,9 @@ are; TF cannot import them.
 
 To hand a GraphDef to TF's own API, reparse its bytes:
 ``tf.compat.v1.GraphDef.FromString(graph_def.SerializeToString())``.
+
+``GraphDef``/``NodeDef`` here are TF's protobuf messages (``tf.GraphDef``, ``op.node_def``);
+tfteach's own graph IR is ``node_def``'s records, which convert to and from them.
 """
 from __future__ import annotations
 

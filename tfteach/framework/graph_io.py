@@ -36,7 +36,8 @@ MAX_ELEMENTS = 1 << 48      # no tensor a task can hold has more: a larger shape
 _ARRAY_KINDS = "biufc"      # numeric and bool arrays travel as raw bytes
 
 
-def _encode_attr(v: Any) -> Any:
+def encode_attr(v: Any) -> Any:
+    """An attr value (DType, TensorShape, array, list, number, str) in the JSON-safe encoding."""
     if isinstance(v, dtypes.DType):
         return {"dtype": v.name}
     if isinstance(v, TensorShape):
@@ -48,7 +49,7 @@ def _encode_attr(v: Any) -> Any:
         return {"array": base64.b64encode(np.ascontiguousarray(v).tobytes()).decode(),
                 "dtype": v.dtype.str, "shape": list(v.shape)}
     if isinstance(v, (list, tuple)):
-        return {"list": [_encode_attr(x) for x in v]}
+        return {"list": [encode_attr(x) for x in v]}
     if isinstance(v, (np.integer, np.floating, np.bool_)):
         return v.item()
     if v is None or isinstance(v, (bool, int, float, str)):
@@ -56,7 +57,8 @@ def _encode_attr(v: Any) -> Any:
     raise TypeError(f"Cannot serialize attr value {v!r} of type {type(v).__name__}")
 
 
-def _decode_attr(v: Any) -> Any:
+def decode_attr(v: Any) -> Any:
+    """The attr value ``encode_attr`` encoded (ValueError for an unknown encoding)."""
     if not isinstance(v, dict):
         return v
     if "dtype" in v and len(v) == 1:
@@ -71,7 +73,7 @@ def _decode_attr(v: Any) -> Any:
             raise ValueError(f"a strings attr holds {len(strings)} strings, not {shape}")
         return np.array(strings, dtype=object).reshape(shape)
     if "list" in v and isinstance(v["list"], list):
-        return [_decode_attr(x) for x in v["list"]]
+        return [decode_attr(x) for x in v["list"]]
     raise ValueError(f"Unknown attr encoding: {sorted(v)}")
 
 
@@ -122,7 +124,7 @@ def node_to_dict(op: Operation, device: str | None = None) -> dict:
     return {"name": op.name, "op": op.type,
             "device": op.device if device is None else device,
             "input": [t.name for t in op.inputs] + [f"^{c.name}" for c in op.control_inputs],
-            "attr": {k: _encode_attr(v) for k, v in op.attrs.items()},
+            "attr": {k: encode_attr(v) for k, v in op.attrs.items()},
             "colocation": list(op._colocation)}
 
 
@@ -246,7 +248,7 @@ def _import_node(g: Graph, node: dict, later: set[str], back_edges: list) -> Ope
     if len(inputs) != len(refs) - sum(r.startswith("^") for r in node.get("input", [])):
         raise _bad(node, "input", "control inputs ('^name') come after the data inputs")
     try:
-        attrs = {k: _decode_attr(v) for k, v in node.get("attr", {}).items()}
+        attrs = {k: decode_attr(v) for k, v in node.get("attr", {}).items()}
     except (ValueError, TypeError, KeyError, OverflowError, binascii.Error) as e:
         raise _bad(node, "attr", str(e)) from None
     device = node.get("device", "")

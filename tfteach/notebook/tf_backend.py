@@ -20,8 +20,9 @@
    there, so the placement is read from the run's partition graphs instead (``--run``).
 5. ``--run``/``--trace``: variables are initialised and the fetches run (``--warmup``: once
    untraced, then) with FULL_TRACE and ``output_partition_graphs``. ``RunMetadata.step_stats`` become tfteach ``StepStats`` (op
-   types from the graph; TF's own ``_SOURCE``/``_Retval`` nodes left out) and each
-   ``_Send``/``_Recv`` pair of the partition graphs becomes a transfer. TF records no time for
+   types from the graph; TF's own ``_SOURCE``/``_Retval`` nodes left out), TF's partition graphs
+   are read into tfteach's ``GraphDef`` (``partition_graphs_of``), and each ``_Send``/``_Recv``
+   pair in them becomes a transfer. TF records no time for
    in-process Send/Recv, so a transfer spans from its producer's end to its first consumer's
    start.
 
@@ -44,6 +45,7 @@ from typing import Any, Iterator
 
 from tfteach.distributed.local.tf_task import tensorflow_missing
 from tfteach.errors import OpError, exception_type_from_name
+from tfteach.framework.node_def import GraphDef
 from tfteach.i18n import N_, clauses, join, tr
 from tfteach.notebook.placement_cell import (
     PlacementOptions,
@@ -273,7 +275,7 @@ def _open_remote(result: PlacementResult, tf1: Any, options: PlacementOptions) -
 def _view_from_partitions(result: PlacementResult, options: PlacementOptions,
                           graphviz_backend: str | None) -> None:
     ops = {op.name for op in result.graph.get_operations()}
-    assigned = {n.name: n.device for pg in result.run_metadata.partition_graphs
+    assigned = {n.name: n.device for pg in partition_graphs_of(result.run_metadata)
                 for n in pg.node if n.name in ops}
     ordered = [op for op in result.graph.get_operations() if op.name in assigned]
     data = placement_data(ordered, assigned,
@@ -362,19 +364,26 @@ def step_stats_from_tf(metadata: Any, graph: Any) -> StepStats:
                     n.node_name, types[n.node_name], n.all_start_micros,
                     max(1, n.all_end_rel_micros), nbytes, n.thread_id, n.timeline_label,
                     n.op_end_rel_micros))
-    stats.transfers = transfers_from_partitions(metadata.partition_graphs, stats)
+    stats.transfers = transfers_from_partitions(partition_graphs_of(metadata), stats)
     return stats
 
 
-def transfers_from_partitions(partition_graphs: Any, stats: StepStats) -> list[TransferStats]:
+def partition_graphs_of(metadata: Any) -> list[GraphDef]:
+    """TF's ``RunMetadata.partition_graphs`` as tfteach's ``GraphDef``s (the one IR that
+    tfteach's own partition graphs use)."""
+    return [GraphDef.from_proto(pg) for pg in metadata.partition_graphs]
+
+
+def transfers_from_partitions(partition_graphs: list[GraphDef],
+                              stats: StepStats) -> list[TransferStats]:
     """One transfer per ``_Recv`` whose ``_Send`` is in the partition graphs: from the
     producer's end to the first consumer's start (bytes: the producer's output)."""
     nodes = [n for pg in partition_graphs for n in pg.node]
-    sends = {n.attr["tensor_name"].s: n for n in nodes if n.op == "_Send"}
+    sends = {n.attr["tensor_name"]: n for n in nodes if n.op == "_Send"}
     timed = {n.node_name: n for ds in stats.dev_stats for n in ds.node_stats}
     out = []
     for recv in (n for n in nodes if n.op == "_Recv"):
-        send = sends.get(recv.attr["tensor_name"].s)
+        send = sends.get(recv.attr["tensor_name"])
         if send is None:
             continue
         tensor = send.input[0] if ":" in send.input[0] else send.input[0] + ":0"
@@ -384,8 +393,8 @@ def transfers_from_partitions(partition_graphs: Any, stats: StepStats) -> list[T
         start = (producer.all_start_micros + producer.all_end_rel_micros if producer
                  else min(consumers, default=0))
         end = min(consumers, default=start + 1)
-        out.append(TransferStats(tensor, send.attr["send_device"].s.decode(),
-                                 recv.attr["recv_device"].s.decode(), tensor.split(":")[0],
+        out.append(TransferStats(tensor, send.attr["send_device"],
+                                 recv.attr["recv_device"], tensor.split(":")[0],
                                  recv.name, start, max(1, end - start),
                                  producer.output_bytes if producer else 0))
     return out

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from tfteach.framework.graph_io import node_to_dict
+from tfteach.framework.node_def import GraphDef, NodeDef
 from tfteach.runtime.plan import Plan, PlanNode
-from tfteach.runtime.session_config import GraphDef, NodeDef
 
 
 def partition_graphs(plan: Plan) -> list[GraphDef]:
@@ -49,10 +48,10 @@ def partition_graphs(plan: Plan) -> list[GraphDef]:
 
 def _add_op(node: PlanNode, refs: dict, parts: dict, placed: dict) -> None:
     device = placed[node.name] = node.device.name
-    d = node_to_dict(node.op, device)
-    d["input"] = [refs[s] for s in node.in_slots] + \
+    d = NodeDef.of(node.op, device)
+    d.input = [refs[s] for s in node.in_slots] + \
         [f"^{c.name}" for c in node.op.control_inputs if placed.get(c.name) == device]
-    parts[device].append(NodeDef(d["name"], d["op"], device, d["input"], d["attr"]))
+    parts[device].append(d)
     for k, slot in enumerate(node.out_slots):
         if slot >= 0:
             refs[slot] = node.name if k == 0 else f"{node.name}:{k}"

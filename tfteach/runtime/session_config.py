@@ -7,7 +7,7 @@ Like protobuf messages they answer ``HasField(name)`` and ``Clear()``: a field h
 message (``RunMetadata.step_stats``, ``ConfigProto.gpu_options``) is present once it was
 assigned or differs from its defaults; asking about a list, dict or scalar field raises
 ``ValueError`` as proto3 does ("does not have presence"). ``RunMetadata.partition_graphs``
-holds one ``GraphDef`` per device partition of a step, each a list of ``NodeDef``.
+holds one ``GraphDef`` per device partition of a step (``tfteach.framework.node_def``'s IR).
 """
 from __future__ import annotations
 
@@ -154,35 +154,6 @@ class StepStats(_Message):
             [DeviceStepStats(x["device"], [NodeExecStats(**n) for n in x["node_stats"]])
              for x in d.get("dev_stats", [])],
             [TransferStats(**t) for t in d.get("transfers", [])])
-
-
-@dataclass
-class NodeDef(_Message):
-    """One node of a partition graph (TF's NodeDef): ``input`` names ``op``, ``op:1`` or
-    ``^op`` (control); ``attr`` holds the op's attrs in graph_io's JSON-safe encoding."""
-
-    name: str = ""
-    op: str = ""
-    device: str = ""
-    input: list = field(default_factory=list)
-    attr: dict = field(default_factory=dict)
-
-
-@dataclass
-class GraphDef(_Message):
-    """The nodes one device runs in a step (TF's GraphDef of a partition)."""
-
-    node: list = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @staticmethod
-    def from_dict(d: dict) -> "GraphDef":
-        """From ``{"node": [...]}`` with graph_io's node dicts (extra keys are ignored)."""
-        keys = {f.name for f in fields(NodeDef)}
-        return GraphDef([NodeDef(**{k: v for k, v in n.items() if k in keys})
-                         for n in d.get("node", [])])
 
 
 @dataclass

@@ -33,9 +33,10 @@ from tfteach import errors
 from tfteach.distributed.client.client import ClusterClient, strip_scheme
 from tfteach.distributed.transport import security
 from tfteach.framework.graph_io import graph_to_json
+from tfteach.framework.node_def import GraphDef
 from tfteach.i18n import tr
 from tfteach.runtime.session import BaseSession
-from tfteach.runtime.session_config import ConfigProto, GraphDef, RunMetadata, RunOptions, StepStats
+from tfteach.runtime.session_config import ConfigProto, RunMetadata, RunOptions, StepStats
 
 _tokens: dict[str, str] = {}
 _tensorflow_tasks: dict[str, str] = {}      # "localhost:port" -> what runs there

@@ -24,17 +24,19 @@ the step without phases). A tensor from inside a while loop may not cross tasks
 (``UnimplementedError``): transfer keys do not tell iterations apart.
 
 Phases (cutting each part into the stages of an untraced step) are ``phases``'s job.
-Nodes are ``node_def.NodeDef``s; ``TaskPart.graph_def`` gives the dicts RegisterGraph sends.
+Nodes are ``tfteach.framework.node_def.NodeDef``s (the nodes added here come from
+``partition_nodes``); ``TaskPart.graph_def`` gives the dict RegisterGraph sends.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from tfteach.distributed.contract.rendezvous import rendezvous_key
-from tfteach.distributed.master import node_def
-from tfteach.distributed.master.node_def import RECV, SEND, NodeDef, source_of, tensor_types
+from tfteach.distributed.master import partition_nodes
+from tfteach.distributed.master.partition_nodes import RECV, SEND, tensor_types
 from tfteach.errors import UnimplementedError
 from tfteach.framework.graph import Operation, Tensor
+from tfteach.framework.node_def import GraphDef, NodeDef, source_of
 from tfteach.i18n import tr
 
 
@@ -66,7 +68,7 @@ class TaskPart:
 
     def graph_def(self) -> dict:
         """The part as the graph def RegisterGraph sends (``graph_io``'s format)."""
-        return {"version": 1, "node": [node.to_dict() for node in self.nodes]}
+        return GraphDef(self.nodes).to_dict()
 
     def targets(self) -> list[str]:
         return [n.name for n in self.nodes if n.name not in self.consumed or n.op == SEND]
@@ -133,7 +135,7 @@ class Partitioner:
         if t in fed:
             name = f"_feed/{t.op.name}_{t.value_index}"
             if name not in part.names:
-                part.add(node_def.placeholder(name, dev, *tensor_types(t)))
+                part.add(partition_nodes.placeholder(name, dev, *tensor_types(t)))
                 part.feeds[f"{name}:0"] = t.name
             part.consumed.add(name)
             return f"{name}:0"
@@ -151,12 +153,12 @@ class Partitioner:
         src_part = self.part(task_of(src_dev))
         const = f"_ctl/{c.name}"
         if const not in src_part.names:
-            src_part.add(node_def.control_const(const, src_dev, after=c.name))
+            src_part.add(partition_nodes.control_const(const, src_dev, after=c.name))
             src_part.consumed.add(c.name)
             self.depth[const], self.loop_depth[const] = self.depth.get(c.name, 0), \
                 self.loop_depth.get(c.name, 0)
-        return "^" + self._recv(f"{const}:0", node_def.control_types(), src_dev, part, dev,
-                                carries_control=True)
+        return "^" + self._recv(f"{const}:0", partition_nodes.control_types(), src_dev, part,
+                                dev, carries_control=True)
 
     def _recv(self, tensor: str, types: tuple[dict, dict], src_dev: str, part: TaskPart,
               dev: str, carries_control: bool = False) -> str:
@@ -171,13 +173,13 @@ class Partitioner:
         src_part.consumed.add(source_of(tensor))
         flat = tensor.replace(":", "_")
         dst = part.task.strip("/").replace("/", "_").replace(":", "")
-        src_part.add(node_def.send(f"_send/{flat}/to_{dst}", src_dev, tensor, rkey, types[0],
-                                   carries_control))
+        src_part.add(partition_nodes.send(f"_send/{flat}/to_{dst}", src_dev, tensor, rkey,
+                                          types[0], carries_control))
         name = f"_recv/{flat}"
         if self.loop_depth.get(source_of(tensor), 0) > 0:
             raise _loop_across_tasks(source_of(tensor), src_task, part.task)
-        recv = node_def.recv(name, dev, rkey, types, src_dev, src_task,
-                             self.addresses[src_task], tensor, carries_control)
+        recv = partition_nodes.recv(name, dev, rkey, types, src_dev, src_task,
+                                    self.addresses[src_task], tensor, carries_control)
         if self.depth.get(source_of(tensor), 0) > 0:
             recv.attr["may_be_dead"] = True     # from inside a cond or loop: see route_...
             self.may_be_dead = True

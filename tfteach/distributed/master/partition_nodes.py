@@ -1,73 +1,24 @@
-"""``NodeDef``: one node of a task's part of a step, as the master's partitioner builds it.
+"""The nodes the master's partitioner adds to a task's part of a step.
 
-A ``NodeDef`` is the typed form of a graph def node (``graph_io``'s
-``{"name", "op", "device", "input", "attr", "colocation"}``); ``to_dict`` gives the very dict
-that RegisterGraph sends, so nothing on the wire depends on this class. The constructors
-make the nodes the partitioner adds to a graph (``send``, ``recv``, ``placeholder``,
-``control_const``); each sets its attrs in one place. ``carries_control`` marks the nodes
-that carry a control edge between tasks (a dummy scalar); it never goes on the wire.
+Parts are graphs of ``tfteach.framework.node_def.NodeDef`` (tfteach's one IR). The
+constructors here make the nodes the partitioner and the phases add (``send``, ``recv``,
+``placeholder``, ``control_const``); each sets its attrs in one place, in ``graph_io``'s
+encoding. ``carries_control`` marks the nodes that carry a control edge between tasks (a
+dummy scalar); it never goes on the wire.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from tfteach.distributed.contract import transport_ops  # noqa: F401 - registers _Send and _Recv, which ``send``/``recv`` make
-from tfteach.framework import registry
-from tfteach.framework.graph import Operation, Tensor
-from tfteach.framework.graph_io import node_to_dict
-from tfteach.framework.registry import OpDef
+from tfteach.framework.graph import Tensor
+from tfteach.framework.node_def import NodeDef
 
 SEND = "_Send"
 RECV = "_Recv"
 _ZERO_F32 = {"array": "AAAAAA==", "dtype": "<f4", "shape": []}   # float32 0.0, base64
 _F32 = {"dtype": "float32"}
 _SCALAR = {"shape": []}
-
-@dataclass
-class NodeDef:
-    """One node of a graph def (see the module docstring)."""
-
-    name: str
-    op: str
-    device: str
-    input: list[str] = field(default_factory=list)
-    attr: dict[str, Any] = field(default_factory=dict)
-    colocation: list[str] = field(default_factory=list)
-    carries_control: bool = False       # carries a control edge between tasks; not sent
-
-    @classmethod
-    def of(cls, op: Operation, device: str) -> "NodeDef":
-        """``op`` as a node pinned to ``device``, without inputs or colocation (the
-        partitioner sets the inputs of its part)."""
-        node = node_to_dict(op, device)
-        return cls(node["name"], node["op"], node["device"], attr=node["attr"])
-
-    def to_dict(self) -> dict[str, Any]:
-        """The graph def node (``graph_io``'s format) that goes on the wire."""
-        return {"name": self.name, "op": self.op, "device": self.device,
-                "input": list(self.input), "attr": self.attr,
-                "colocation": list(self.colocation)}
-
-    @property
-    def op_def(self) -> OpDef:
-        """What the registry knows about this node's op type (``copyable``, ``idle``...)."""
-        return registry.get(self.op)
-
-    @property
-    def key(self) -> str:
-        """The rendezvous key of a ``_Send`` or ``_Recv``."""
-        return self.attr["key"]
-
-    @property
-    def sources(self) -> list[str]:
-        """The names of the nodes this one takes an input or control input from."""
-        return [source_of(name) for name in self.input]
-
-
-def source_of(edge: str) -> str:
-    """The node an input names: ``"x:1"`` and ``"^x"`` -> ``"x"``."""
-    return edge[1:] if edge.startswith("^") else edge.rsplit(":", 1)[0]
 
 
 def tensor_types(t: Tensor) -> tuple[dict, dict]:

@@ -23,7 +23,7 @@ static shape) is pulled instead by its receiver's ``_Recv`` in such a later phas
 sender's rendezvous (one RecvTensorInline into a reused segment of the receiver's on one
 host), which spares it two copies through the master.
 
-Input: the parts ``partition.Partitioner`` made (nodes are ``node_def.NodeDef``s, in
+Input: the parts ``partition.Partitioner`` made (nodes are ``framework.node_def.NodeDef``s, in
 topological order). Output: one ``TaskPart`` per (task, phase), the master's first.
 """
 from __future__ import annotations
@@ -31,11 +31,12 @@ from __future__ import annotations
 import dataclasses
 
 from tfteach.distributed.contract.rendezvous import rendezvous_key
-from tfteach.distributed.master import node_def
-from tfteach.distributed.master.node_def import RECV, SEND, NodeDef, source_of, tensor_types
+from tfteach.distributed.master import partition_nodes
+from tfteach.distributed.master.partition_nodes import RECV, SEND, tensor_types
 from tfteach.distributed.master.partition import TaskPart, users_of
 from tfteach.framework import dtypes
 from tfteach.framework.graph import Tensor
+from tfteach.framework.node_def import NodeDef, source_of
 
 DIRECT_BYTES = 4 << 20   # a tensor between two other tasks this big (known statically) is
                          # pulled by its receiver, not carried through the master
@@ -245,7 +246,7 @@ def _carry(tensor: str, by_name: dict, tensors: dict[str, Tensor], source: TaskP
         return None
     name = f"_carry/{tensor.replace(':', '_')}"
     if name not in ph.names:
-        ph.add(node_def.placeholder(name, by_name[source_of(tensor)].device, *types))
+        ph.add(partition_nodes.placeholder(name, by_name[source_of(tensor)].device, *types))
         ph.carried[f"{name}:0"] = tensor
         if tensor not in source.carry_out:
             source.carry_out.append(tensor)
@@ -263,11 +264,11 @@ def _carry_in_task(tensor: str, by_name: dict, tensors: dict[str, Tensor], sourc
     key = rendezvous_key(device, device, tensor, incarnation="carry")
     flat = tensor.replace(":", "_")
     if f"_carry_send/{flat}" not in source.names:
-        source.add(node_def.send(f"_carry_send/{flat}", device, tensor, key, types[0]))
+        source.add(partition_nodes.send(f"_carry_send/{flat}", device, tensor, key, types[0]))
         source.consumed.add(source_of(tensor))
     name = f"_carry/{flat}"
     if name not in ph.names:
-        ph.add(node_def.recv(name, device, key, types, device, ph.task, "", tensor))
+        ph.add(partition_nodes.recv(name, device, key, types, device, ph.task, "", tensor))
     return f"{name}:0"
 
 
@@ -285,8 +286,8 @@ def _as_phase_nodes(node: NodeDef, ph: TaskPart, answers: bool) -> list[NodeDef]
     if node.op != RECV:
         return [node]
     ph.inputs[f"{node.name}:0"] = node.key
-    return [node_def.placeholder(node.name, node.device, node.attr["dtype"],
-                                 node.attr["shape"])]
+    return [partition_nodes.placeholder(node.name, node.device, node.attr["dtype"],
+                                        node.attr["shape"])]
 
 
 def _direct_keys(parts: dict[str, TaskPart], master: str, apart: frozenset) -> frozenset:
