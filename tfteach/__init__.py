@@ -264,7 +264,7 @@ _LAZY = {"train": "tfteach.train", "nn": "tfteach.nn", "layers": "tfteach.layers
          "compat": "tfteach.compat", "math": "tfteach.math",
          "random": "tfteach.random", "linalg": "tfteach.linalg",
          "logging": "tfteach.platform.tf_logging",
-         "debugging": "tfteach.debugging"}
+         "debugging": "tfteach.debugging", "contrib": "tfteach.contrib"}
 
 
 def _grpc_session(target, graph=None, config=None):

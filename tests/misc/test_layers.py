@@ -49,6 +49,7 @@ PLACES = {
     "tfteach.platform": "framework",
     "tfteach.layers": "ops", "tfteach.nn": "ops", "tfteach.io": "ops",
     "tfteach.math": "ops", "tfteach.random": "ops", "tfteach.linalg": "ops",
+    "tfteach.contrib": "ops",
     "tfteach.debugging": "ops",
     "tfteach.config": "devices", "tfteach.timeline": "runtime", "tfteach.summary": "train",
     "tfteach.cluster": "distributed", "tfteach.server": "distributed",

@@ -162,3 +162,16 @@ def test_colocated_gradients_in_the_backward_loop_follow_each_layer_to_its_gpu()
                  if op.type == "MatMul" and op.name.startswith("gradients/")]
     assert len(grads) == 8
     assert all(op.device == f"/device:GPU:{1 if 'cell_1' in op.name else 0}" for op in grads)
+
+
+def test_tf_contrib_rnn_names_the_same_cells_and_says_what_it_lacks():
+    assert tf.contrib.rnn.BasicLSTMCell is tf.nn.rnn_cell.BasicLSTMCell
+    assert tf.contrib.rnn.static_rnn is tf.nn.static_rnn
+    for owner, path in ((tf.contrib, "contrib.layers"),
+                        (tf.contrib.rnn, "contrib.rnn.LayerNormBasicLSTMCell")):
+        try:
+            getattr(owner, path.rsplit(".", 1)[1])
+        except AttributeError as e:
+            assert f"tfteach has no tf.{path}" in str(e)
+        else:
+            raise AssertionError(f"tf.{path} should not exist")
