@@ -219,6 +219,18 @@ def timeline_transfers(text: str, lang: str) -> list[tuple[str, str, str, str]]:
             for m in re.finditer(rf"^ *{line} *$", text, re.M)]
 
 
+# A duration as tfteach writes it in a lesson's language (value, unit): 1.25 ms, 1,25 мс (a
+# no-break space, &nbsp; once exported), 1.25 毫秒; ``microseconds`` reads it back.
+DURATION = r"([\d.,]+)(?: |\u00a0|&nbsp;)?(µs|ms|s|мкс|мс|с|微秒|毫秒|秒)"
+_US = {"µs": 1.0, "мкс": 1.0, "微秒": 1.0, "ms": 1e3, "мс": 1e3, "毫秒": 1e3,
+       "s": 1e6, "с": 1e6, "秒": 1e6}
+
+
+def microseconds(value: str, unit: str) -> float:
+    """A ``DURATION`` match's value in µs (a decimal comma read as a point)."""
+    return float(value.replace(",", ".")) * _US[unit]
+
+
 def correct(what: str, lang: str) -> str:
     """The feedback of a passed check of ``what`` (an English msgid), in ``lang``."""
     return tr("Correct: {what}. Well done!", lang=lang, what=tr(what, lang=lang))

@@ -10,6 +10,8 @@ import pytest
 from lesson_tools import (assert_passes_nbval, code_spans, counterpart, hint_label, output_texts,
                           shown, stored_outputs, timeline_transfers)
 
+from tfteach import i18n
+
 LESSON_NAME = "03_gpu_memory.ipynb"
 
 pytestmark = pytest.mark.slow
@@ -88,7 +90,7 @@ def test_the_split_tensor_fits_and_only_the_sums_travel(lesson, lang):
     """Exercise 3: two 48 MiB halves, one per 64 MiB GPU; 4 bytes cross."""
     text = output_texts(stored_outputs(lesson, "part = tf.ones([3072, 4096], name=f'part_{i}')"))
     assert "total:0 = 2.5165824e+07" in text
-    assert timeline_transfers(text, lang) == [("Sum_1:0", "GPU:1", "GPU:0", "4 B")]
+    assert timeline_transfers(text, lang) == [("Sum_1:0", "GPU:1", "GPU:0", i18n.size(4, lang))]
 
 
 def test_the_table_on_the_cpu_sends_only_the_looked_up_rows(lesson, lang):
@@ -97,4 +99,5 @@ def test_the_table_on_the_cpu_sends_only_the_looked_up_rows(lesson, lang):
     assert "ResourceExhaustedError" in start
     text = output_texts(stored_outputs(lesson, "with tf.device('/cpu:0'):\n    table = tf.ones"))
     assert "total:0 = 40960.0" in text
-    assert timeline_transfers(text, lang) == [("rows:0", "CPU:0", "GPU:0", "20.0 KiB")]
+    assert timeline_transfers(text, lang) == [("rows:0", "CPU:0", "GPU:0",
+                                               i18n.size(20 * 1024, lang))]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from lesson_tools import (assert_passes_nbval, assert_tf_section_ends_the_lesson, correct,
-                          message_pattern, output_texts, plural_pattern, printed, shown,
+from lesson_tools import (DURATION, assert_passes_nbval, assert_tf_section_ends_the_lesson,
+                          correct, message_pattern, microseconds, output_texts, plural_pattern, printed, shown,
                           stored_outputs, svgs, timeline_transfers)
 
 LESSON_NAME = "04_how_a_graph_runs.ipynb"
@@ -42,9 +42,8 @@ def _copy_table(lesson) -> tuple[str, dict[int, float]]:
     outputs = stored_outputs(lesson, "def copy_cost(n_floats):")
     table = next(o["data"]["text/markdown"] for o in outputs
                  if "text/markdown" in o.get("data", {}))
-    units = {"µs": 1.0, "ms": 1e3, "s": 1e6}
-    times = {int(b): float(v) * units[u] for b, v, u in
-             re.findall(r"\| (\d+) \| ([0-9.]+) (µs|ms|s) \|", table)}
+    times = {int(b): microseconds(v, u) for b, v, u in
+             re.findall(rf"\| (\d+) \| {DURATION} \|", table)}
     return output_texts(outputs), times
 
 
@@ -64,10 +63,10 @@ def test_two_gpus_run_the_products_at_once_and_one_gpu_never_does(lesson):
     """Section 3's claim is structural: on one GPU one product waits for the other; on two
     they overlap on the timeline (the step time is not asserted: it is noisy here)."""
     text = output_texts(stored_outputs(lesson, "def both_running_us(meta):"))
-    one, two = (re.search(rf"{name}: both products running for ([\d.]+) (µs|ms|s)", text)
+    one, two = (re.search(rf"{name}: both products running for {DURATION}", text)
                 for name in ("one GPU", "two GPUs"))
     assert one.group(1) == "0"
-    assert float(two.group(1)) > 0
+    assert microseconds(*two.groups()) > 0
 
 
 def test_making_x_on_each_gpu_leaves_only_the_three_results_to_copy(lesson, lang):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from lesson_tools import (assert_passes_nbval, assert_tf_section_ends_the_lesson, correct,
-                          output_texts, printed, shown, stored_outputs)
+from lesson_tools import (DURATION, assert_passes_nbval, assert_tf_section_ends_the_lesson,
+                          correct, microseconds, output_texts, printed, shown, stored_outputs)
 
 LESSON_NAME = "05_data_parallelism.ipynb"
 
@@ -28,7 +28,7 @@ def test_export_shows_scaling_and_the_slow_gpu(exported, lang):
     assert re.search(r"<td>4</td>\s*<td>1024</td>\s*<td>[\d.]+ steps/s</td>\s*"
                      r"<td>\d+ examples/s</td>\s*<td>[\d.]+x</td>", exported)
     assert "0.3x" in exported                                  # the slow GPU in the table
-    assert re.search(r"<td>GPU:0</td>(\s*<td>[\d.]+ (µs|ms|s)</td>){3}", exported)
+    assert re.search(rf"<td>GPU:0</td>(\s*<td>{DURATION}</td>){{3}}", exported)
     assert exported.count('src="data:image/png;base64,') >= 3   # digits, loss, bar chart
     assert shown(exported, correct("the slow GPU's share of the batch", lang))
 
@@ -67,8 +67,7 @@ def test_the_fast_gpu_waits_for_most_of_the_step_beside_the_slow_one(lesson):
     """The text: GPU:0 (speed 1) is idle for most of the step; GPU:1 (0.3) computes."""
     table = next(o["data"]["text/markdown"] for o in stored_outputs(lesson, "idle_report(slow_meta)")
                  if "text/markdown" in o.get("data", {}))
-    units = {"µs": 1.0, "ms": 1e3, "s": 1e6}
-    rows = {r[0]: [float(v) * units[u] for v, u in re.findall(r"([\d.]+) (µs|ms|s)", r[1])]
+    rows = {r[0]: [microseconds(v, u) for v, u in re.findall(DURATION, r[1])]
             for r in re.findall(r"\| (GPU:\d) \|(.*)\|", table)}
     step, busy, idle = rows["GPU:0"]
     assert idle > busy

@@ -5,8 +5,11 @@ from __future__ import annotations
 import re
 
 import pytest
-from lesson_tools import (assert_passes_nbval, assert_tf_section_ends_the_lesson, correct,
-                          message_pattern, output_texts, printed, shown, stored_outputs, svgs)
+from lesson_tools import (DURATION, assert_passes_nbval, assert_tf_section_ends_the_lesson,
+                          correct, message_pattern, output_texts, printed, shown, stored_outputs,
+                          svgs)
+
+from tfteach import i18n
 
 LESSON_NAME = "06_model_parallelism.ipynb"
 
@@ -17,12 +20,13 @@ def test_lesson_passes_nbval_with_its_sanitizers(lesson, tmp_path):
     assert_passes_nbval(lesson, tmp_path)
 
 
-def test_export_compares_model_data_and_pipeline_parallelism(exported):
+def test_export_compares_model_data_and_pipeline_parallelism(exported, lang):
     for name, copied in [("model parallel", "8.0"), ("data parallel", "1.1"),
                          ("pipelined, 4 micro-batches", "8.0")]:
-        assert re.search(rf"<td>{name}</td>\s*<td>[\d.]+ (µs|ms|s)</td>\s*<td>\d+% busy</td>"
+        assert re.search(rf"<td>{name}</td>\s*<td>{DURATION}</td>\s*<td>\d+% busy</td>"
                          rf"\s*<td>\d+% busy</td>\s*<td>{copied} MiB</td>", exported), name
-    assert any(re.search(r"<title>[^<]*\blayer1:0\b[^<]*\b1\.0 MiB", s) for s in svgs(exported)), \
+    mib = re.escape(i18n.size(2**20, lang))          # 1.0 MiB, 1,0 МиБ
+    assert any(re.search(rf"<title>[^<]*\blayer1:0\b[^<]*\b{mib}", s) for s in svgs(exported)), \
         "the activations cross (a transfer slice's tooltip)"
 
 
