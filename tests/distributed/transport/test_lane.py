@@ -191,6 +191,25 @@ def test_a_wrong_token_is_refused_unauthenticated_with_no_thread(make_server):
     assert _stream_threads() == []
 
 
+def test_a_task_without_a_token_takes_any_token_on_its_lane_as_on_grpc(make_server):
+    """One check (``security.token_allows``) serves gRPC, the lane and the in-process
+    master: a task without a token refuses no caller on any of them."""
+    server = make_server(token=None)
+    name, handle = _lane_of(server), _echo_graph(server)
+    stream = lane.LaneStream(name, "RunGraphStream", "a-token-it-never-asked-for",
+                             pb.RunGraphResponse)
+    try:
+        answer = stream.call(_echo_request(handle, 5.0))
+    finally:
+        stream.close()
+    assert answer.recv[0].name == "x"
+    client = ClusterClient("a-token-it-never-asked-for")
+    try:
+        assert client.worker(server.target).get_status()["lane"] == name
+    finally:
+        client.close()
+
+
 def test_silent_callers_hold_no_thread_and_are_dropped_while_the_lane_serves(make_server,
                                                                                 monkeypatch):
     monkeypatch.setattr(lane_server, "HELLO_TIMEOUT_S", 0.5)

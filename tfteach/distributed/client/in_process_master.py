@@ -18,7 +18,6 @@ give them (arrays of ``bytes``).
 """
 from __future__ import annotations
 
-import hmac
 import threading
 import weakref
 from typing import Any, Mapping, Sequence
@@ -26,7 +25,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from tfteach.distributed.contract.engine_api import Cancellation, RunResult, as_run_result, serving
-from tfteach.distributed.transport import wire
+from tfteach.distributed.transport import security, wire
 
 _LOOPBACK = ("localhost", "127.0.0.1", "::1", "0.0.0.0", "")
 _lock = threading.Lock()
@@ -58,7 +57,7 @@ def lookup(address: str, token: str) -> Any:
     """The engine of a server of this process at ``address`` that a client holding
     ``token`` may call directly; None if there is none (the call goes through gRPC)."""
     found = _servers.get(_key(address))
-    if found is None or (found[1] and not hmac.compare_digest(found[1], token or "")):
+    if found is None or not security.token_allows(found[1], token):
         return None
     server = found[0]()
     return None if server is None else server.engine

@@ -6,7 +6,7 @@ gRPC context, so errors (TF's classes and hints), stream limits (``limits.Stream
 shared with gRPC's streams), shared memory and cancellation behave as on gRPC.
 
 Trust, as on gRPC: only processes of this server's uid may connect (SO_PEERCRED, checked
-at accept); the hello must carry the cluster token (``hmac.compare_digest``), be at most
+at accept); the hello must carry the cluster token (``security.token_allows``), be at most
 ``lane.HELLO_MAX_BYTES`` and arrive within ``HELLO_TIMEOUT_S``. Until then the one
 listening thread holds the connection (at most ``MAX_PENDING`` such; one more is refused
 busy, ``limits.BUSY_KEY``, so its client sends the call on gRPC), never a thread of its
@@ -22,7 +22,6 @@ connections and open streams, guarded by its lock).
 from __future__ import annotations
 
 import errno
-import hmac
 import json
 import os
 import secrets
@@ -37,7 +36,7 @@ import grpc
 
 from tfteach import errors
 from tfteach.distributed.protocol import limits, status
-from tfteach.distributed.transport import shm_callers
+from tfteach.distributed.transport import security, shm_callers
 from tfteach.distributed.transport.lane import (
     ANSWER,
     ERROR,
@@ -123,7 +122,7 @@ class LaneServer:
         self.name = f"tfteach-lane-{os.getpid()}-{secrets.token_hex(8)}"
         self._methods = methods
         self._task_name = task_name
-        self._token = (token or "").encode("utf-8")
+        self._token = token or ""
         self._max_bytes = max_message_bytes
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind("\0" + self.name)
@@ -248,7 +247,7 @@ class LaneServer:
             self._pending.pop(conn, None)
         self._selector.unregister(conn)
         name = method.decode("ascii", "replace")
-        if not hmac.compare_digest(token, self._token):
+        if not security.token_allows(self._token, token):
             return _refuse(conn, grpc.StatusCode.UNAUTHENTICATED,
                            f"missing or wrong cluster token for task {self._task_name}")
         if name not in self._methods:

@@ -2,8 +2,9 @@
 
 - Token: ``TFTEACH_CLUSTER_TOKEN`` in the environment (never a command-line argument, never
   in a repr or a log line). Clients send it as ``tfteach-token`` metadata; every RPC passes
-  ``TokenInterceptor``, which compares it with ``hmac.compare_digest`` and answers
-  UNAUTHENTICATED otherwise.
+  ``TokenInterceptor``, which answers UNAUTHENTICATED otherwise. One check,
+  ``token_allows``, serves every way into a task: gRPC (the interceptor), the lane's hello
+  (``lane_server``) and the in-process master (``client.in_process_master``).
 - A call without the token costs the task no RPC thread and none of its request: gRPC
   Python runs interceptors on the server's polling thread when the call's headers arrive,
   before any message is read. Answering from there is possible only as UNIMPLEMENTED
@@ -43,6 +44,19 @@ MAX_PORT = 65535
 def token_from_env() -> str | None:
     """The cluster token from the environment (``None`` when unset or empty)."""
     return os.environ.get(TOKEN_ENV) or None
+
+
+def token_allows(expected: str | bytes | None, sent: str | bytes | None) -> bool:
+    """Whether a caller that sent ``sent`` may call a task whose token is ``expected``:
+    any caller of a task without one, else only the same token (compared in constant time,
+    ``hmac.compare_digest``, so the time taken says nothing of how much of it was right)."""
+    if not expected:
+        return True
+    return hmac.compare_digest(_token_bytes(expected), _token_bytes(sent or b""))
+
+
+def _token_bytes(token: str | bytes) -> bytes:
+    return token.encode("utf-8") if isinstance(token, str) else bytes(token)
 
 
 def split_address(address: str) -> tuple[str, int]:
@@ -105,7 +119,7 @@ class TokenInterceptor(grpc.ServerInterceptor):
     without reading its request (see the module docstring)."""
 
     def __init__(self, token: str, task: str) -> None:
-        self._token = token.encode("utf-8")
+        self._token = token
         self._task = task
         self._denied = grpc.stream_stream_rpc_method_handler(_Deny(
             f"missing or wrong cluster token for task {task}"))
@@ -117,8 +131,8 @@ class TokenInterceptor(grpc.ServerInterceptor):
         sent = b""
         for key, value in handler_call_details.invocation_metadata or ():
             if key == TOKEN_METADATA_KEY:
-                sent = value.encode("utf-8") if isinstance(value, str) else bytes(value)
-        if hmac.compare_digest(sent, self._token):
+                sent = value
+        if token_allows(self._token, sent):
             return continuation(handler_call_details)
         return self._denied
 
