@@ -19,9 +19,10 @@ A tensor between two tasks other than the master (a model on worker 1 of a sessi
 it, and the receiver's phase ``k + 1`` or later is fed it (``k`` is the phase just before
 the receiver's: ``_later_sends``); a session whose ops all run on
 other tasks gets an empty part of the master's. One of ``DIRECT_BYTES`` or more (by its
-static shape) is pulled instead by its receiver's ``_Recv`` in such a later phase, from the
-sender's rendezvous (one RecvTensorInline into a reused segment of the receiver's on one
-host), which spares it two copies through the master.
+static shape) is pulled instead by its receiver's ``_Recv`` from the sender's rendezvous
+(one RecvTensorInline into a reused segment of the receiver's on one host), which spares it
+two copies through the master; the receiver's phase is then the sender's (or later), so both
+calls are in flight at once, as TF's master starts every partition together.
 
 Input: the parts ``partition.Partitioner`` made (nodes are ``framework.node_def.NodeDef``s, in
 topological order). Output: one ``TaskPart`` per (task, phase), the master's first.
@@ -56,7 +57,7 @@ def split_phases(parts: dict[str, TaskPart], master: str, tensors: dict[str, Ten
     sends = {node.key: (part.task, node.name)
              for part in parts.values() for node in part.nodes if node.op == SEND}
     direct = _direct_keys(parts, master, apart)
-    levels = _levels(parts, master, sends)
+    levels = _levels(parts, master, sends, direct)
     others: list[TaskPart] = []
     recv_phase: dict[str, int] = {}         # rendezvous key -> phase of its _Recv
     phase_ofs = {}
@@ -81,9 +82,12 @@ def split_phases(parts: dict[str, TaskPart], master: str, tensors: dict[str, Ten
     return None if masters is None else masters + others
 
 
-def _levels(parts: dict[str, TaskPart], master: str, sends: dict) -> dict[tuple, int]:
+def _levels(parts: dict[str, TaskPart], master: str, sends: dict,
+            direct: frozenset) -> dict[tuple, int]:
     """Per ``(task, node)``: outside the master's part, the phase it runs in; inside it, the
-    latest phase whose answer it waits for (-1: none)."""
+    latest phase whose answer it waits for (-1: none). A pulled ``_Recv`` (``direct``) is
+    in its ``_Send``'s phase: both tasks' calls are in flight at once, as TF's, and the
+    receiver's pull waits in the sender's rendezvous (one round trip, not two in turn)."""
     nodes = {(p.task, n.name): n for p in parts.values() for n in p.nodes}
 
     def preds(key: tuple) -> list[tuple]:
@@ -106,7 +110,9 @@ def _levels(parts: dict[str, TaskPart], master: str, sends: dict) -> dict[tuple,
             elif key[0] == master:
                 level[key] = max([-1] + [level[p] for p in preds(key)])
             else:
-                level[key] = max([0] + [level[p] + (p[0] != key[0]) for p in preds(key)])
+                pulled = nodes[key].op == RECV and nodes[key].key in direct
+                level[key] = max([0] + [level[p] + (p[0] != key[0] and not pulled)
+                                        for p in preds(key)])
     return level
 
 
@@ -294,8 +300,8 @@ def _direct_keys(parts: dict[str, TaskPart], master: str, apart: frozenset) -> f
     """The rendezvous keys of the transfers between two tasks other than the master whose
     tensors are ``DIRECT_BYTES`` or more (``DIRECT_APART_BYTES`` where either task is in
     ``apart``): the receiver pulls them from the sender's rendezvous (one RecvTensorInline,
-    through shared memory on one host, or its bulk port) in a later phase, instead of two
-    copies more through the master."""
+    through shared memory on one host, or its bulk port) while the sender's call runs,
+    instead of two copies more through the master."""
     keys = set()
     for part in parts.values():
         for node in part.nodes:
