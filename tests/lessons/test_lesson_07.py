@@ -9,6 +9,7 @@ import pytest
 from lesson_tools import (assert_passes_nbval, assert_stopped_every_task, correct, output_texts,
                           plural_pattern, shown, stored_outputs, svgs, timeline_transfers)
 
+from tfteach import i18n
 from tfteach.i18n import tr
 
 LESSON_NAME = "07_local_cluster.ipynb"
@@ -58,11 +59,11 @@ def test_one_4_byte_tensor_crosses_tasks_then_one_from_each_worker_to_the_host(l
                  if e["cross_device"]]
     assert [(e["src"], e["bytes"]) for e in transfers] == [("logged", 4)]
     svg = next(o["data"]["image/svg+xml"] for o in first if PLACEMENT_MIME in o.get("data", {}))
-    assert svg.count('fill="#d0402f"> 4 B</text>') == 1
+    assert svg.count(f'fill="#d0402f"> {i18n.size(4, lang)}</text>') == 1
     text = output_texts(stored_outputs(lesson, "%%placement --run --target $host_target"))
     assert sorted(timeline_transfers(text, lang)) == [
-        ("logged:0", "worker:1/GPU:0", "host:0/GPU:0", "4 B"),
-        ("product:0", "worker:0/GPU:0", "host:0/GPU:0", "4 B")]
+        ("logged:0", "worker:1/GPU:0", "host:0/GPU:0", i18n.size(4, lang)),
+        ("product:0", "worker:0/GPU:0", "host:0/GPU:0", i18n.size(4, lang))]
     assert "total (Add) -> host:0/GPU:0" in text
     assert re.search(plural_pattern("{n} transfer", "{n} transfers", 2, lang), text)
 

@@ -18,6 +18,7 @@ import lesson_fixtures  # noqa: E402
 from lesson_tools import (assert_passes_nbval, code_spans, correct, counterpart,  # noqa: E402
                           hint_label, output_texts, plural_pattern, shown, stored_outputs, svgs)
 
+from tfteach import i18n  # noqa: E402
 from tfteach.i18n import tr  # noqa: E402
 
 PLACEMENT_MIME = "application/vnd.tfteach.placement+json"
@@ -76,7 +77,8 @@ def test_try_it_on_tensorflow_shows_tf_lacking_the_gpus_and_every_op_it_moved(le
     outputs = stored_outputs(lesson, "%%placement --backend compare --soft")
     text = output_texts(outputs)
     soft = tr("With --soft, TF put those ops on a device it has (see below).", lang=lang)
-    note = f"{tr(NO_GPU, lang=lang, missing='GPU:0, GPU:1', have='CPU:0')} {soft}"
+    head = tr(NO_GPU, lang=lang, missing=i18n.join(["GPU:0", "GPU:1"], lang), have="CPU:0")
+    note = tr("{sentence} {next}", lang=lang, sentence=head, next=soft)
     assert tr("Note: {text}", lang=lang, text=note) in text
     ours, theirs = [o["data"][PLACEMENT_MIME] for o in outputs
                     if PLACEMENT_MIME in o.get("data", {})]
@@ -101,14 +103,15 @@ def _svg_of(outputs: list, mime: str) -> str:
     return next(o["data"]["image/svg+xml"] for o in outputs if mime in o.get("data", {}))
 
 
-def test_transfer_arrows_are_thick_red_and_labelled_with_their_bytes(lesson):
+def test_transfer_arrows_are_thick_red_and_labelled_with_their_bytes(lesson, lang):
     """The text: the copies to the GPU are thick red arrows; the saved picture writes the
     bytes copied beside each arrow."""
     outputs = stored_outputs(lesson, "%%placement --run\nwith tf.device('/cpu:0'):")
     transfers = [e for e in _data(outputs, PLACEMENT_MIME)["edges"] if e["cross_device"]]
     assert sorted((e["src"], e["bytes"]) for e in transfers) == [("a", 24), ("b", 24)]
     svg = _svg_of(outputs, PLACEMENT_MIME)
-    assert svg.count('fill="#d0402f"> 24 B</text>') == 2, "a byte label by each red arrow"
+    label = f'fill="#d0402f"> {i18n.size(24, lang)}</text>'
+    assert svg.count(label) == 2, "a byte label by each red arrow"
     assert svg.count('stroke="#d0402f" stroke-width="2.2"') >= 2, "thick red arrows"
 
 
@@ -151,9 +154,9 @@ def test_cuda_visible_devices_renumbers_the_gpus(lesson, lang):
     nb = nbformat.read(lesson, as_version=4)
     tables = [output_texts(c.outputs) for c in nb.cells
               if c.cell_type == "code" and c.source.strip() == "%tfteach devices"]
-    mapping = ", ".join(tr("{device} is virtual GPU {index}", lang=lang, device=f"GPU:{i}",
-                           index=index) for i, index in ((0, 2), (1, 0)))
-    assert f"{mapping}." in tables[2]
+    mapping = i18n.clauses([tr("{device} is virtual GPU {index}", lang=lang, device=f"GPU:{i}",
+                               index=index) for i, index in ((0, 2), (1, 0))], lang)
+    assert tr("{head} {mapping}.", lang=lang, head="", mapping=mapping).strip() in tables[2]
 
 
 def test_the_exercise_starts_with_everything_on_gpu_0(lesson):
