@@ -33,7 +33,7 @@ DRIFT: dict[str, list[tuple[str, str]]] = {
            (r"你学到了什么", "'What you learned' is 本课小结"),
            (r"个 ?GPU(?! ?用户)", "GPUs are counted with 块"),
            (r"作业 \(job\) 在真实机器|分布式作业|同样的作业|训练作业", "a training run is 训练, 作业 is a cluster's job")],
-    "ru": [(r"Дальше", "'Next' is Далее"), (r"рабоч\w* узл", "worker is воркер"),
+    "ru": [(r"Дальше", "'Next' is Далее"), (r"рабоч\w*\s+узл", "worker is воркер"),
            (r"(?<![а-яё])[Пп]акет|микропакет", "batch is батч"),
            (r"задани\w* (обучения|TensorFlow)|распредел\w+ задани|[Тт]о же задание",
             "a training run is обучение, задание is a cluster's job"),
