@@ -28,7 +28,7 @@ MIB = 1024 * 1024
 LEARNER_TEXT = ["tfteach/errors.py", "tfteach/i18n.py"] + [
     f"tfteach/notebook/{name}.py" for name in (
         "displays", "timeline_view", "placement_view", "loss_curves", "progress",
-        "cluster_view", "tf_backend", "backend_compare", "quizzes",
+        "cluster_view", "tf_backend", "backend_compare", "quizzes", "exercise_checks",
         "grading", "placement_cell")]
 
 

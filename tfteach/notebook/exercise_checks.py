@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from tfteach.framework.device_spec import DeviceSpec
-from tfteach.i18n import tr
+from tfteach.i18n import join, tr
 from tfteach.notebook import exercise_checks_placement, exercise_checks_towers
 from tfteach.train.hooks import SessionRunHook
 
@@ -244,7 +244,7 @@ def check_hand_balance(graph: Any, context: dict) -> list[str]:
                if name not in found or found[name].shape.as_list() != shape]
     if missing:
         return [tr("the graph has no variable {names} of the lesson's model",
-                   names=", ".join(missing))]
+                   names=join(missing))]
     problems = []
     for name in MODEL_8:
         spec = DeviceSpec.from_string(found[name].device)
