@@ -23,7 +23,8 @@ from tfteach.ops.normalization_ops import (batch_normalization, fused_batch_norm
                                            local_response_normalization, lrn, moments)
 from tfteach.ops import rnn_cell_namespace as rnn_cell
 from tfteach.ops.pooling_ops import avg_pool, max_pool
-from tfteach.ops.rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn
+from tfteach.ops.rnn import (bidirectional_dynamic_rnn, dynamic_rnn,
+                             static_bidirectional_rnn, static_rnn)
 from tfteach.ops.summary_stats import zero_fraction
 from tfteach.ops.top_k_ops import in_top_k, top_k
 
@@ -36,7 +37,7 @@ __all__ = ["avg_pool", "batch_normalization", "bias_add", "conv2d", "dropout", "
            "sparse_softmax_cross_entropy_with_logits", "tanh", "weighted_cross_entropy_with_logits",
            "xw_plus_b", "zero_fraction", "in_top_k", "top_k", "conv1d", "conv2d_transpose",
            "depthwise_conv2d", "depthwise_conv2d_native", "separable_conv2d", "rnn_cell",
-           "dynamic_rnn", "static_rnn", "bidirectional_dynamic_rnn"]
+           "dynamic_rnn", "static_rnn", "bidirectional_dynamic_rnn", "static_bidirectional_rnn"]
 
 
 def __getattr__(name: str):

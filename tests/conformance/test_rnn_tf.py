@@ -70,6 +70,17 @@ def _bidirectional(lib, x):
     return [a, b, sa, sb.c, sb.h, c, d]
 
 
+def _static_bidirectional(lib, x):
+    cells = _cells(lib)
+    steps = lib.unstack(x, axis=1)
+    outputs, s_fw, s_bw = lib.nn.static_bidirectional_rnn(
+        cells.GRUCell(3), cells.BasicLSTMCell(2), steps, dtype=lib.float32,
+        sequence_length=[4, 2, 3])
+    plain, _, _ = lib.nn.static_bidirectional_rnn(cells.BasicRNNCell(2), cells.BasicRNNCell(2),
+                                                  steps, dtype=lib.float32, scope="plain")
+    return outputs + plain + [s_fw, s_bw.c, s_bw.h]
+
+
 def _static(lib, x):
     cells = _cells(lib)
     stacked = cells.MultiRNNCell([cells.BasicRNNCell(3),
@@ -80,7 +91,7 @@ def _static(lib, x):
     return outputs + [state[0], state[1].c, state[1].h]
 
 
-@pytest.mark.parametrize("build", [_dynamic, _bidirectional, _static],
+@pytest.mark.parametrize("build", [_dynamic, _bidirectional, _static, _static_bidirectional],
                          ids=lambda b: b.__name__)
 def test_outputs_states_variables_and_a_training_step_match_tf(build):
     """Op types too for dynamic_rnn; static_rnn's sequence_length copies states through
@@ -88,7 +99,8 @@ def test_outputs_states_variables_and_a_training_step_match_tf(build):
     want_ops, want_vars, weights, want = train_once(tf1, build, X, 0.1)
     got_ops, got_vars, _, got = train_once(tf, build, X, 0.1, weights)
     assert got_vars == want_vars
-    keep = (lambda d: d[2]) if build is _static else (lambda d: (d[0], d[2]))
+    keep = (lambda d: d[2]) if build in (_static, _static_bidirectional) else \
+        (lambda d: (d[0], d[2]))
     assert [keep(d) for d in got_ops] == [keep(d) for d in want_ops]
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)

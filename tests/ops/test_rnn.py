@@ -175,3 +175,21 @@ def test_tf_contrib_rnn_names_the_same_cells_and_says_what_it_lacks():
             assert f"tfteach has no tf.{path}" in str(e)
         else:
             raise AssertionError(f"tf.{path} should not exist")
+
+
+def test_static_and_dynamic_bidirectional_rnns_agree_with_sequence_lengths():
+    with tf.Graph().as_default():
+        x = tf.constant(X)
+        fw, bw = tf.nn.rnn_cell.GRUCell(3), tf.nn.rnn_cell.BasicRNNCell(2)
+        static, s_fw, s_bw = tf.nn.static_bidirectional_rnn(
+            fw, bw, tf.unstack(x, axis=1), sequence_length=LENGTHS, dtype=tf.float32)
+        (d_fw, d_bw), (ds_fw, ds_bw) = tf.nn.bidirectional_dynamic_rnn(
+            fw, bw, x, sequence_length=LENGTHS, dtype=tf.float32)
+        assert len(tf.trainable_variables()) == 6 and static[0].shape.as_list() == [2, 5]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            static, d_fw, d_bw, states = sess.run([tf.stack(static, 1), d_fw, d_bw,
+                                                   [s_fw, s_bw, ds_fw, ds_bw]])
+    np.testing.assert_allclose(static, np.concatenate([d_fw, d_bw], 2), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(states[0], states[2], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(states[1], states[3], rtol=1e-5, atol=1e-6)

@@ -44,6 +44,8 @@ def _concat_shape(op):
                 raise shape_error(op, f"Dimension {i} in both shapes must be equal, but are "
                                       f"{a} and {b}. Shapes are {values[0].shape.bracket()} "
                                       f"and {v.shape.bracket()}")
+            elif a is None:
+                out[i] = b              # another input knows it (TF merges them)
     return [(dt, TensorShape(out))]
 
 

@@ -12,7 +12,8 @@
 - ``bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs)``: ``dynamic_rnn`` forwards in scope
   ``bidirectional_rnn/fw`` and over the reversed sequences (``ReverseSequence`` with
   ``sequence_length``, else ``ReverseV2``) in ``bidirectional_rnn/bw``, its outputs
-  reversed back.
+  reversed back; ``static_bidirectional_rnn`` the same over a list, its outputs the two
+  directions concatenated.
 
 ``sequence_length`` ([batch]): past its length a sequence's output is zeros and its state is
 copied through unchanged (TF's ``_rnn_step``, with ``tf.where`` per row).
@@ -35,7 +36,7 @@ from tfteach.ops.tensor_array import TensorArray
 from tfteach.ops.variable_scope import variable_scope
 from tfteach.ops.while_ops import while_loop
 
-__all__ = ["static_rnn", "dynamic_rnn", "bidirectional_dynamic_rnn"]
+__all__ = ["static_rnn", "dynamic_rnn", "bidirectional_dynamic_rnn", "static_bidirectional_rnn"]
 
 
 def _initial_state(cell: Any, initial_state: Any, batch_size: Any, dtype: Any) -> Any:
@@ -218,3 +219,45 @@ def bidirectional_dynamic_rnn(cell_fw: Any, cell_bw: Any, inputs: Any,
                                            swap_memory, time_major, scope=bw_scope)
     out_bw = pack(out_bw, [backwards(o) for o in flatten(out_bw)])
     return (out_fw, out_bw), (state_fw, state_bw)
+
+
+def _reverse_steps(steps: list, lengths: Any) -> list:
+    """TF's ``_reverse_seq``: the list of time steps reversed (per sequence, up to its
+    length, with ``lengths``)."""
+    if lengths is None:
+        return list(reversed(steps))
+    flat = [flatten(step) for step in steps]
+    out: list = [[] for _ in steps]
+    for k in range(len(flat[0])):
+        seq = array_ops.stack([f[k] for f in flat])
+        rev = array_ops.unstack(reverse_sequence(seq, array_ops.cast(lengths, dtypes.int64),
+                                                 seq_axis=0, batch_axis=1))
+        for t, r in enumerate(rev):
+            r.set_shape(flat[t][k].shape)
+            out[t].append(r)
+    return [pack(step, o) for step, o in zip(steps, out, strict=True)]
+
+
+def static_bidirectional_rnn(cell_fw: Any, cell_bw: Any, inputs: Any,
+                             initial_state_fw: Any = None, initial_state_bw: Any = None,
+                             dtype: Any = None, sequence_length: Any = None,
+                             scope: Any = None) -> tuple:
+    """``(outputs, state_fw, state_bw)``: ``static_rnn`` forwards and over the reversed
+    list; each output is the forward and backward outputs concatenated."""
+    if not isinstance(inputs, (list, tuple)):
+        raise TypeError("inputs must be a list")
+    if not inputs:
+        raise ValueError("inputs must not be empty")
+    with variable_scope(scope or "bidirectional_rnn"):
+        with variable_scope("fw") as fw_scope:
+            out_fw, state_fw = static_rnn(cell_fw, inputs, initial_state_fw, dtype,
+                                          sequence_length, scope=fw_scope)
+        with variable_scope("bw") as bw_scope:
+            out_bw, state_bw = static_rnn(cell_bw, _reverse_steps(inputs, sequence_length),
+                                          initial_state_bw, dtype, sequence_length,
+                                          scope=bw_scope)
+    out_bw = _reverse_steps(out_bw, sequence_length)
+    outputs = [pack(f, [array_ops.concat([a, b], 1)
+                        for a, b in zip(flatten(f), flatten(b_), strict=True)])
+               for f, b_ in zip(out_fw, out_bw, strict=True)]
+    return outputs, state_fw, state_bw
