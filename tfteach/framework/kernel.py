@@ -20,6 +20,11 @@ through the hooks the kernel set on its ``Pending``:
 Both are called at most once each, only while the Pending is unresolved, from whichever
 thread ends the step. This module is in the lowest layer so that ops can use it without
 importing the runtime.
+
+Transfer kernels (``_Send``, ``_Recv``) meet through the step's rendezvous, TF's
+``OpKernelContext::rendezvous()``: in a step of a cluster partition the step's resources
+carry one as ``ctx.resources.rendezvous`` (a ``StepRendezvous``, bound to that step), put
+there by the engine that runs the partition. A kernel never sees the engine itself.
 """
 from __future__ import annotations
 
@@ -41,10 +46,32 @@ class KernelContext(Protocol):
     attrs: Mapping[str, Any]    # the op's attrs
     device: Any                 # the Device it runs on: to_host, from_host, memory
     xp: Any                     # the device's array module (NumPy, or CuPy on a GPU)
-    resources: Any              # the step's resource containers (``shared_resource``)
+    resources: Any              # the step's resource containers (``shared_resource``;
+                                # in a cluster step also ``rendezvous``: StepRendezvous)
 
     @property
     def deadline(self) -> float | None: ...
+
+
+class StepRendezvous(Protocol):
+    """``ctx.resources.rendezvous``: where one step's transfer kernels leave and ask for
+    tensors (see the module docstring). Keys are TF's rendezvous keys; the step is implied.
+
+    ``send`` leaves a value (``is_dead``: a dead tensor of an untaken cond branch) for the
+    ``_Recv`` of ``key``; ``send_to_master`` leaves it for the step's master instead, in
+    the answer of the call that runs the step. ``recv`` starts fetching the tensor a
+    ``_Recv`` with ``attrs`` (``key``, ``src_task``, ...) waits for, onto ``device``, and
+    resolves ``pending`` with it (or with an error) later, never blocking the caller.
+    ``task_name`` names the task running the step.
+    """
+
+    task_name: str
+
+    def send(self, key: str, value: Any, is_dead: bool = False) -> None: ...
+
+    def send_to_master(self, key: str, value: Any) -> None: ...
+
+    def recv(self, attrs: Mapping[str, Any], device: Any, pending: "Pending") -> None: ...
 
 
 class Pending:

@@ -14,39 +14,42 @@ rendezvous) resolves, so it never blocks a device thread. On a modelled network
 its modelled transfer ends. A dead tensor (a cond's untaken branch) crosses as TF's does:
 marked ``is_dead`` (never through the master's RunGraph answer: ``partition`` keeps such
 transfers off that route), and the ``_Recv`` gives ``DEAD`` to its step's frames.
-Kernels reach their task's engine through ``ctx.resources`` (a ``StepResources``: the
-partition's containers plus the current step id and outbox).
+The kernels keep to the kernel contract (``tfteach/framework/kernel.py``): they meet only
+through ``ctx.resources.rendezvous``, a ``StepRendezvous`` the engine binds to each step
+(the task's rendezvous table, the step id, its outbox, and how to fetch a tensor from
+another task), and never see the engine.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from tfteach.distributed.contract import modelled_network
+from tfteach.distributed.contract.rendezvous import Rendezvous
+from tfteach.framework.kernel import KernelContext, Pending
 from tfteach.framework.registry import ALL_TYPES, register_op
 from tfteach.ops.common import no_output_fn
 from tfteach.ops.control_flow_ops import DEAD
-from tfteach.runtime.executor import Pending
 
 
-def _send_kernel(ctx: Any, value: Any) -> None:
+def _send_kernel(ctx: KernelContext, value: Any) -> None:
     """Leave ``value`` for its ``_Recv``; a dead one (from an untaken cond branch) goes as
     TF sends it: an empty tensor marked ``is_dead``, and the ``_Recv`` gives ``DEAD``."""
-    res = ctx.resources
+    rendezvous = ctx.resources.rendezvous
     if value is DEAD:
-        res.engine.rendezvous.send(res.step_id, ctx.attrs["key"], _EMPTY, is_dead=True)
+        rendezvous.send(ctx.attrs["key"], _EMPTY, is_dead=True)
     elif ctx.attrs.get("to_master"):
-        res.outbox[ctx.attrs["key"]] = ctx.device.to_host(value)
+        rendezvous.send_to_master(ctx.attrs["key"], ctx.device.to_host(value))
     else:
-        res.engine.rendezvous.send(res.step_id, ctx.attrs["key"], ctx.device.to_host(value))
+        rendezvous.send(ctx.attrs["key"], ctx.device.to_host(value))
 
 
-def _recv_kernel(ctx: Any) -> Pending:
-    res = ctx.resources
+def _recv_kernel(ctx: KernelContext) -> Pending:
+    rendezvous = ctx.resources.rendezvous
     pending = Pending()
-    arrived = modelled_network.shaped(pending, ctx.attrs, res.engine.task.task_name)
-    res.engine.pull(res.step_id, ctx.attrs, ctx.device, arrived, res.timeout_s)
+    rendezvous.recv(ctx.attrs, ctx.device,
+                    modelled_network.shaped(pending, ctx.attrs, rendezvous.task_name))
     return pending
 
 
@@ -59,20 +62,55 @@ register_op("_Recv", lambda op: [(op.attrs["dtype"], op.attrs["shape"])], _recv_
             gpu_types=ALL_TYPES, dtype_attr="dtype", stateful=True, is_async=True)
 
 
-class StepResources:
-    """What kernels of a registered partition see during one step: the partition's resource
-    containers (``mgr``: the task's, or its session's when isolated), the step id, the task
-    running the step (``caller``: its master) and the step's outbox (``{rendezvous key:
-    value}`` of its ``to_master`` sends). Each step running a partition at the same time has
-    its own (``graph_engine``'s slots)."""
+Pull = Callable[[int, Mapping[str, Any], Any, Pending, float], None]
 
-    def __init__(self, engine: Any, mgr: Any) -> None:
-        self.engine = engine
-        self.mgr = mgr
+
+class StepRendezvous:
+    """The kernel contract's ``StepRendezvous`` for one step of a partition at a time: the
+    task's rendezvous ``table``, the step (``step_id``, ``timeout_s``), its ``outbox``
+    (``{rendezvous key: value}`` of its ``to_master`` sends, returned in the RunGraph
+    answer) and ``pull(step_id, attrs, device, pending, timeout_s)``, the engine's way to
+    fetch a ``_Recv``'s tensor. ``begin`` binds it to the next step."""
+
+    def __init__(self, table: Rendezvous, pull: Pull, task_name: str) -> None:
+        self.table = table
+        self.task_name = task_name
+        self._pull = pull
         self.step_id = 0
         self.timeout_s = 60.0
-        self.caller = ""
         self.outbox: dict[str, Any] = {}
+
+    def begin(self, step_id: int, timeout_s: float) -> dict[str, Any]:
+        """Bind to step ``step_id``; returns its (new, empty) outbox."""
+        self.step_id, self.timeout_s, self.outbox = step_id, timeout_s, {}
+        return self.outbox
+
+    def send(self, key: str, value: Any, is_dead: bool = False) -> None:
+        self.table.send(self.step_id, key, value, is_dead=is_dead)
+
+    def send_to_master(self, key: str, value: Any) -> None:
+        self.outbox[key] = value
+
+    def recv(self, attrs: Mapping[str, Any], device: Any, pending: Pending) -> None:
+        self._pull(self.step_id, attrs, device, pending, self.timeout_s)
+
+
+class StepResources:
+    """What kernels of a registered partition see during one step: the partition's resource
+    containers (``mgr``: the task's, or its session's when isolated), the step's
+    ``rendezvous`` (a ``StepRendezvous``) and the task running the step (``caller``: its
+    master). Each step running a partition at the same time has its own
+    (``graph_engine``'s slots)."""
+
+    def __init__(self, rendezvous: StepRendezvous, mgr: Any) -> None:
+        self.rendezvous = rendezvous
+        self.mgr = mgr
+        self.caller = ""
+
+    @property
+    def timeout_s(self) -> float:
+        """The step's timeout (the kernels' ``ctx.deadline``)."""
+        return self.rendezvous.timeout_s
 
     def variable(self, *args: Any) -> Any:
         return self.mgr.variable(*args)

@@ -96,10 +96,12 @@ RECV_GRACE_S = 1.0      # a Recv from another task waits this much beyond the st
 
 class _Slot:
     """What one running step of a partition owns: its kernels' view of the containers
-    (step id, outbox) and the plans bound to that view."""
+    and of the task's rendezvous (step id, outbox) and the plans bound to that view."""
 
     def __init__(self, engine: "GraphEngine", mgr: ResourceMgr) -> None:
-        self.resources = transport_ops.StepResources(engine, mgr)
+        rendezvous = transport_ops.StepRendezvous(engine.rendezvous, engine.pull,
+                                                  engine.task.task_name)
+        self.resources = transport_ops.StepResources(rendezvous, mgr)
         self.plans: dict[tuple, Any] = {}
 
 
@@ -200,10 +202,8 @@ class GraphEngine(WorkerTransport):
         fed = step_args.feeds(part.graph, feeds)
         with part.slot() as slot, self._running_step(step_id):
             plan = self._plan(part, slot, fetches, fed)
-            slot.resources.step_id = step_id
-            slot.resources.timeout_s = float(opts.get("timeout_s", 60.0))
+            sent = slot.resources.rendezvous.begin(step_id, float(opts.get("timeout_s", 60.0)))
             slot.resources.caller = str(opts.get("master", ""))
-            slot.resources.outbox = sent = {}
             values = {plan.feed_slots[t]: part.devices[t.op.name].from_host(v)
                       for t, v in fed.items()}
             try:
