@@ -10,6 +10,7 @@ holds a line of it, and no process the check started outlives it.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -113,7 +114,8 @@ def test_a_trainer_that_saves_but_never_restores_goes_back_to_0(tmp_path):
                                        hooks=hooks,""")
     path = _write(tmp_path, "saves_only", saved_only)
     text = " ".join(check(path, exercise=NAME).problems)
-    assert "the global step went back to 0" in text and "did not restore" in text
+    assert re.search(r"the global step went back to \d+, below the checkpoint's \d+", text)
+    assert "did not restore" in text
     assert _left_running(path) == []
 
 

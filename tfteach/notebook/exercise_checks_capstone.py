@@ -41,6 +41,7 @@ from tfteach.i18n import tr
 START_DEADLINE_S = 45.0         # from the launch to the ps crash
 FINISH_DEADLINE_S = 45.0        # from the restart to both workers' end
 POLL_S = 0.05
+LAST_STEPS = 60                 # no crash this close to --steps
 WAITING_S = 5.0                 # at most, for worker 1 to listen before the chief starts
 MIN_ACCURACY = 0.85
 WORKER_LINE = re.compile(r"worker (\d+): local steps (\d+)")
@@ -189,27 +190,28 @@ def _hung(run: _Run, seconds: float) -> Failed:
 
 def _until_crash_point(run: _Run, probe: _Probe, crash_at: int) -> tuple[int, int]:
     """Wait until a checkpoint after the start exists and the live global step passed
-    ``crash_at``; return the newest checkpoint's step and the live one."""
+    ``crash_at`` (but is not in the last ``LAST_STEPS``); return the newest checkpoint's
+    step and the live one."""
     started = time.monotonic()
     first_checkpoint = None
     while time.monotonic() < started + START_DEADLINE_S:
         _exited_badly(run)
         step, saved = probe.global_step(), _latest_step(run.checkpoint_dir)
-        if isinstance(step, int) and step >= crash_at and saved:
-            return saved, step
+        if isinstance(step, int) and crash_at <= step <= run.steps - LAST_STEPS and saved:
+            return saved, step           # not near the end: the chief's last reads need the ps
         if saved is not None and first_checkpoint is None:
             first_checkpoint = time.monotonic()
         _early_problem(step, saved, crash_at, first_checkpoint)
         if all(p.poll() is not None for p in run.workers()):
             _exited_badly(run)                 # they may have ended since the last look
-            raise _ended_early(step, saved)
+            raise _ended_early(run, step, saved)
         time.sleep(POLL_S)
     raise _hung(run, START_DEADLINE_S)
 
 
 def _early_problem(step: Any, saved: int | None, crash_at: int,
                    first_checkpoint: float | None) -> None:
-    """What shows before the crash: no variables on the ps, no or too rare checkpoints."""
+    """What shows before the crash: no variables on the ps, no checkpoint."""
     if not isinstance(step, int):
         if first_checkpoint and time.monotonic() - first_checkpoint > 3.0:
             raise Failed(tr("the chief saved a checkpoint, but the ps holds no global_step: "
@@ -219,21 +221,43 @@ def _early_problem(step: Any, saved: int | None, crash_at: int,
         raise Failed(tr("the global step passed {step} and --checkpoint_dir holds no "
                         "checkpoint: after a crash nothing could be restored (pass "
                         "checkpoint_dir= to MonitoredTrainingSession)", step=step))
-    elif step >= crash_at + 60 and not saved:
-        raise Failed(tr("the global step passed {step}, and the only checkpoint is the one "
-                        "of the start: a crash would lose every step (save every 10 steps: "
-                        "save_checkpoint_steps=10)", step=step))
 
 
-def _ended_early(step: Any, saved: int | None) -> Failed:
+def _ended_early(run: _Run, step: Any, saved: int | None) -> Failed:
+    """Why training was over before the check could kill the ps."""
     if not isinstance(step, int):
         return Failed(tr("the workers ended, and the ps never held a global_step: the "
                          "variables are not on the ps (replica_device_setter)"))
     if saved is None:
         return Failed(tr("the workers ended, and --checkpoint_dir holds no checkpoint (pass "
                          "checkpoint_dir= to MonitoredTrainingSession)"))
-    return Failed(tr("the workers ended at global step {step}, before the --steps the check "
-                     "gave them", step=step))
+    local = _local_steps(run)
+    if local is not None and sum(local) < 1.6 * step:
+        return Failed(_not_aggregated(sum(local), step))
+    if step < run.steps:
+        return Failed(tr("the workers ended at global step {step}, before the --steps the "
+                         "check gave them", step=step))
+    if not [n for n in _saved_steps(run.checkpoint_dir) if 0 < n < step]:
+        return Failed(tr("--checkpoint_dir holds checkpoints of the start and the end only: a "
+                         "crash would lose every step between (save every 10 steps: "
+                         "save_checkpoint_steps=10)"))
+    return Failed(tr("training was over (global step {step}) before the check could kill the "
+                     "ps; run the check again", step=step))
+
+
+def _saved_steps(folder: Path) -> list[int]:
+    """The global steps of the checkpoints the state file of ``folder`` lists."""
+    import tfteach as tf
+
+    state = tf.train.get_checkpoint_state(str(folder))
+    paths = list(state.all_model_checkpoint_paths) if state else []
+    return [int(m.group(1)) for m in (re.search(r"-(\d+)$", p) for p in paths) if m]
+
+
+def _not_aggregated(local: int, steps: int) -> str:
+    return tr("the workers made {local} local steps for {steps} global steps: each gradient "
+              "was applied on its own, not aggregated (wrap the optimizer in "
+              "tf.train.SyncReplicasOptimizer)", local=local, steps=steps)
 
 
 def _after_restart(run: _Run, probe: _Probe) -> int | None:
@@ -258,15 +282,24 @@ def _crash_and_restart(run: _Run) -> None:
     run.start("ps", 0)
 
 
-def _printed(run: _Run) -> tuple[list[int], tuple[int, float]]:
-    """The local steps each worker printed, and the chief's global step and accuracy."""
+def _local_steps(run: _Run) -> list[int] | None:
+    """The local steps each worker printed (None: a worker printed no such line)."""
     local = []
     for i in range(2):
         found = WORKER_LINE.findall(run.log("worker", i, "out").read_text(errors="replace"))
-        if not [n for task, n in found if int(task) == i]:
-            raise Failed(tr("worker {i} did not print the line 'worker {i}: local steps N' "
-                            "the lesson asks for", i=i))
-        local.append(int([n for task, n in found if int(task) == i][-1]))
+        mine = [int(n) for task, n in found if int(task) == i]
+        if not mine:
+            return None
+        local.append(mine[-1])
+    return local
+
+
+def _printed(run: _Run) -> tuple[list[int], tuple[int, float]]:
+    """The local steps each worker printed, and the chief's global step and accuracy."""
+    local = _local_steps(run)
+    if local is None:
+        raise Failed(tr("a worker did not print the line 'worker <task_index>: local steps N' "
+                        "the lesson asks for"))
     chief = CHIEF_LINE.findall(run.log("worker", 0, "out").read_text(errors="replace"))
     if not chief:
         raise Failed(tr("the chief did not print the line 'global step: N, accuracy: A' the "
@@ -318,10 +351,7 @@ def _judge(run: _Run, crash: tuple[int, int], first_after: int | None) -> list[s
     problems = []
     trained = final + max(0, live_at_crash - saved_at_crash)
     if sum(local) < 1.6 * trained:
-        problems.append(tr("the workers made {local} local steps for {steps} global steps: "
-                           "each gradient was applied on its own, not aggregated (wrap the "
-                           "optimizer in tf.train.SyncReplicasOptimizer)", local=sum(local),
-                           steps=trained))
+        problems.append(_not_aggregated(sum(local), trained))
     hidden, whole = _hidden_accuracy(run.checkpoint_dir)
     if hidden < MIN_ACCURACY:
         problems.append(tr("the checkpoint's weights classify {accuracy:.0%} of the hidden test "
