@@ -190,7 +190,8 @@ def test_lessons_in_a_language_without_its_folder_say_so(server):
     status, body, _ = server.api("GET", "tfteach/api/lessons?lang=ru")
     assert status == 200
     assert body["dir"] is None and body["first"] is None
-    assert "lessons/ru/" in body["message"] and "Hint:" in body["message"]
+    assert "lessons/ru/" in body["message"] and "\nПодсказка: " in body["message"], \
+        "the hint in the language the lessons were asked in"
 
 
 def test_lessons_in_an_unknown_language_are_a_bad_request(server):

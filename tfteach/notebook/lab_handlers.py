@@ -38,7 +38,8 @@ import tornado.web
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 
-from tfteach.i18n import LANGUAGES
+from tfteach.errors import with_hint
+from tfteach.i18n import LANGUAGES, hint_line, join, tr
 
 API_ROOT = "tfteach/api"
 FIRST_LESSON = "01_device_placement.ipynb"
@@ -54,9 +55,11 @@ def _load_registry() -> tuple[Any, str | None]:
     try:
         from tfteach.distributed.local import task_registry as registry
     except ImportError as exc:
-        return None, ("tfteach's cluster registry is not available in this server's Python "
-                      f"({exc}), so no LocalCluster can be listed.\nHint: install tfteach "
-                      "with its distributed runtime into the environment running Jupyter.")
+        return None, with_hint(
+            "tfteach's cluster registry is not available in this server's Python "
+            f"({exc}), so no LocalCluster can be listed.",
+            tr("install tfteach with its distributed runtime into the environment running "
+               "Jupyter."))
     return registry, None
 
 
@@ -150,14 +153,14 @@ class _Base(APIHandler):
             if str(entry.get("id")) != cluster_id:
                 continue
             if entry.get("owner_uid") != os.getuid():
-                raise tornado.web.HTTPError(403, (
+                raise tornado.web.HTTPError(403, with_hint(
                     f"LocalCluster {cluster_id} belongs to uid {entry.get('owner_uid')}, "
-                    f"not to this server's uid {os.getuid()}; only its owner may change it."
-                    "\nHint: stop it from the notebook that started it."))
+                    f"not to this server's uid {os.getuid()}; only its owner may change it.",
+                    tr("stop it from the notebook that started it.")))
             return entry
-        raise tornado.web.HTTPError(404, (
-            f"No running LocalCluster with id {cluster_id!r}.\nHint: it may have been "
-            "closed, or its notebook kernel stopped; refresh the list."))
+        raise tornado.web.HTTPError(404, with_hint(
+            f"No running LocalCluster with id {cluster_id!r}.",
+            tr("it may have been closed, or its notebook kernel stopped; refresh the list.")))
 
     async def _act(self, func: Callable[..., Any], *args: Any) -> Any:
         """Run a registry action; OpErrors become HTTP errors carrying their message."""
@@ -230,9 +233,9 @@ def find_lessons(root: Path, lang: str = "en") -> dict[str, Any]:
     if (root / FIRST_LESSON).is_file() or any(root.glob("[0-9][0-9]_*.ipynb")):
         return _lessons_in(root, "", "the server's root folder", lang)
     return {"dir": None, "first": None, "message": (
-        f"There is no lessons/ folder in the server's root folder {root}.\nHint: run "
-        "`tfteach lessons copy lessons` in a terminal there, or copy the lessons/ folder of the "
-        "tfteach repository into it, then try again.")}
+        f"There is no lessons/ folder in the server's root folder {root}.\n" + hint_line(tr(
+            "run `tfteach lessons copy lessons` in a terminal there, or copy the lessons/ "
+            "folder of the tfteach repository into it, then try again.", lang=lang), lang))}
 
 
 def _lessons_in(folder: Path, prefix: str, where: str, lang: str = "en") -> dict[str, Any]:
@@ -241,8 +244,8 @@ def _lessons_in(folder: Path, prefix: str, where: str, lang: str = "en") -> dict
         if not folder.is_dir():
             return {"dir": None, "first": None, "message": (
                 f"There is no {prefix} folder: these lessons have no {lang!r} translation.\n"
-                "Hint: run `tfteach lessons copy lessons` again to get the translated lessons, "
-                "or open the English ones.")}
+                + hint_line(tr("run `tfteach lessons copy lessons` again to get the translated "
+                               "lessons, or open the English ones.", lang=lang), lang))}
     notebooks = sorted(p.name for p in folder.glob("*.ipynb"))
     first = FIRST_LESSON if FIRST_LESSON in notebooks else (notebooks[0] if notebooks else None)
     return {"dir": prefix.rstrip("/"), "first": f"{prefix}{first}" if first else None,
@@ -256,9 +259,9 @@ class LessonsHandler(APIHandler):
             "server_root_dir", os.getcwd())
         lang = self.get_query_argument("lang", "en")
         if lang not in LANGUAGES:
-            raise tornado.web.HTTPError(400, (
-                f"There are no lessons in the language {lang!r}.\nHint: ask for one of "
-                f"{', '.join(LANGUAGES)}."))
+            raise tornado.web.HTTPError(400, with_hint(
+                f"There are no lessons in the language {lang!r}.",
+                tr("ask for one of {languages}.", languages=join(LANGUAGES))))
         self.finish(json.dumps(find_lessons(Path(os.path.expanduser(root)), lang)))
 
 
