@@ -122,6 +122,8 @@ def test_a_1_mib_tensor_between_other_tasks_is_pulled_only_from_another_host(apa
     split = _split([s], apart=apart)
     pulled = [n for p in split for n in p.nodes if n.op == "_Recv"]
     assert len(pulled) == (1 if apart else 0)
+    if apart:       # worker 1's call goes out with the ps's, not after its answer
+        assert {(p.task, p.phase) for p in split if p.task != W0} == {(PS, 0), (W1, 0)}
 
 
 def test_a_step_with_no_op_on_the_master_is_cut_into_phases():
