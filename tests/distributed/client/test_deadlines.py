@@ -36,12 +36,24 @@ def frozen_master():
 
 @contextlib.contextmanager
 def _stopped(pid: int):
-    """Process ``pid`` stopped (SIGSTOP) inside the block, continued (SIGCONT) after it."""
+    """Process ``pid`` stopped (SIGSTOP) inside the block, continued (SIGCONT) after it.
+    The block starts once the process is stopped (the signal stops it asynchronously: a
+    call on its lane could otherwise be answered in between)."""
     os.kill(pid, signal.SIGSTOP)
     try:
+        _wait_until_stopped(pid)
         yield pid
     finally:
         os.kill(pid, signal.SIGCONT)
+
+
+def _wait_until_stopped(pid: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    with open(f"/proc/{pid}/stat") as stat:
+        while stat.read().rpartition(")")[2].split()[0] not in "tT":
+            assert time.monotonic() < deadline, f"process {pid} did not stop"
+            time.sleep(0.005)
+            stat.seek(0)
 
 
 def _timed(call):
@@ -173,3 +185,51 @@ def test_the_step_after_the_worker_continues_runs(frozen_ps):
         assert plain.run(x, options=tf.RunOptions(timeout_in_ms=20000)) == 7.0
     finally:
         os.kill(pid, signal.SIGSTOP)
+
+
+@pytest.fixture(scope="module")
+def one_task():
+    from tfteach.distributed.local.local_cluster import LocalCluster
+
+    with LocalCluster(ps=0, workers=1) as cluster:
+        yield cluster
+
+
+def _stream_calls(monkeypatch) -> list[str]:
+    """The kinds of stream call (``lane``, ``grpc``) this process makes from now on."""
+    from tfteach.distributed.client import client as client_module
+    from tfteach.distributed.transport import lane
+
+    calls = []
+    for kind, cls in (("lane", lane.LaneStream), ("grpc", client_module._CallStream)):
+        def counted(self, request, _real=cls.call, _kind=kind):
+            calls.append(_kind)
+            return _real(self, request)
+        monkeypatch.setattr(cls, "call", counted)
+    return calls
+
+
+@pytest.mark.parametrize("path", ["lane", "grpc"])
+def test_a_timed_step_goes_on_a_stream_and_fails_at_its_deadline(one_task, monkeypatch, path):
+    """A step with a timeout travels on the task's stream (its lane, or a gRPC stream) like
+    any other; a stopped task fails it at the deadline, naming the task, and the stream it
+    waited on is closed: the step after SIGCONT gets its own answer, not the late one."""
+    if path == "grpc":
+        monkeypatch.setenv("TFTEACH_LANE", "0")
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [])
+        y = x * 2.0
+    options = tf.RunOptions(timeout_in_ms=300)
+    with tf.Session(one_task.target("worker", 0), graph=graph) as session:
+        calls = _stream_calls(monkeypatch)
+        assert session.run(y, {x: 0.5}, options=options) == 1.0
+        assert calls == [path]
+        with _stopped(one_task._record("worker", 0)["pid"]):
+            err, took = _timed(lambda: session.run(y, {x: 1.0}, options=options))
+        assert calls == [path, path]
+        assert 0.29 < took < 5.0
+        assert "Deadline Exceeded" in err.message and "timed out" in err.message
+        assert one_task.target("worker", 0).split("//")[-1] in err.message
+        assert session.run(y, {x: 2.0}, options=options) == 4.0
+        assert session.run(y, {x: 3.0}) == 6.0

@@ -9,7 +9,8 @@
 - ``client.worker(address, task_name)`` / ``client.master(target)`` return the typed stubs
   of ``stubs`` (``WorkerClient``, ``MasterClient``); ``waiting`` waits for tasks to come up.
 - RunStep and RunGraph go as messages on long-lived streams (``_CallStream``, up to
-  ``KEEP_STREAMS`` idle ones kept per task and method) unless the call has a deadline.
+  ``KEEP_STREAMS`` idle ones kept per task and method), a call with a deadline too: the
+  stream is closed if its answer has not come by then (``deadlines``).
   A kept stream idle for ``limits.CLIENT_STREAM_IDLE_S`` is closed, not reused (the task
   cancels idle streams); a task that refuses a stream (it holds as many as it may) gets
   the call as a unary call, and unary calls for ``STREAM_RETRY_S``. To a task of this host

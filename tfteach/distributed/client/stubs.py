@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 import grpc
 
 from tfteach import errors
+from tfteach.distributed.client import deadlines
 from tfteach.distributed.client import in_process_master as local_master
 from tfteach.distributed.contract.engine_api import RunResult
 from tfteach.distributed.protocol import limits
 from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
 from tfteach.distributed.protocol.protos import tfteach_cluster_pb2_grpc as pb_grpc
 from tfteach.distributed.protocol.status import error_from_rpc
-from tfteach.distributed.transport import bulk, security, shm, shm_probe, wire
+from tfteach.distributed.transport import bulk, lane, security, shm, shm_probe, wire
 
 if TYPE_CHECKING:
     from tfteach.distributed.transport.bulk import BulkClient
@@ -78,7 +79,7 @@ class _Stub:
         channel reconnects (``ClusterClient.reconnected``)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         for last in (False, True):
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            left = _left(deadline)
             try:
                 return getattr(self._stub, method)(request, timeout=left,
                                                    metadata=self.client.metadata)
@@ -135,31 +136,46 @@ class _Stub:
         return response, reply
 
     def _sender(self, method: str, timeout: float | None) -> Callable[[Any], Any]:
-        """How to send a ``method`` request: on its stream (``method + "Stream"``), or as
-        a unary call when it has a deadline (a stream message has none of its own)."""
-        if timeout is None and self.client.streams_allowed(self.address, method + "Stream"):
-            return functools.partial(self._streamed, method + "Stream")
+        """How to send a ``method`` request: on its stream (``method + "Stream"``), with
+        ``timeout`` as its deadline (``deadlines``), or as a unary call while the task
+        refuses streams."""
+        if self.client.streams_allowed(self.address, method + "Stream"):
+            deadline = None if timeout is None else time.monotonic() + timeout
+            return functools.partial(self._streamed, method + "Stream", deadline=deadline)
         return functools.partial(self._call, method, timeout=timeout)
 
-    def _streamed(self, method: str, request: Any, again: bool = True) -> Any:
+    def _streamed(self, method: str, request: Any, again: bool = True,
+                  deadline: float | None = None) -> Any:
         """A call of ``method`` as a message on one of the client's idle streams to this
         task (``ClusterClient.stream``); a stream that failed is closed, not reused (Ctrl-C
-        closes it too, which cancels the call on the task). One that failed to connect is
-        sent again as ``_call`` does."""
+        closes it too, which cancels the call on the task), and so is one whose call is
+        still waiting at ``deadline``: DeadlineExceededError naming the task, as a unary
+        call's deadline gives. One that failed to connect is sent again as ``_call``
+        does."""
         stream = self.client.stream(self.stub_class, self.address, method)
+        watch = deadlines.watch(deadline, stream)
         try:
             answer = stream.call(request)
         except grpc.RpcError as err:
             stream.close()
+            if watch is not None:
+                watch.done()
+                if watch.expired:
+                    raise error_from_rpc(lane.LaneError(grpc.StatusCode.DEADLINE_EXCEEDED,
+                                                        "Deadline Exceeded"),
+                                         self.task_name, self.address) from None
             if limits.is_busy(err):     # refused before reading the request: send it alone
                 self.client.streams_refused(self.address, method)
-                return self._call(method[:-len("Stream")], request)
+                return self._call(method[:-len("Stream")], request, _left(deadline))
             if again and self.client.reconnected(self.address, err):
-                return self._streamed(method, request, again=False)
+                return self._streamed(method, request, again=False, deadline=deadline)
             raise error_from_rpc(err, self.task_name, self.address) from None
         except BaseException:
             stream.close()
             raise
+        finally:
+            if watch is not None:
+                watch.done()
         self.client.keep_stream(self.address, method, stream)
         return answer
 
@@ -410,7 +426,7 @@ class MasterClient(_Stub):
         request = pb.RunStepRequest(session_handle=session_handle, fetch=list(fetches),
                                     target=list(targets), options=options)
         key = tuple(fetches)
-        # A message on a stream (or, with a timeout, a blocking call). Ctrl-C raises
+        # A message on a stream (its timeout watched by ``deadlines``). Ctrl-C raises
         # KeyboardInterrupt while it waits, which cancels the stream; the master then
         # aborts the step on every task.
         response, reply = self._call_with_segments(self._sender("RunStep", timeout), request,
@@ -438,6 +454,11 @@ class MasterClient(_Stub):
     def reset(self, containers: Sequence[str] = (), device_filters: Sequence[str] = ()) -> None:
         self._call("Reset", pb.ResetRequest(container=list(containers),
                                             device_filters=list(device_filters)))
+
+
+def _left(deadline: float | None) -> float | None:
+    """The seconds left until ``deadline`` (None: no deadline)."""
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
 def _recv_request(step_id: int, key: str, timeout: float,

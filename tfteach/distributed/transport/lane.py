@@ -10,8 +10,9 @@ is its own) sends its RunStep and RunGraph streams there (``LaneStream``, which
 ``client.ClusterClient.stream`` hands out), and falls back to gRPC when it cannot
 connect. Errors come back as a ``LaneError``, a ``grpc.RpcError`` with the code, details
 and trailing metadata that the same call on gRPC would have, so ``status.error_from_rpc``
-and ``limits.is_busy`` treat both alike. Traced steps' RecvTensor, calls with a deadline
-and every other method stay on gRPC.
+and ``limits.is_busy`` treat both alike. A call with a deadline goes here too (the
+client closes the stream if the deadline passes first). Traced steps' RecvTensor and
+every other method stay on gRPC.
 
 Frames: ``kind`` (1 byte), ``length`` (4 bytes, little-endian), then the payload. The
 client opens with HELLO (the method's name, NUL, the cluster token); each REQUEST (a
