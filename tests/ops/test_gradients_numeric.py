@@ -51,6 +51,20 @@ class Case:
         return f"{self.op}{'-' + self.label if self.label else ''}"
 
 
+def _nested_loops(x, y, inner_count, in_cond=False):
+    """Three outer iterations; the inner loop runs ``inner_count(i)`` times in iteration i
+    (``in_cond``: only where i is odd, else the cond's other branch)."""
+    def inner(i, a):
+        return tf.while_loop(lambda j, b: j < inner_count(i),
+                             lambda j, b: (j + 1, tf.sin(b) * x + y), [0, a])[1]
+
+    def outer(i, a):
+        if in_cond:
+            return i + 1, tf.cond(tf.equal(i % 2, 1), lambda: inner(i, a), lambda: a * y)
+        return i + 1, inner(i, a) * 0.5
+    return tf.while_loop(lambda i, a: i < 3, outer, [0, x * y])[1]
+
+
 def _raw(op_type: str):
     """Build ``op_type`` directly (for op types with no public function, e.g. AddV2)."""
     def build(x, y):
@@ -193,6 +207,17 @@ CASES = [
                                         lambda: tf.sin(x)), [A, B], label="true"),
     Case("Merge", lambda x, y: tf.cond(tf.reduce_sum(x) > 100.0, lambda: x * y,
                                        lambda: tf.sin(x) + y), [A, B], label="false"),
+    # while loops nested in a loop's body (their gradient loops nest too): fixed counts, a
+    # count that depends on the outer iteration, a loop in a cond in a loop
+    Case("Merge", lambda x, y: _nested_loops(x, y, lambda i: 2), [A, B], label="loop-in-loop"),
+    Case("Merge", lambda x, y: _nested_loops(x, y, lambda i: i), [A, B],
+         label="run-time-inner-count"),
+    Case("Merge", lambda x, y: _nested_loops(x, y, lambda i: i, in_cond=True), [A, B],
+         label="loop-in-cond-in-loop"),
+    # tf.gradients in a loop's body reaches x through its Enter (then differentiated again)
+    Case("Enter", lambda x, y: tf.while_loop(lambda i, a: i < 2, lambda i, a: (
+        i + 1, a + tf.gradients(tf.reduce_sum(tf.sin(a * x)), x)[0] * y),
+        [0, tf.ones_like(x)])[1], [A, B]),
     # cumulative sums and products, top-k (distinct values: no ties to split)
     Case("Cumsum", lambda x: tf.cumsum(x, 1, exclusive=True, reverse=True), [A]),
     Case("Cumprod", lambda x: tf.cumprod(x, 0, reverse=True), [AWAY]),

@@ -243,8 +243,8 @@ def input_pipelines():
 
 
 def control_flow():
-    """cond (a RefSwitch for the assign), while_loop and their gradients: every path runs
-    them in frames."""
+    """cond (a RefSwitch for the assign), while_loop (one in another's body too) and their
+    gradients: every path runs them in frames."""
     x = tf.placeholder(tf.float32, [2, 3])
     p = tf.placeholder(tf.bool, [])
     v = tf.Variable(np.zeros((2, 3), _F32))
@@ -257,7 +257,11 @@ def control_flow():
         with tf.control_dependencies([tf.assign_add(count, 1.0)]):      # a RefEnter
             return i + 1, a * x
     _, w = tf.while_loop(lambda i, a: i < 3, body, [0, tf.ones_like(x)])
-    runs = [([y, z, w, c] + _grads(z + w, [x]), {x: _mat(2, 3), p: flag}) for flag in (True, False)]
+    # a loop in a loop's body: its gradient keeps history by iteration path (i, j)
+    _, nested = tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, tf.while_loop(
+        lambda j, b: j < i, lambda j, b: (j + 1, b * x), [0, a])[1]), [0, x])
+    runs = [([y, z, w, c, nested] + _grads(z + w + nested, [x]), {x: _mat(2, 3), p: flag})
+            for flag in (True, False)]
     return [([v.initializer, count.initializer], {})] + runs + [([count], {})]
 
 

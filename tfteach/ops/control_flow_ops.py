@@ -12,7 +12,8 @@ role, so nothing matches on op-type strings.
 
 The gradients of ``Switch`` and ``Merge`` here are those of a cond (TF's ``_SwitchGrad`` /
 ``_MergeGrad`` in a ``CondContext``); a while loop is differentiated as a whole
-(``while_grad``).
+(``while_grad``); ``Enter``'s passes a gradient taken inside a loop's body to the outside
+tensor it came from.
 """
 from __future__ import annotations
 
@@ -202,5 +203,13 @@ def _merge_grad(op: Any, grad: Any, _index_grad: Any) -> list:
     return list(switch(grad, pred, name="cond_grad"))
 
 
+def _enter_grad(op: Any, grad: Any) -> list:
+    """TF's ``_EnterGrad`` outside a loop's gradient: ``tf.gradients`` called in a loop's
+    body reaches a tensor from outside through its ``Enter`` and passes the gradient on (a
+    whole loop is differentiated by ``while_grad``, never through its ``Enter`` ops)."""
+    return [grad]
+
+
 set_gradient("Switch", _switch_grad)     # (RefSwitch feeds Assign ops, which have none)
 set_gradient("Merge", _merge_grad)
+set_gradient("Enter", _enter_grad)

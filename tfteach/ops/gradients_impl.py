@@ -41,6 +41,7 @@ from tfteach.errors import with_hint
 from tfteach.framework import dtypes
 from tfteach.framework.graph import Graph, Operation, Tensor
 from tfteach.framework.indexed_slices import IndexedSlices
+from tfteach.framework.registry import NOT_DIFFERENTIABLE
 from tfteach.i18n import tr
 from tfteach.ops import array_grad, math_grad  # noqa: F401 (they register the gradients)
 from tfteach.ops import array_ops, gather_ops, math_ops, while_grad
@@ -59,9 +60,12 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
     ys, xs = _tensors(ys, "ys"), _tensors(xs, "xs")
     stops = _tensors(stop_gradients, "stop_gradients") if stop_gradients is not None else []
     g = ys[0].graph
+    within = while_grad.enclosing_loop(g._flow_context)
+    if within is not None:
+        _refuse_initial_values(g, ys, xs, within)
     with g.as_default(), g.name_scope(name or "gradients"):
         grads = _backprop(g, ys, xs, grad_ys, _Backprop(g, xs, set(), colocate_gradients_with_ops,
-                                                        gate_gradients), stops)
+                                                        gate_gradients), stops, within)
     if unconnected is UnconnectedGradients.ZERO:
         with g.as_default():      # TF builds them outside the gradients/ scope
             grads = [array_ops.zeros_like(x) if gr is None else gr
@@ -70,10 +74,11 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
 
 
 def _backprop(g: Graph, ys: list, xs: list, grad_ys: Any, run: "_Backprop", stops: list,
-              loop: Any = None) -> list:
-    """Differentiate: the ops between, in TF's order (a while loop other than ``loop`` as
-    one unit), then the xs' summed gradients."""
-    run.between = _between_ops(g, ys, xs, stop_at_xs=loop is not None)
+              loop: Any = None, body: bool = False) -> list:
+    """Differentiate: the ops between, in TF's order (each while loop inside ``loop``, the
+    loop whose ops are plain ops here, as one unit), then the xs' summed gradients;
+    ``body``: ``loop``'s body is being differentiated (paths end at the xs)."""
+    run.between = _between_ops(g, ys, xs, loop, body)
     run.stop_ops = {t.op for t in stops}
     run.seed(ys, grad_ys)
     for unit in _backprop_order(run.between, ys, loop):
@@ -89,7 +94,47 @@ def _body_gradients(ys: list, xs: list, grad_ys: list, loop: Any,
     """A while loop body's gradients (results -> inputs), for ``while_grad``; with
     ``colocate`` each gradient op sits with its forward op, as outside the loop."""
     g = ys[0].graph
-    return _backprop(g, ys, xs, grad_ys, _Backprop(g, xs, set(), colocate, False), [], loop)
+    return _backprop(g, ys, xs, grad_ys, _Backprop(g, xs, set(), colocate, False), [], loop,
+                     body=True)
+
+
+def _refuse_initial_values(g: Graph, ys: list, xs: list, loop: Any) -> None:
+    """TF's error for ``tf.gradients`` in a loop's body along a path from an x through the
+    initial value of one of the loop's variables (its ``Enter``)."""
+    reached: set[Operation] = set()
+    stack = [x.op for x in xs]
+    while stack:             # where a gradient can flow: float outputs, differentiable ops
+        op = stack.pop()
+        if op not in reached:
+            reached.add(op)
+            stack.extend(c for c in g._consumers.get(op._id, ())
+                         if c.op_def.grad is not NOT_DIFFERENTIABLE and
+                         any(t.op is op and t.dtype.is_floating for t in c.inputs))
+    used = _between_ops(g, ys, [t for t in loop.body_inputs], loop)
+    entered = [e for e, b in zip(loop.enters, loop.body_inputs, strict=True)
+               if e.op in reached and b.op in used]
+    if entered:
+        op = _nearest(entered[0].op, {x.op for x in xs})
+        raise ValueError(with_hint(
+            f"Cannot compute gradient inside while loop with respect to op '{op.name}'. We do "
+            "not support taking the gradient wrt or through the initial value of a loop "
+            "variable. Gradients can be computed through loop invariants or wrt the input "
+            "parameters to the loop body.",
+            tr("differentiate with respect to the loop variable as the body receives it, or "
+               "to a tensor the body reads from outside the loop.")))
+
+
+def _nearest(start: Operation, targets: set) -> Operation:
+    """The first of ``targets`` found going back from ``start`` through inputs."""
+    queue, seen = collections.deque([start]), set()
+    while queue:
+        op = queue.popleft()
+        if op in targets:
+            return op
+        if op not in seen:
+            seen.add(op)
+            queue.extend(t.op for t in op.inputs)
+    return start
 
 
 def _unconnected(value: Any) -> UnconnectedGradients:
@@ -118,15 +163,20 @@ def _tensors(values: Any, what: str) -> list[Tensor]:
     return out
 
 
-def _between_ops(g: Graph, ys: list[Tensor], xs: list[Tensor], stop_at_xs: bool = False) -> set:
-    """Ops on some path from an x to a y (TF's ``reached`` ∩ reverse reachability);
-    ``stop_at_xs``: paths end at the xs (a loop body's, whose inputs come round again)."""
-    x_ops = {x.op for x in xs} if stop_at_xs else set()
+def _between_ops(g: Graph, ys: list[Tensor], xs: list[Tensor], loop: Any = None,
+                 body: bool = False) -> set:
+    """Ops on some path from an x to a y (TF's ``reached`` ∩ reverse reachability); in the
+    while loop ``loop`` (``tf.gradients`` in its body, or its body differentiated), paths
+    stay in one iteration: never through the ops that carry its variables from one
+    iteration to the next or out (``while_grad.loop_plumbing``); ``body``: paths end at
+    the xs (the body's inputs, which come round again)."""
+    x_ops = {x.op for x in xs} if body else set()
+    fenced = while_grad.loop_plumbing(loop) if loop is not None else set()
     reached: set[Operation] = set()
     stack = [x.op for x in xs]
     while stack:
         op = stack.pop()
-        if op in reached:
+        if op in reached or op in fenced:
             continue
         reached.add(op)
         stack.extend(g._consumers.get(op._id, ()))
@@ -145,8 +195,8 @@ def _between_ops(g: Graph, ys: list[Tensor], xs: list[Tensor], stop_at_xs: bool 
 def _backprop_order(between: set, ys: list[Tensor], loop: Any = None) -> list:
     """TF's visiting order over ``between``: an op is queued once all its consumers there
     were visited; the queue starts with the ys' ops and is served first in, first out.
-    A while loop's ops are one unit (its ``WhileContext``; inputs: its Enters'), except
-    ``loop``'s own (its body is being differentiated)."""
+    A while loop inside ``loop`` is one unit (its ``WhileContext``; inputs: its Enters');
+    ``loop``'s own ops (its body is being differentiated) are plain ops."""
     unit = {op: _unit(op, loop) for op in between}
     inputs = {u: [] for u in unit.values()}
     for op, u in unit.items():
@@ -169,21 +219,8 @@ def _backprop_order(between: set, ys: list[Tensor], loop: Any = None) -> list:
 
 
 def _unit(op: Operation, loop: Any) -> Any:
-    ctx = while_grad.outermost_loop(op)
-    if ctx is None or ctx is loop:
-        if loop is not None and ctx is loop and _inner_loop(op, loop):
-            raise while_grad.nested_loop_error(op)
-        return op
-    return ctx
-
-
-def _inner_loop(op: Operation, loop: Any) -> bool:
-    ctx = op._flow_context
-    while ctx is not None and ctx is not loop:
-        if isinstance(ctx, while_grad.WhileContext):
-            return True
-        ctx = ctx.outer
-    return False
+    ctx = while_grad.loop_unit(op, loop)
+    return op if ctx is None else ctx
 
 
 class _Backprop:
@@ -281,8 +318,6 @@ class _Backprop:
         exit_grads = [self.total(e) for e in ctx.exits]
         if all(gr is None for gr in exit_grads):
             return
-        if self.g._flow_context is not None:
-            raise while_grad.nested_loop_error(ctx.exits[0].op)
         exit_grads = [_dense(gr) for gr in exit_grads]
         body = functools.partial(_body_gradients, colocate=self.colocate)
         for t, gr in while_grad.loop_gradient(ctx, exit_grads, body):

@@ -2,14 +2,18 @@
 
 TF 1.x keeps every forward value the gradient of a loop's body needs on a stack (pushed in
 each forward iteration, popped by the backward loop). tfteach keeps them in a table per
-value, indexed by the iteration number: ``LoopHistoryPush(index, value)`` stores ``value``
-in the forward loop (and gives ``index``, for the counter to wait on); ``LoopHistoryRead(index)`` in the backward loop
-gives it back. The table is the session's shared resource ``loop_history:<name>``; a step
-writes every index before it reads it, so each step reads its own values.
+value, indexed by the iteration number: ``LoopHistoryPush(index, value, *outer)`` stores
+``value`` in the forward loop (and gives ``index``, for the counter to wait on);
+``LoopHistoryRead(index, *outer)`` in the backward loop gives it back. In a loop nested in
+other loops' bodies, ``outer`` are the enclosing loops' iteration numbers (outermost first),
+so the key is the iteration path ``(*outer, index)`` (TF's stacks per outer iteration).
+The table is the session's shared resource ``loop_history:<name>``; a step writes every key
+before it reads it, so each step reads its own values.
 """
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from tfteach.framework.graph import Tensor
@@ -37,19 +41,30 @@ def _table(ctx: Any) -> LoopHistory:
     return shared_resource(ctx.resources, "loop_history", ctx.attrs["history"], LoopHistory)
 
 
-def _push_kernel(ctx: Any, index: Any, value: Any) -> Any:
+def _key(ctx: Any, index: Any, outer: tuple) -> tuple:
+    """The iteration path ``(*outer, index)`` as Python ints."""
+    return tuple(int(ctx.device.to_host(i)) for i in (*outer, index))
+
+
+def _push_kernel(ctx: Any, index: Any, value: Any, *outer: Any) -> Any:
     hist = _table(ctx)
     with hist.lock:
-        hist.values[int(ctx.device.to_host(index))] = ctx.xp.array(value, copy=True)
+        hist.values[_key(ctx, index, outer)] = _kept(ctx, value)
     return index
 
 
-def _read_kernel(ctx: Any, index: Any) -> Any:
-    """The value pushed at ``index``; dead where none was (a cond's branch not taken in
-    that iteration: the gradient's branch is not taken either)."""
+def _kept(ctx: Any, value: Any) -> Any:
+    """A copy of an array (a later write must not change it); a resource handle (a
+    TensorArray made in the iteration) as it is."""
+    return ctx.xp.array(value, copy=True) if hasattr(value, "dtype") else value
+
+
+def _read_kernel(ctx: Any, index: Any, *outer: Any) -> Any:
+    """The value pushed at the iteration path; dead where none was (a cond's branch not
+    taken in that iteration: the gradient's branch is not taken either)."""
     hist = _table(ctx)
     with hist.lock:
-        return hist.values.get(int(ctx.device.to_host(index)), DEAD)
+        return hist.values.get(_key(ctx, index, outer), DEAD)
 
 
 # A push runs when its value is dead too (it then stores nothing): its index, not its value,
@@ -61,12 +76,16 @@ register_op("LoopHistoryRead", lambda op: [(op.attrs["T"], as_shape(op.attrs["sh
 not_differentiable("LoopHistoryPush", "LoopHistoryRead")
 
 
-def history_push(index: Tensor, value: Tensor, history: str) -> Tensor:
-    return create_op("LoopHistoryPush", [index, value],
+def history_push(index: Tensor, value: Tensor, history: str,
+                 outer: Sequence[Tensor] = ()) -> Tensor:
+    """Keep ``value`` at the iteration path ``(*outer, index)``; gives ``index``."""
+    return create_op("LoopHistoryPush", [index, value, *outer],
                      {"T": value.dtype, "history": history}, "history_push").outputs[0]
 
 
-def history_read(index: Tensor, like: Tensor, history: str) -> Tensor:
-    return create_op("LoopHistoryRead", [index],
+def history_read(index: Tensor, like: Tensor, history: str,
+                 outer: Sequence[Tensor] = ()) -> Tensor:
+    """The value kept at the iteration path ``(*outer, index)`` (dead where none was)."""
+    return create_op("LoopHistoryRead", [index, *outer],
                      {"T": like.dtype, "shape": like.shape, "history": history},
                      "history_read").outputs[0]

@@ -14,9 +14,16 @@ reaches a loop's ``Exit`` ops) adds:
    history (``LoopHistoryPush`` in the forward iteration, ``LoopHistoryRead`` with the
    backward index); a forward loop constant is read from outside directly.
 
+Loops nest as in TF 1.x: a loop in another loop's body (or in a cond there) is one unit of
+the outer body's gradient, so its backward loop is built inside the outer backward loop's
+body, once per outer iteration. Its history is keyed by the iteration path (the enclosing
+loops' indices, then its own; TF's stacks per outer iteration), and its iteration count,
+an ``Exit`` of the outer body, is itself kept in the outer loop's history.
+
 Supported: loops whose iteration count is whatever it is at run time (the counter counts
 it), float loop variables (the gradient of an integer one is None, as in TF), conds inside
-the body. Not supported: a while loop nested in a loop's body (``LookupError``).
+the body, loops nested to any depth, ``tf.gradients`` called inside a loop's body. As in
+TF, a backward loop is not differentiated again (``TypeError``).
 """
 from __future__ import annotations
 
@@ -27,21 +34,54 @@ from tfteach.framework.graph import Tensor
 from tfteach.i18n import tr
 from tfteach.ops import array_ops
 from tfteach.ops.control_flow_ops import enter, exit_, merge, next_iteration, switch
-from tfteach.ops.flow_context import WhileContext, in_context
+from tfteach.ops.flow_context import FlowContext, WhileContext, in_context
 from tfteach.ops.loop_history_ops import history_push, history_read
 from tfteach.ops.while_ops import build_loop
 
-__all__ = ["loop_gradient", "outermost_loop"]
+__all__ = ["loop_gradient", "loop_unit", "loop_plumbing", "enclosing_loop"]
 
 
-def outermost_loop(op: Any) -> WhileContext | None:
-    """The outermost while loop ``op`` was built in (None: not in a loop)."""
+def loop_unit(op: Any, within: FlowContext | None = None) -> WhileContext | None:
+    """The outermost while loop ``op`` was built in inside ``within`` (a loop whose body is
+    being differentiated, or None: the whole graph); None when ``op`` is in no such loop."""
     found, ctx = None, op._flow_context
-    while ctx is not None:
+    while ctx is not None and ctx is not within:
         if isinstance(ctx, WhileContext):
             found = ctx
         ctx = ctx.outer
     return found
+
+
+def loop_plumbing(ctx: WhileContext) -> set:
+    """The ops that carry ``ctx``'s loop variables into, between and out of its iterations
+    (``Enter``, ``Merge``, ``Switch``, ``NextIteration``, ``Exit``): a gradient taken in one
+    iteration does not go through them."""
+    tensors = ctx.enters + ctx.merges + [s[0] for s in ctx.switches] + ctx.nexts + ctx.exits
+    return {t.op for t in tensors}
+
+
+def enclosing_loop(ctx: FlowContext | None) -> WhileContext | None:
+    """The innermost while loop of the context ``ctx`` (None: outside every loop)."""
+    while ctx is not None and not isinstance(ctx, WhileContext):
+        ctx = ctx.outer
+    return ctx
+
+
+def _enclosing_loops(ctx: FlowContext) -> list[WhileContext]:
+    """The while loops around ``ctx`` (not ``ctx`` itself), outermost first."""
+    loops, c = [], ctx.outer
+    while c is not None:
+        if isinstance(c, WhileContext):
+            loops.append(c)
+        c = c.outer
+    return loops[::-1]
+
+
+def _counter(ctx: WhileContext) -> "_Counter":
+    """The forward loop's iteration counter, built once per loop."""
+    if ctx.grad is None:
+        ctx.grad = _Counter(ctx)
+    return ctx.grad
 
 
 class _Counter:
@@ -87,15 +127,32 @@ class GradLoopContext(WhileContext):
         if read is None:
             name = f"{t.op.name}_{t.value_index}"
             g, fwd = self.graph, self.forward
+            outer = _enclosing_loops(fwd)
             old, g._flow_context = g._flow_context, fwd
             try:
                 with g.control_dependencies(None):
-                    push = history_push(fwd.add_value(self.counter.index), t, name)
+                    push = history_push(self.counter.index, t, name,
+                                        [_counter(w).index for w in outer])
             finally:
                 g._flow_context = old
             g._add_control_input(self.counter.add.op, push.op)
-            read = self.reads[t] = history_read(self.index, t, name)
+            with self.entered(), g.control_dependencies(None):   # (an inner loop may ask)
+                read = self.reads[t] = history_read(self.index, t, name,
+                                                    [self._outer_index(w) for w in outer])
         return read
+
+    def _outer_index(self, loop: WhileContext) -> Tensor:
+        """The iteration of the enclosing forward ``loop`` that this backward loop runs in:
+        the index of the backward loop of ``loop`` around it, or, built inside ``loop``
+        itself (``tf.gradients`` in its body), the forward counter's."""
+        c = self.outer
+        while c is not None:
+            if isinstance(c, GradLoopContext) and c.forward is loop:
+                return c.index
+            if c is loop:
+                return _counter(loop).index
+            c = c.outer
+        raise nested_loop_error(self.forward.exits[0].op)
 
 
 def loop_gradient(ctx: WhileContext, exit_grads: list, body_gradients: Callable) -> list:
@@ -103,9 +160,11 @@ def loop_gradient(ctx: WhileContext, exit_grads: list, body_gradients: Callable)
     variables' initial values, then the outside tensors it reads; one tensor may be both),
     given its exits' gradients;
     ``body_gradients(ys, xs, grad_ys)`` differentiates the forward body."""
-    if ctx.grad is None:
-        ctx.grad = _Counter(ctx)
-    counter: _Counter = ctx.grad
+    if isinstance(ctx, GradLoopContext):
+        raise TypeError(with_hint("Second-order gradient for while loops not supported.", tr(
+            "a gradient computed inside a while loop's body with a loop of its own cannot be "
+            "differentiated again; take the outer gradient of a value computed without it.")))
+    counter = _counter(ctx)
     g = ctx.graph
     floats = [i for i, e in enumerate(ctx.exits) if e.dtype.is_floating]
     consts = [(t, e) for t, e in ctx.constants if e.dtype.is_floating]
@@ -137,9 +196,10 @@ def loop_gradient(ctx: WhileContext, exit_grads: list, body_gradients: Callable)
 
 
 def nested_loop_error(op: Any) -> LookupError:
+    """A loop's gradient built where no iteration of an enclosing loop is known (neither in
+    that loop's body nor in its gradient's)."""
     return LookupError(with_hint(
-        f"Gradient of a while loop nested in another loop's body is not supported "
-        f"(op '{op.name}').",
-        tr("tfteach differentiates a while_loop whose body has no inner while_loop; "
-           "unroll the inner loop with a Python for loop, or run the program on TensorFlow.")))
+        f"Cannot differentiate the while loop of '{op.name}' outside the loop that holds it.",
+        tr("call tf.gradients on the outer loop's results (or inside its body); a value "
+           "of an inner loop has no gradient of its own outside that body.")))
 

@@ -125,13 +125,44 @@ def build_plan(ops: list[Operation], placement: dict, fetches: list[Tensor | Non
     b = _Builder(placement)
     for t in feeds:
         b.slot_for(t, placement[t.op.name])
-    for op in ops:
-        if op._id in need:
-            b.add_op(op, fed)
+    for op in inputs_first(ops, need):
+        b.add_op(op, fed)
     plan = b.finish(fetches, feeds)
     for node in plan.nodes:
         node.ctx.resources = resources
     return plan
+
+
+def inputs_first(ops: list[Operation], need: set[int]) -> list[Operation]:
+    """The needed ops in creation order, except that an op comes after inputs it got later
+    (a loop gradient's history push, made after the loop's counter, is a control input of
+    the counter's step); a loop's back edge (a ``NextIteration`` input) does not count."""
+    placed: set[int] = set()
+    order: list[Operation] = []
+    for root in ops:
+        if root._id not in need or root._id in placed:
+            continue
+        stack, opened = [(root, False)], set()
+        while stack:
+            op, ready = stack.pop()
+            if op._id in placed:
+                continue
+            if ready:
+                placed.add(op._id)
+                order.append(op)
+                continue
+            if op._id in opened:
+                continue
+            opened.add(op._id)
+            stack.append((op, True))
+            stack.extend((d, False) for d in _dependencies(op)
+                         if d._id in need and d._id not in placed)
+    return order
+
+
+def _dependencies(op: Operation) -> list[Operation]:
+    data = [t.op for t in op.inputs if t.op.op_def.extra.get("flow") != "next"]
+    return data + list(op.control_inputs)
 
 
 class _Builder:
