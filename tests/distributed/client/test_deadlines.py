@@ -197,11 +197,11 @@ def one_task():
 
 def _stream_calls(monkeypatch) -> list[str]:
     """The kinds of stream call (``lane``, ``grpc``) this process makes from now on."""
-    from tfteach.distributed.client import client as client_module
+    from tfteach.distributed.client import route
     from tfteach.distributed.transport import lane
 
     calls = []
-    for kind, cls in (("lane", lane.LaneStream), ("grpc", client_module._CallStream)):
+    for kind, cls in (("lane", lane.LaneStream), ("grpc", route.CallStream)):
         def counted(self, request, _real=cls.call, _kind=kind):
             calls.append(_kind)
             return _real(self, request)

@@ -383,11 +383,11 @@ def test_steps_reuse_one_rungraph_stream_and_a_failure_closes_it(engine_cluster,
     TFTEACH_LANE=0 on gRPC), opened once and reused step after step (RunStep makes no
     call: the master is a Server of this process). A failing phase ends its stream with
     the error (its class intact); the next step opens a new stream and succeeds."""
-    from tfteach.distributed.client import client
+    from tfteach.distributed.client import route
     from tfteach.distributed.transport import lane
 
     monkeypatch.setenv(lane.LANE_ENV, use_lane)
-    stream_class = lane.LaneStream if use_lane == "1" and lane.enabled() else client._CallStream
+    stream_class = lane.LaneStream if use_lane == "1" and lane.enabled() else route.CallStream
     calls = []
     real_call = stream_class.call
     monkeypatch.setattr(stream_class, "call", lambda self, request: calls.append(

@@ -18,7 +18,7 @@ import pytest
 
 import tfteach as tf
 from tfteach import errors
-from tfteach.distributed.client import client as client_module
+from tfteach.distributed.client import route as route_module
 from tfteach.distributed.transport import lane
 from tfteach.distributed.transport import lane_server
 from tfteach.distributed.transport import shm
@@ -98,7 +98,7 @@ def _echo_request(handle: str, value: float = 3.0) -> pb.RunGraphRequest:
 def _count_calls(monkeypatch) -> dict[str, int]:
     """Calls made on lane streams and on gRPC streams from this process, by kind."""
     counts = {"lane": 0, "grpc": 0}
-    for kind, cls in (("lane", lane.LaneStream), ("grpc", client_module._CallStream)):
+    for kind, cls in (("lane", lane.LaneStream), ("grpc", route_module.CallStream)):
         real = cls.call
 
         def counted(self, request, _real=real, _kind=kind):

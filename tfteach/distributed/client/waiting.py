@@ -16,7 +16,6 @@ import grpc
 from tfteach import errors
 from tfteach.distributed.client.client import ClusterClient, strip_scheme
 from tfteach.distributed.protocol import tflog
-from tfteach.distributed.protocol.protos import tfteach_cluster_pb2_grpc as pb_grpc
 from tfteach.distributed.protocol.status import error_from_rpc
 from tfteach.distributed.transport.shm_probe import Probe
 from tfteach.i18n import hint_line, tr
@@ -33,9 +32,8 @@ def probe_tasks(client: ClusterClient, targets: Mapping[str, str],
     A task that answers with an error other than "not there yet" raises that error."""
     calls, probes = {}, {name: Probe() for name in targets}
     for name, address in targets.items():
-        stub = client.stub(pb_grpc.WorkerServiceStub, address)
-        calls[name] = stub.GetStatus.future(probes[name].request(), timeout=timeout,
-                                            metadata=client.metadata, wait_for_ready=True)
+        calls[name] = client.route(address).future("GetStatus", probes[name].request(),
+                                                   timeout, wait_for_ready=True)
     answers = {}
     for name, call in calls.items():
         try:

@@ -7,7 +7,7 @@ about 0.05 ms. So every task also listens on an abstract Unix socket (Linux: a n
 file, so nothing is left behind by kill -9; ``lane_server``) and names it in its GetStatus
 and CreateSession answers (``lane``). A client on the same host (the answer's shm host key
 is its own) sends its RunStep and RunGraph streams there (``LaneStream``, which
-``client.ClusterClient.stream`` hands out), and falls back to gRPC when it cannot
+``client.route.TaskRoute`` hands out), and falls back to gRPC when it cannot
 connect. Errors come back as a ``LaneError``, a ``grpc.RpcError`` with the code, details
 and trailing metadata that the same call on gRPC would have, so ``status.error_from_rpc``
 and ``limits.is_busy`` treat both alike. A call with a deadline goes here too (the

@@ -10,8 +10,8 @@ it, that it reaches the client's segments:
   it, with its host key, in a GetStatus request. The task reads it only if it takes the
   caller as one of its host (``shm_callers.Caller``: the claim, the connection's address,
   the segment is the calling process's), and answers the nonce (``answer``: ``shm_proof``).
-  The client compares it (``Probe.proven``); ``ClusterClient.shm_shared`` keeps the
-  outcome per address, and a GetStatus answer that proves nothing names no host key.
+  The client compares it (``Probe.proven``); ``client.route.TaskRoute`` keeps the
+  outcome per task, and a GetStatus answer that proves nothing names no host key.
 - A task that still does not take a request's segments (``refuse_segments``) answers
   FailedPreconditionError marked ``REFUSED_KEY`` before it reads any tensor; the client
   sends the request again with every tensor inline and uses no shared memory with that
