@@ -90,7 +90,9 @@ def test_the_whole_trainer_is_checked_through_a_ps_crash(lesson, lang):
     stderr's tail: a name the learner has still to define); the solution's trainer passes the
     check, which kills and restarts the ps while it trains."""
     text = output_texts(stored_outputs(lesson, "check(workdir / 'trainer.py', exercise='12.5')  "))
-    assert "exited with code 1" in text and "NameError" in text
+    exited = message_pattern("the {job} task {task} exited with code {code}; the end of its "
+                             "stderr:\n{tail}", lang, code="1", tail="(?s:.*)")
+    assert re.search(exited, text) and "NameError" in text
     assert re.search(message_pattern("Not yet: {what}.", lang), text)
     assert tr(exercise("12.5")["direction"], lang=lang) in text
     text = output_texts(stored_outputs(lesson, "%%solution 12.5\ncheck("))
