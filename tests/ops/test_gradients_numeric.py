@@ -190,6 +190,11 @@ CASES = [
          label="same"),
     Case("Conv2D", lambda x, f: tf.nn.conv2d(x, f, [1, 2, 1, 1], "VALID", dilations=[1, 1, 2, 1]),
          [IMG, FILT], shapes=[[None, 4, 5, 2], [3, 2, 2, 3]], label="strided-dilated"),
+    # 8 channels into 2: the kernels take the image a band of rows at a time
+    Case("Conv2D", lambda x, f: tf.nn.conv2d(x, f, [1, 1, 1, 1], "SAME", dilations=[1, 2, 1, 1]),
+         [R.randn(1, 5, 4, 8), R.randn(3, 2, 8, 2)], label="row-bands"),
+    Case("Conv2D", lambda x, f: tf.nn.conv2d(x, f, [1, 2, 2, 1], "VALID", dilations=[1, 1, 2, 1]),
+         [R.randn(2, 6, 7, 8), R.randn(3, 2, 8, 2)], label="row-bands-strided"),
     Case("Conv2DBackpropInput", lambda x, f: tf.nn.conv2d_transpose(
         x, f, [2, 8, 5, 3], [1, 2, 1, 1], "SAME"), [IMG, R.randn(3, 2, 3, 2)]),
     Case("DepthwiseConv2dNative", lambda x, f: tf.nn.depthwise_conv2d(

@@ -8,6 +8,10 @@ as patches ``[N, OH, OW, KH, KW, C]`` (a strided view), reshaped to ``[N*OH*OW, 
 and multiplied by the filter ``[KH*KW*C, O]``, so the work runs at BLAS speed. The filter
 gradient is ``patches^T @ dy``; the input gradient is ``dy @ filter^T`` scattered back
 (col2im) with one strided add per window offset, never a loop over pixels.
+Where the input is deep (``_by_rows``: e.g. 64 channels, 5x5), the forward and filter
+passes copy only the width's windows, rows first (``[HP, N*OW, KW*C]``, a KH-th of the
+full im2col) and make one product per window row on a contiguous band of rows: fewer bytes
+moved for the same products.
 
 Layouts: kernels compute NHWC; an NCHW op is transposed to NHWC and back on every device.
 TF 1.x's CPU kernels refused NCHW, but TF 2.x's graph mode (compat.v1, whose layout
@@ -56,10 +60,47 @@ def _columns(xp: Any, x: Any, win: Window) -> tuple[Any, tuple]:
     return view.reshape(-1, win.kh * win.kw * c), (n, ah.out, aw.out)
 
 
+def _by_rows(win: Window, c: int, o: int) -> bool:
+    """Whether row bands move fewer bytes than a full im2col: they copy a KH-th of its
+    columns but add KH partial outputs (deep inputs, e.g. 64 channels, gain; an RGB first
+    layer does not)."""
+    return win.kh > 1 and win.kw * c * (win.kh - 1) > 2 * win.kh * o
+
+
+def _row_bands(xp: Any, x: Any, win: Window) -> tuple[Any, tuple]:
+    """im2col along the width only, rows first: ``[HP, N*OW, KW*C]`` (every padded row,
+    each output column's KW pixels), a KH-th of the full im2col's copy; the rows window
+    offset ``i`` reads are ``_band(bands, win, i, oh)``. Also ``(N, OH, OW)``."""
+    n, h, w, c = x.shape
+    ah, aw = win.axes(h, w)
+    xpad = pad_image(xp, x, ah, aw)
+    s0, s1, s2, s3 = xpad.strides
+    view = xp.lib.stride_tricks.as_strided(
+        xpad, shape=(xpad.shape[1], n, aw.out, win.kw, c),
+        strides=(s1, s0, s2 * win.sw, s2 * win.dw, s3))
+    return xp.ascontiguousarray(view).reshape(xpad.shape[1], n * aw.out, win.kw * c), \
+        (n, ah.out, aw.out)
+
+
+def _band(bands: Any, win: Window, i: int, oh: int) -> Any:
+    """``[OH*N*OW, KW*C]``: the padded rows that window row ``i`` reads (a view at
+    stride 1)."""
+    r0 = i * win.dh
+    return bands[r0:r0 + (oh - 1) * win.sh + 1:win.sh].reshape(-1, bands.shape[-1])
+
+
 def conv_nhwc(xp: Any, x: Any, f: Any, win: Window) -> Any:
-    cols, (n, oh, ow) = _columns(xp, x, win)
-    out = cols @ f.reshape(-1, f.shape[-1])
-    return out.reshape(n, oh, ow, f.shape[-1])
+    """One product of the im2col columns and the filter, or (``_by_rows``) one per window
+    row ``i``: its band of rows times ``f[i]``, summed."""
+    if not _by_rows(win, x.shape[-1], f.shape[-1]):
+        cols, (n, oh, ow) = _columns(xp, x, win)
+        return (cols @ f.reshape(-1, f.shape[-1])).reshape(n, oh, ow, f.shape[-1])
+    bands, (n, oh, ow) = _row_bands(xp, x, win)
+    rows = f.reshape(win.kh, -1, f.shape[-1])
+    out = _band(bands, win, 0, oh) @ rows[0]
+    for i in range(1, win.kh):
+        out += _band(bands, win, i, oh) @ rows[i]
+    return xp.ascontiguousarray(out.reshape(oh, n, ow, -1).transpose(1, 0, 2, 3))
 
 
 def conv_input_grad_nhwc(xp: Any, in_shape: tuple, f: Any, dy: Any, win: Window) -> Any:
@@ -88,8 +129,17 @@ def conv_input_grad_nhwc(xp: Any, in_shape: tuple, f: Any, dy: Any, win: Window)
 
 
 def conv_filter_grad_nhwc(xp: Any, x: Any, f_shape: tuple, dy: Any, win: Window) -> Any:
-    cols, _ = _columns(xp, x, win)
-    return (cols.T @ dy.reshape(-1, dy.shape[-1])).reshape(f_shape)
+    """The im2col columns, transposed, times ``dy``; or (``_by_rows``) per window row
+    ``i``: its band of rows, transposed, times ``dy`` (rows first)."""
+    if not _by_rows(win, x.shape[-1], dy.shape[-1]):
+        cols, _ = _columns(xp, x, win)
+        return (cols.T @ dy.reshape(-1, dy.shape[-1])).reshape(f_shape)
+    bands, (n, oh, ow) = _row_bands(xp, x, win)
+    d = xp.ascontiguousarray(dy.transpose(1, 0, 2, 3)).reshape(-1, dy.shape[-1])
+    df = xp.empty((win.kh, bands.shape[-1], d.shape[-1]), dtype=xp.result_type(x, dy))
+    for i in range(win.kh):
+        df[i] = _band(bands, win, i, oh).T @ d
+    return df.reshape(f_shape)
 
 
 def _conv_kernel(ctx, x, f):
