@@ -51,7 +51,7 @@ def _rnn_fixed_point(tf, x, v):
 
     def step(t, h):
         def settle(z):
-            return tf.tanh(0.5 * z + tf.gather(inputs, t) + 0.3 * h)
+            return tf.tanh(0.5 * z + inputs[t] + 0.3 * h)
 
         def moving(k, z):
             return tf.logical_and(k < 20, tf.reduce_max(tf.abs(z - settle(z))) > 1e-3)

@@ -92,3 +92,18 @@ def test_an_impossible_index_is_refused_while_building_as_in_tensorflow(name):
                 index(x)
             messages.append(str(info.value).split(" for '")[0])
     assert messages[0] == messages[1]
+
+
+def _run_time_index_shapes(mod):
+    x = mod.placeholder(mod.float32, [4, 3, 5])
+    t, u = mod.placeholder(mod.int32, []), mod.placeholder(mod.int32, [])
+    slices = [x[t], x[t, 1:], x[:, t], x[1:t], x[..., t], x[t, mod.newaxis], x[t:t + 2, ::2],
+              x[t, u], x[::-1, t]]
+    return [s.shape.as_list() for s in slices]
+
+
+def test_an_index_known_only_at_run_time_keeps_the_static_shape_tensorflow_infers():
+    """``x[t]`` in a loop body: the rank, the shrunk axis and the untouched ones are known
+    while building, so a loop variable built from it keeps its shape."""
+    assert _run_time_index_shapes(tfteach) == _run_time_index_shapes(tf1)
+    assert _run_time_index_shapes(tfteach)[0] == [3, 5]

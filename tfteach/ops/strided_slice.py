@@ -28,13 +28,17 @@ from tfteach.ops.manip_ops import stack
 _MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
 
 
+# a begin or end entry known only when the op runs (a tensor index, e.g. ``x[i]``)
+_RUN_TIME = type("RunTimeBound", (), {"__repr__": lambda self: "<run time>"})()
+
+
 def _bit(mask: int, i: int) -> bool:
     return bool(mask >> i & 1)
 
 
 def _spec(begin: list, end: list, strides: list, attrs: dict) -> list:
     """The index as items: ``Ellipsis``, ``None`` (a new axis), an int (shrinks its axis) or
-    a ``slice``; an entry whose value is unknown (a tensor) is None in ``begin``/``end``."""
+    a ``slice``; an entry known only at run time is ``_RUN_TIME`` in ``begin``/``end``."""
     b_mask, e_mask, ellipsis, new_axis, shrink = (attrs[m] for m in _MASKS)
     items: list = []
     for i, stride in enumerate(strides):
@@ -88,10 +92,13 @@ def _problem(items: list, strides: list, shape: list) -> str | None:
 def _strided_slice_shape(op: Any) -> list:
     x, begin, end, strides = op.inputs
     values = [const_value(t) for t in (begin, end, strides)]
-    if x.shape.ndims is None or any(v is None for v in values):
+    if x.shape.ndims is None or values[2] is None:
         return [(x.dtype, unknown_shape())]
     steps = np.atleast_1d(values[2]).tolist()
-    items = _spec(*(np.atleast_1d(v).tolist() for v in values), op.attrs)
+    bounds = [_bounds(v, t, len(steps)) for v, t in zip(values[:2], (begin, end), strict=True)]
+    if any(b is None for b in bounds):
+        return [(x.dtype, unknown_shape())]
+    items = _spec(*bounds, steps, op.attrs)
     problem = _problem(items, steps, x.shape.as_list())
     if problem:
         raise shape_error(op, problem)
@@ -101,8 +108,20 @@ def _strided_slice_shape(op: Any) -> list:
         if it is None:
             dims.append(1)
         elif isinstance(it, builtins.slice):
-            dims.append(None if size is None else len(range(*it.indices(size))))
+            known = size is not None and _RUN_TIME not in (it.start, it.stop)
+            dims.append(len(range(*it.indices(size))) if known else None)
     return [(x.dtype, TensorShape(dims))]
+
+
+def _bounds(value: Any, t: Tensor, n: int) -> list | None:
+    """``begin``/``end`` as a list: its values, or, known only at run time (``x[i]`` in a
+    loop), ``_RUN_TIME`` for each of its ``n`` entries (TF's shape function then still
+    knows the rank, the shrunk axes and the masked ones); None when not even that."""
+    if value is not None:
+        return np.atleast_1d(value).tolist()
+    if t.shape.rank == 1 and t.shape.dims[0] == n:
+        return [_RUN_TIME] * n
+    return None
 
 
 def _strided_slice_kernel(ctx: Any, x: Any, begin: Any, end: Any, strides: Any) -> Any:
