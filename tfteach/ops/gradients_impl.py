@@ -101,6 +101,8 @@ def _body_gradients(ys: list, xs: list, grad_ys: list, loop: Any,
 def _refuse_initial_values(g: Graph, ys: list, xs: list, loop: Any) -> None:
     """TF's error for ``tf.gradients`` in a loop's body along a path from an x through the
     initial value of one of the loop's variables (its ``Enter``)."""
+    if len(loop.body_inputs) != len(loop.enters):      # (called in the loop's cond)
+        return
     reached: set[Operation] = set()
     stack = [x.op for x in xs]
     while stack:             # where a gradient can flow: float outputs, differentiable ops
