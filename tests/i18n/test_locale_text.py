@@ -114,7 +114,7 @@ def test_lesson_1_prints_the_hint_label_its_text_names(lang):
 # ---- widget summaries ------------------------------------------------------------------------
 
 ENGLISH = re.compile(r"\b(?:Timeline|devices?|ops?|transfers?|step|took|idle|Loss|curves|records?|"
-                     r"workers?|last|global|staleness|dropped|steps|ETA|min|is|virtual|alive|DEAD|"
+                     r"workers?|last|global|staleness|dropped|steps|ETA|min|is|virtual|alive|stopped|"
                      r"task|address|state|and|on|of)\b")
 
 
@@ -170,8 +170,16 @@ def test_widget_summaries_have_no_english_words(lang, towers, monkeypatch):
 def test_task_states_are_the_words_the_lab_sidebar_uses(lang):
     lab = {m.id: m.string for m in catalogs.read(ROOT / "labextension" / "locale" / f"{lang}.po")}
     states = catalogs.read(catalogs.po_path(lang), lang)
-    assert (states.get("alive").string, states.get("DEAD").string) == \
+    assert (states.get("alive").string, states.get("stopped").string) == \
         (lab["alive"], lab["stopped"])
+
+
+def test_the_runtime_names_a_task_state_with_the_labs_english_word():
+    from tfteach.notebook.cluster_view import rows_text
+
+    text = rows_text([{"task": "ps:0", "address": "localhost:1", "devices": [], "alive": False,
+                       "last_step": None}])
+    assert text.split()[-2] == "stopped"
 
 
 # ---- the loss curves' titles -----------------------------------------------------------------

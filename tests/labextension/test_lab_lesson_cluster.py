@@ -8,7 +8,7 @@
 * A notebook cell starts a LocalCluster (``%tfteach cluster start``); the tfteach sidebar lists
   it under the notebook's name with its tasks alive; its Kill button kills worker 1, which
   turns stopped there, and the notebook
-  sees it gone: ``%tfteach cluster status`` shows it DEAD and a session step on it raises
+  sees it gone: ``%tfteach cluster status`` shows it stopped and a session step on it raises
   UnavailableError naming the task. The cluster is stopped at the end and its processes are
   checked gone.
 
@@ -218,12 +218,12 @@ def _cluster_round_trip(page: LabPage, registry: Path) -> None:
     assert not _gone(pids["worker:0"]) and not _gone(pids["ps:0"])
     page.screenshot("e2e-sidebar-worker1-killed")
     live = page.cell(page.cell_index("cluster start"))
-    _wait(lambda: _status_rows(live)["worker:1"][2] == "DEAD",
-          "the live status table of the start cell to show worker:1 DEAD")
+    _wait(lambda: _status_rows(live)["worker:1"][2] == "stopped",
+          "the live status table of the start cell to show worker:1 stopped")
     assert _status_rows(live)["worker:0"][2] == "alive"
 
     status = _status_rows(page.run_cell("%tfteach cluster status"))
-    assert status["worker:1"][2] == "DEAD"
+    assert status["worker:1"][2] == "stopped"
     assert status["worker:0"][2] == "alive" and status["ps:0"][2] == "alive"
     failed = page.run_cell("except tf.errors.UnavailableError").inner_text()
     assert "UnavailableError: Task /job:worker/replica:0/task:1" in failed

@@ -39,7 +39,7 @@ def test_cluster_lifecycle_from_magics(kernel):
     assert stream_text(bound).strip() == f"grpc://{rows['worker:1'][0]}"
 
     killed = _rows(one(kernel.run("%tfteach cluster kill worker:1"), "text/plain"))
-    assert killed["worker:1"][2] == "DEAD" and killed["worker:0"][2] == "alive"
+    assert killed["worker:1"][2] == "stopped" and killed["worker:0"][2] == "alive"
     assert stream_text(kernel.run("print(cluster.alive('worker', 1))")).strip() == "False"
 
     restarted = _rows(one(kernel.run("%tfteach cluster restart worker:1"), "text/plain"))
@@ -50,7 +50,7 @@ def test_cluster_lifecycle_from_magics(kernel):
     assert status.startswith("Cluster status")
 
     stopped = kernel.run("%tfteach cluster stop")
-    assert all(r[2] == "DEAD" for r in _rows(one(stopped, "text/plain")).values())
+    assert all(r[2] == "stopped" for r in _rows(one(stopped, "text/plain")).values())
     assert stream_text(kernel.run("print(cluster.alive('ps', 0))")).strip() == "False"
 
 
@@ -163,13 +163,13 @@ def test_live_status_widget_refreshes_when_a_task_dies():
         status = ClusterStatus(cluster, refresh_s=0.2)
         try:
             widget = status.widget()
-            assert "DEAD" not in widget.value
+            assert "stopped" not in widget.value
             cluster.kill("worker", 0)
             deadline = time.monotonic() + 30
-            while "DEAD" not in widget.value and time.monotonic() < deadline:
+            while "stopped" not in widget.value and time.monotonic() < deadline:
                 time.sleep(0.1)
-            assert _rows(status.text())["worker:0"][2] == "DEAD"
-            assert "DEAD" in widget.value
+            assert _rows(status.text())["worker:0"][2] == "stopped"
+            assert "stopped" in widget.value
         finally:
             status.stop()
 

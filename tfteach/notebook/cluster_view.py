@@ -56,7 +56,7 @@ def _health(cluster: Any, job: str, index: int) -> dict[str, Any]:
 
 def _cells(row: dict[str, Any]) -> tuple[str, ...]:
     return (row["task"], row["address"], clauses(row["devices"]) or "-",
-            tr("alive") if row["alive"] else tr("DEAD"),
+            tr("alive") if row["alive"] else tr("stopped"),
             "-" if row["last_step"] is None else str(row["last_step"]))
 
 
