@@ -157,8 +157,8 @@ def test_jupyter_lists_the_labextension_as_enabled(venv):
 
 def test_jupyter_lists_the_server_extension_as_enabled(venv):
     listing = venv.output("jupyter", "server", "extension", "list")
-    assert re.search(r"tfteach\.notebook\.server enabled", listing), listing
-    assert re.search(r"tfteach\.notebook\.server \S* ?OK", listing), listing
+    assert re.search(r"tfteach\.notebook\.lab_handlers enabled", listing), listing
+    assert re.search(r"tfteach\.notebook\.lab_handlers \S* ?OK", listing), listing
 
 
 def test_lesson_1_first_cells_run_in_a_kernel_of_that_python(venv):

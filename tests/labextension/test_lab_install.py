@@ -80,8 +80,8 @@ def test_installed_wheel_is_listed_as_enabled_by_jupyter(wheel, tmp_path):
     labext = jupyter("labextension", "list", env=env)
     assert re.search(r"tfteach v\S+ enabled\s+OK", labext), labext
     server = jupyter("server", "extension", "list", env=env)
-    assert re.search(r"tfteach\.notebook\.server enabled", server), server
-    assert re.search(r"tfteach\.notebook\.server \S* ?OK", server), server
+    assert re.search(r"tfteach\.notebook\.lab_handlers enabled", server), server
+    assert re.search(r"tfteach\.notebook\.lab_handlers \S* ?OK", server), server
 
 
 def test_this_environments_tfteach_install_is_enabled_in_jupyter():
@@ -92,4 +92,4 @@ def test_this_environments_tfteach_install_is_enabled_in_jupyter():
     labext = jupyter("labextension", "list")
     assert re.search(r"tfteach v\S+ enabled\s+OK", labext), labext
     server = jupyter("server", "extension", "list")
-    assert re.search(r"tfteach\.notebook\.server enabled", server), server
+    assert re.search(r"tfteach\.notebook\.lab_handlers enabled", server), server
