@@ -11,25 +11,31 @@ from tfteach.notebook import exercises
 
 
 def solution_lines(name: str) -> list[str]:
-    """The telling lines of the lesson's solution code of ``name`` (not its check, comments,
-    ``def`` or ``return`` lines), without leaving the solution revealed."""
+    """The telling lines of the lesson's solution code of ``name`` (not its check, comments
+    or ``def`` lines; of a ``return`` line, what it returns), without leaving the solution
+    revealed."""
     code = [src for kind, src in solution(name).cells if kind == "code"]
     exercises.forget_tries()
     exercises._revealed.discard(name)
-    lines = [line.strip() for src in code for line in src.splitlines()]
+    lines = [line.strip().removeprefix("return ") for src in code for line in src.splitlines()]
     return [line for line in lines if len(line) >= 16 and "check(" not in line
-            and not line.startswith(("#", "def ", "return "))]
+            and not line.startswith(("#", "def "))]
 
 
-def assert_wrong_wrong_wrong_right(name: str, wrongs: tuple[Callable[..., Any], ...],
-                                   right: Callable[..., Any]) -> None:
+def assert_wrong_wrong_wrong_right(name: str, wrongs: tuple[Any, ...], right: Any,
+                                   prepare: Callable[[Any], Any] | None = None,
+                                   **context: Any) -> list[str]:
     """Try 1 shows the direction and how to ask for the solution, try 2 the idea and its
     section (no code), try 3 the worked hint; never the answer or a solution line; then the
-    right build passes."""
+    right build passes. ``context`` goes to each check (``cluster=``); ``prepare``, where
+    given, turns each try into what is submitted, just before its check (a learner who
+    changes one thing and submits another: 11.2's second server and first). Returns the
+    three wrong tries' feedback texts."""
     info = exercises.exercise(name)
     lines = solution_lines(name)
     assert lines, f"the lesson has solution code for {name}"
-    texts = [check(wrong, exercise=name).text() for wrong in wrongs]
+    submit = prepare or (lambda build: build)
+    texts = [check(submit(wrong), exercise=name, **context).text() for wrong in wrongs]
     assert info["direction"] in texts[0] and f"solution('{name}')" in texts[0]
     assert info["concept"] in texts[1] and info["section"] in texts[1]
     assert info["hint"] in texts[2] and info["direction"] not in texts[2]
@@ -38,4 +44,5 @@ def assert_wrong_wrong_wrong_right(name: str, wrongs: tuple[Callable[..., Any], 
         assert not [line for line in lines if line in text]
     assert "`" not in texts[1].split("Hint:", 1)[1].replace(info["section"], "")
     assert exercises.wrong_tries(name) == 3
-    assert check(right, exercise=name), "right after three wrong tries"
+    assert check(submit(right), exercise=name, **context), "right after three wrong tries"
+    return texts
