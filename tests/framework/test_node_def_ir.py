@@ -61,8 +61,8 @@ def test_proto_form_keeps_dtypes_shapes_arrays_and_colocation():
 
 
 def test_from_proto_leaves_out_attrs_tfteach_cannot_hold():
-    node = pb.NodeDef(name="h", op="VarHandleOp", device="/cpu:0")
-    node.attr["dtype"].type = pb.DT_RESOURCE
+    node = pb.NodeDef(name="h", op="PartitionedCall", device="/cpu:0")
+    node.attr["f"].func.name = "body"                    # a function: tfteach has none
     node.attr["shared_name"].s = b"h"
     assert NodeDef.from_proto(node).attr == {"shared_name": "h"}
 

@@ -122,7 +122,7 @@ _ENUM_NUMBERS = {"DT_FLOAT": 1, "DT_DOUBLE": 2, "DT_INT32": 3, "DT_UINT8": 4, "D
                  "DT_INT8": 6, "DT_STRING": 7, "DT_COMPLEX64": 8, "DT_INT64": 9, "DT_BOOL": 10,
                  "DT_QINT8": 11, "DT_QUINT8": 12, "DT_QINT32": 13, "DT_BFLOAT16": 14,
                  "DT_QINT16": 15, "DT_QUINT16": 16, "DT_UINT16": 17, "DT_COMPLEX128": 18,
-                 "DT_HALF": 19, "DT_VARIANT": 21, "DT_UINT32": 22, "DT_UINT64": 23}
+                 "DT_HALF": 19, "DT_RESOURCE": 20, "DT_VARIANT": 21, "DT_UINT32": 22, "DT_UINT64": 23}
 
 float16 = DType("float16", "half", "DT_HALF", np.float16)
 float32 = DType("float32", "float", "DT_FLOAT", np.float32)
@@ -149,6 +149,8 @@ quint16 = DType("quint16", "quint16", "DT_QUINT16", [("quint16", "<u2")])
 qint32 = DType("qint32", "qint32", "DT_QINT32", [("qint32", "<i4")])
 # What a tf.data dataset op gives (a Python object on the host); no tensor of data has it.
 variant = DType("variant", "variant", "DT_VARIANT", np.object_)
+# A handle to a resource a kernel owns (a TensorArray's ``handle``), as TF's graphs type it.
+resource = DType("resource", "resource", "DT_RESOURCE", np.object_)
 
 ALL = (float16, float32, float64, int32, int64, bool_, string, int8, int16, uint8, uint16, uint32,
        uint64, complex64, complex128, bfloat16, qint8, quint8, qint16, quint16, qint32)
@@ -159,6 +161,7 @@ _BY_NAME.update({"half": float16, "double": float64, "float": float32, "int": in
 _BY_NP = {d.np: d for d in ALL}
 _BY_ENUM = {d.as_datatype_enum: d for d in ALL}
 _BY_NAME["variant"] = _BY_ENUM[variant.as_datatype_enum] = variant
+_BY_NAME["resource"] = _BY_ENUM[resource.as_datatype_enum] = resource
 
 
 def as_dtype(value: Any) -> DType:

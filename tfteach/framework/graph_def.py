@@ -57,7 +57,7 @@ _TFTEACH_ONLY = {"ArgMax": {"keep_dims"}, "ArgMin": {"keep_dims"}, "LogicalAnd":
                  "LogicalOr": {"T"}, "LogicalNot": {"T"}}
 _IMPORT_DEFAULTS = {"LogicalAnd": {"T": dtypes.bool_}, "LogicalOr": {"T": dtypes.bool_},
                     "LogicalNot": {"T": dtypes.bool_}}
-_DTYPE_OF_ENUM = {getattr(pb, d.enum): d for d in dtypes.ALL}
+_DTYPE_OF_ENUM = {getattr(pb, d.enum): d for d in (*dtypes.ALL, dtypes.resource)}
 
 
 # ---------------------------------------------------------------- attrs

@@ -36,7 +36,7 @@ from tfteach.ops.common import create_op
 
 __all__ = ["ArrayState", "ta_op", "grad_source"]
 
-HANDLE = (dtypes.string, TensorShape([]))
+HANDLE = (dtypes.resource, TensorShape([2]))   # as TF types and shapes the handle
 FLOW = (dtypes.float32, TensorShape([]))
 
 
