@@ -457,13 +457,26 @@ def check_step_after(make: Any, context: dict) -> list[str]:
             after = make(train_op, global_step)
             with tf.Session() as sess:
                 sess.run(tf.global_variables_initializer())
-                seen = [int(sess.run(after)) for _ in range(steps)]
+                seen = [sess.run(after) for _ in range(steps)]
         except Exception as error:         # the learner's code: any error is feedback
             return _raised(error)
-    if seen == [0] * steps:
+    return _step_after_problems(after is global_step, seen, steps)
+
+
+def _step_after_problems(the_variable: bool, seen: list, steps: int) -> list[str]:
+    if the_variable:
+        return [tr("your function returns the global step variable itself: a control "
+                   "dependency holds only for ops created inside its block, so create the "
+                   "read there")]
+    if any(value is None for value in seen):
+        return [tr("fetching what your function returns gives None: it is an op that runs, "
+                   "not a tensor holding the global step")]
+    if [np.ndim(value) for value in seen] != [0] * steps:
+        return [tr("your read does not show the global step after each step's update")]
+    if [int(value) for value in seen] == [0] * steps:
         return [tr("fetching your read alone does not run the training op: the global step "
                    "never moves")]
-    if seen != list(range(1, steps + 1)):
+    if [int(value) for value in seen] != list(range(1, steps + 1)):
         return [tr("your read does not show the global step after each step's update")]
     return []
 
@@ -487,9 +500,19 @@ def check_accuracy(make: Any, context: dict) -> list[str]:
             except Exception as error:         # the learner's code: any error is feedback
                 return _raised(error)
         if np.shape(value) != () or not np.isclose(float(value), expected, atol=1e-5):
-            return [tr("your op computes something else than the accuracy on the check's "
-                       "logits")]
+            return [_accuracy_problem(value, expected, len(labels))]
     return []
+
+
+def _accuracy_problem(value: Any, expected: float, rows: int) -> str:
+    """What a wrong accuracy is, where a common mistake shows: a count, an integer mean."""
+    if np.shape(value) == () and np.isclose(float(value), expected * rows, atol=1e-3):
+        return tr("your op counts the rows whose class is right: the accuracy is their "
+                  "fraction, an average")
+    if np.shape(value) == () and np.asarray(value).dtype.kind in "iub":
+        return tr("your op's value is an integer: a mean of integers is rounded down, so "
+                  "turn the booleans into floats before averaging them")
+    return tr("your op computes something else than the accuracy on the check's logits")
 
 
 def _accuracy_case(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, float]:

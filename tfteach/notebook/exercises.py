@@ -14,7 +14,8 @@ its code, only a note, until the learner asked for that solution (``revealed``),
 gets answers computed for them; ``TFTEACH_RUN_SOLUTIONS=1`` runs them all (a teacher checking
 the solutions; the lessons' stored outputs are made so), and each must then pass its check.
 Wrong tries are counted per exercise for as long as the kernel runs; a submission equal to
-the previous one, or to the exercise's untouched ``starter``, is not a try. In a copy made by
+the previous one, or to the exercise's untouched ``starter``, is not a try (``fingerprint``:
+a server submitted is never equal, since a try changes another task). In a copy made by
 ``tfteach lessons copy`` (its folder holds ``COPY_FILE``) each wrong try is also added to the
 copy's ``TRIES_FILE``, across kernels, for ``tfteach lessons grade`` (not while it grades:
 ``TFTEACH_GRADING``).
@@ -119,8 +120,10 @@ def recorded_tries(folder: Path) -> dict[str, int]:
 
 
 def fingerprint(value: Any) -> str | None:
-    """A submission's fingerprint: its ``repr`` with tuples as lists; ``None`` for none."""
-    if value is None:
+    """A submission's fingerprint: its ``repr`` with tuples as lists; ``None`` for none, and
+    for a server (a try changes the other tasks, which its ``repr`` does not show: each
+    check of a server is a try)."""
+    if value is None or hasattr(value, "server_def"):
         return None
     if isinstance(value, tuple):
         value = list(value)
@@ -132,8 +135,11 @@ def fingerprint(value: Any) -> str | None:
 
 
 def _code_print(func: Any) -> str:
+    """A function's code, names and default arguments (the check may call it without
+    them: a changed default is a changed submission)."""
     code = getattr(func, "__code__", None)
-    return repr((code.co_code, code.co_consts, code.co_names)) if code else repr(func)
+    defaults = (getattr(func, "__defaults__", None), getattr(func, "__kwdefaults__", None))
+    return repr((code.co_code, code.co_consts, code.co_names, defaults)) if code else repr(func)
 
 
 def forget_tries(name: str | None = None) -> None:
