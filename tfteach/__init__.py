@@ -65,7 +65,8 @@ from tfteach.ops.image_ops import random_crop
 from tfteach.ops.reverse_ops import reverse
 from tfteach.ops.reverse_sequence_ops import reverse_sequence
 from tfteach.ops.shape_n_ops import shape_n
-from tfteach.ops.math_ops import (abs, add, add_n, argmax, argmin, div, divide, equal, exp,
+from tfteach.ops.math_ops import (abs, add, add_n, arg_max, arg_min, argmax, argmin, div,
+                                  divide, equal, exp,
                                   greater, greater_equal, less, less_equal, log,
                                   log1p, logical_and, logical_not, logical_or, matmul, maximum,
                                   minimum, multiply, negative, not_equal, pow, reciprocal,
@@ -130,7 +131,7 @@ newaxis = None      # ``tensor[:, tf.newaxis]``, as TF
 # lessons) are reached as attributes and stay out of ``import *``.
 __all__ = [
     "__version__", "abs", "Assert", "app", "flags", "gfile", "bfloat16", "complex64", "complex128", "int8", "int16", "qint8",
-    "qint16", "qint32", "quint8", "quint16", "uint8", "uint16", "uint32", "uint64", "add", "add_n", "add_to_collection", "all_variables", "argmax", "argmin",
+    "qint16", "qint32", "quint8", "quint16", "uint8", "uint16", "uint32", "uint64", "add", "add_n", "add_to_collection", "all_variables", "arg_max", "arg_min", "argmax", "argmin",
     "as_dtype", "assign", "assign_add", "assign_sub", "AUTO_REUSE", "bool", "broadcast_to", "case", "cast",
     "cond", "while_loop", "TensorArray", "map_fn", "scan", "foldl", "foldr",
     "reverse_sequence", "shape_n",

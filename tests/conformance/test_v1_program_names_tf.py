@@ -1,6 +1,6 @@
 """The names a TF 1.x program's first lines use, as ``tensorflow.compat.v1`` has them:
 ``disable_v2_behavior``, ``disable_eager_execution``, ``executing_eagerly``, ``tf.logging``,
-``to_int32`` and friends, ``tables_initializer``; a script that turns INFO logging on sees
+``to_int32`` and friends, ``arg_max``/``arg_min``, ``tables_initializer``; a script that turns INFO logging on sees
 its hook's loss lines on both, run as a process as learners run it."""
 import subprocess
 import sys
@@ -90,3 +90,11 @@ def test_a_script_with_info_logging_shows_its_hooks_loss_lines(lib, tmp_path):
     assert [line.rsplit(":", 1)[1] for line in lines if "every other" in line] == \
         ["every other 0", "every other 2", "every other 4"]
     assert any(line.endswith("quiet before training") for line in lines)
+
+
+def test_arg_max_and_arg_min_are_built_as_tf():
+    def build(lib):
+        x = lib.constant([[3.0, 9.0, 1.0], [7.0, 2.0, 8.0]])
+        return [lib.arg_max(x, 1), lib.arg_min(x, 0), lib.arg_min(x, 1, lib.int32),
+                lib.arg_max(x, dimension=0, output_type=lib.int32, name="best")]
+    assert_built_as_tf(build, tf)

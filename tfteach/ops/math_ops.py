@@ -401,6 +401,16 @@ def argmin(input, axis=None, name=None, dimension=None, output_type=dtypes.int64
     return _arg("ArgMin", input, dimension if axis is None else axis, name, output_type)
 
 
+def arg_max(input, dimension, output_type=dtypes.int64, name=None):
+    """TF 1.x's older spelling of ``argmax`` (``dimension`` second, ``output_type`` third)."""
+    return _arg("ArgMax", input, dimension, name, output_type)
+
+
+def arg_min(input, dimension, output_type=dtypes.int64, name=None):
+    """TF 1.x's older spelling of ``argmin``."""
+    return _arg("ArgMin", input, dimension, name, output_type)
+
+
 # ---- Tensor operators ------------------------------------------------------------------------
 def _swap(fn: Callable, name: str) -> Callable:
     return lambda self, other: fn(other, self, name=name)
