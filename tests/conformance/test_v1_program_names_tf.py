@@ -1,7 +1,8 @@
 """The names a TF 1.x program's first lines use, as ``tensorflow.compat.v1`` has them:
 ``disable_v2_behavior``, ``disable_eager_execution``, ``executing_eagerly``, ``tf.logging``,
-``to_int32`` and friends, ``arg_max``/``arg_min``, ``tables_initializer``; a script that turns INFO logging on sees
-its hook's loss lines on both, run as a process as learners run it."""
+``to_int32`` and friends, ``arg_max``/``arg_min``, ``tables_initializer``; a script that
+turns INFO logging on sees its hook's loss lines on both, run as a process as learners run
+it."""
 import subprocess
 import sys
 import textwrap
