@@ -171,6 +171,11 @@ def _into_reply_segment(proto: pb.TensorProto, value: Any, request: pb.RecvTenso
         wire.fill_into(proto, value, segment, request.reply_shm, 0) is not None
 
 
+def _cancelled_by_client() -> errors.CancelledError:
+    """The error of a RunStep whose client went away before its step started."""
+    return errors.CancelledError("RunStep was cancelled by its client")
+
+
 def device_attributes(device: dict[str, Any]) -> pb.DeviceAttributes:
     """An engine's device dict as a DeviceAttributes message."""
     return pb.DeviceAttributes(**{key: device[key] for key in _DEVICE_FIELDS if key in device})
@@ -203,19 +208,23 @@ class MasterServicer(pb_grpc.MasterServiceServicer):
     def RunStep(self, request: pb.RunStepRequest, context: Any) -> Any:
         cancellation = Cancellation()   # the client going away (Ctrl-C) aborts the step
         if not context.add_callback(cancellation.cancel):
-            raise errors.CancelledError("RunStep was cancelled by its client")
+            raise _cancelled_by_client()
         return self._run_step(request, cancellation, _caller(context))
 
     @rpc_stream
     def RunStepStream(self, requests: Iterator[bytes], context: Any) -> Iterator[Any]:
         """RunStep for each request of the stream, in turn; the client closing or
-        cancelling the stream (Ctrl-C) aborts the step running then."""
+        cancelling the stream (Ctrl-C, its process killed) aborts the step running then.
+        A request read just before the stream ended is not run: the stream's callbacks
+        ran before its step had a ``Cancellation`` to cancel."""
         running: list[Cancellation] = []
         if not context.add_callback(lambda: [c.cancel() for c in running]):
-            raise errors.CancelledError("RunStep was cancelled by its client")
+            raise _cancelled_by_client()
         caller = _caller(context)
         for request in self.streams.serve(_parsed(requests, pb.RunStepRequest), context):
             running[:] = [Cancellation()]
+            if not context.is_active():     # checked once the callbacks would see it
+                raise _cancelled_by_client()
             yield self._run_step(request, running[0], caller)
 
     def _run_step(self, request: pb.RunStepRequest, cancellation: Cancellation,
