@@ -390,11 +390,25 @@ def check_average_gradients(average: Any, context: dict) -> list[str]:
             return _raised(error)
     if len(pairs) != len(variables) or [v for _, v in pairs] != variables:
         return [tr("the result is not one (gradient, variable) pair per variable, in order")]
-    wanted = [np.mean([tower[i] for tower in grads], axis=0) for i in range(len(shapes))]
-    if any(np.shape(g) != w.shape or not np.allclose(g, w, atol=1e-5)
-           for g, w in zip(got, wanted, strict=True)):
-        return [tr("a variable's gradient is not the mean of the towers' gradients")]
-    return []
+    return _average_problems(got, [np.stack(each) for each in zip(*grads, strict=True)])
+
+
+def _average_problems(got: list, stacked: list[np.ndarray]) -> list[str]:
+    """``got`` against the towers' gradients of each variable, ``stacked`` along a new first
+    axis: their mean over it, or what a common mistake makes instead."""
+    def all_are(made: Callable[[np.ndarray], Any]) -> bool:
+        return all(np.shape(g) == np.shape(made(s)) and np.allclose(g, made(s), atol=1e-5)
+                   for g, s in zip(got, stacked, strict=True))
+
+    if all_are(lambda s: s.mean(axis=0)):
+        return []
+    if all_are(lambda s: s.sum(axis=0)):
+        return [tr("the gradients are the towers' gradients added up, not their average: "
+                   "divide the sum by the number of towers")]
+    if any(all_are(lambda s, axis=axis: s.mean(axis=axis)) for axis in (None, 1, -1)):
+        return [tr("the mean is taken over the wrong axis: average over the towers, the axis "
+                   "that stacking their gradients added, not within a gradient")]
+    return [tr("a variable's gradient is not the mean of the towers' gradients")]
 
 
 def check_worker_setter(setter: Any, context: dict) -> list[str]:
@@ -417,7 +431,8 @@ def check_worker_setter(setter: Any, context: dict) -> list[str]:
 
 
 def check_counted_train_op(make_train_op: Any, context: dict) -> list[str]:
-    """9.3: a random number of updates; the global step must count each."""
+    """9.3: a random number of updates; the global step must count each, and each must
+    update the model (a training op that only counts does not train)."""
     import tfteach as tf
 
     if not callable(make_train_op):
@@ -428,16 +443,29 @@ def check_counted_train_op(make_train_op: Any, context: dict) -> list[str]:
         w = tf.Variable(rng.uniform(1, 2), name=_name(rng))
         try:
             train_op = make_train_op(tf.square(w))
+            if tf.train.get_global_step() is None:
+                return [tr("the graph has no global step for your training op to count in "
+                           "(a counter variable of your own is not the graph's global step)")]
             with tf.Session() as sess:
                 sess.run(tf.global_variables_initializer())
+                start = sess.run(w)
                 for _ in range(steps):
                     sess.run(train_op)
-                counted = sess.run(tf.train.get_global_step())
+                counted, end = sess.run([tf.train.get_global_step(), w])
         except Exception as error:         # the learner's code: any error is feedback
             return _raised(error)
-    if counted != steps:
-        return [tr("the global step does not count the updates your training op makes")]
-    return []
+    return _counted_problems(counted == steps, end != start)
+
+
+def _counted_problems(counted: bool, trained: bool) -> list[str]:
+    problems = []
+    if not counted:
+        problems.append(tr("the global step does not count the updates your training op "
+                           "makes"))
+    if not trained:
+        problems.append(tr("your training op does not update the model: the global step "
+                           "counts the updates, it does not replace them"))
+    return problems
 
 
 def check_step_after(make: Any, context: dict) -> list[str]:

@@ -139,7 +139,32 @@ def _code_print(func: Any) -> str:
     them: a changed default is a changed submission)."""
     code = getattr(func, "__code__", None)
     defaults = (getattr(func, "__defaults__", None), getattr(func, "__kwdefaults__", None))
-    return repr((code.co_code, code.co_consts, code.co_names, defaults)) if code else repr(func)
+    if code is None:
+        return repr(func)
+    return repr((code.co_code, code.co_consts, code.co_names, defaults, _settings(func)))
+
+
+def _settings(func: Any) -> list:
+    """What ``func`` closes over and, for a method, its object's attributes: plain values as
+    they are, anything else by its type (two setters from ``replica_device_setter`` differ by
+    their worker device; a counter that a check moves leaves the submission the same)."""
+    cells = []
+    for cell in getattr(func, "__closure__", None) or ():
+        try:
+            cells.append(_plain_setting(cell.cell_contents))
+        except ValueError:                  # a cell not filled yet
+            cells.append(None)
+    bound = getattr(func, "__self__", None)
+    attributes = sorted(vars(bound).items()) if hasattr(bound, "__dict__") else []
+    return cells + [(key, _plain_setting(value)) for key, value in attributes]
+
+
+def _plain_setting(value: Any) -> Any:
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, tuple):
+        return tuple(_plain_setting(v) for v in value)
+    return type(value).__name__
 
 
 def forget_tries(name: str | None = None) -> None:
