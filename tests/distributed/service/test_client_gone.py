@@ -1,0 +1,90 @@
+"""A RunStep whose client went away is not run: the step of a request that a stream read
+just before its client was killed (or cancelled it) never starts, so it cannot take the
+queue element another client enqueues next (TF cancels a step whose master call was
+cancelled). The moment is held open on a real in-process server, on gRPC and on the lane."""
+from __future__ import annotations
+
+import queue
+import socket
+import threading
+
+import grpc
+import pytest
+
+import tfteach as tf
+from tfteach.distributed.client.client import ClusterClient
+from tfteach.distributed.engine.graph_engine import GraphEngine
+from tfteach.distributed.protocol import limits
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
+from tfteach.distributed.protocol.protos import tfteach_cluster_pb2_grpc as pb_grpc
+from tfteach.distributed.service.servicers import MasterServicer
+from tfteach.distributed.transport import lane
+from tfteach.ops.data_flow_ops import FIFOQueue
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(60)]
+
+
+class _HeldStream:
+    """Holds the first RunStep request a stream reads (after reading it, before its step
+    has a cancellation) until the stream has ended; ``ended`` is set once the stream's
+    handler has returned."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.read, self.ended = threading.Event(), threading.Event()
+        mark, serve = limits.StreamSlots._mark, MasterServicer.RunStepStream
+
+        def held_mark(slots, context, idle_since):
+            mark(slots, context, idle_since)
+            if idle_since is None and not self.read.is_set():
+                self.read.set()
+                while context.is_active():
+                    threading.Event().wait(0.01)
+
+        def noted_serve(servicer, requests, context):
+            try:
+                yield from serve(servicer, requests, context)
+            finally:
+                self.ended.set()
+        monkeypatch.setattr(limits.StreamSlots, "_mark", held_mark)
+        monkeypatch.setattr(MasterServicer, "RunStepStream", noted_serve)
+
+
+def _send_and_leave_on_grpc(server, request: pb.RunStepRequest, held: _HeldStream) -> None:
+    channel = grpc.insecure_channel(server.target[len("grpc://"):])
+    requests: queue.SimpleQueue = queue.SimpleQueue()
+    call = pb_grpc.MasterServiceStub(channel).RunStepStream(iter(requests.get, None))
+    requests.put(request)
+    assert held.read.wait(20)
+    call.cancel()
+    channel.close()
+
+
+def _send_and_leave_on_lane(server, request: pb.RunStepRequest, held: _HeldStream) -> None:
+    client = ClusterClient()
+    try:
+        name = client.worker(server.target).get_status()["lane"]
+    finally:
+        client.close()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect("\0" + name)
+    lane.send_frame(sock, lane.HELLO, b"RunStepStream\0")
+    lane.send_frame(sock, lane.REQUEST, request.SerializeToString())
+    assert held.read.wait(20)
+    sock.close()
+
+
+@pytest.mark.parametrize("leave", [_send_and_leave_on_grpc, _send_and_leave_on_lane],
+                         ids=["grpc", "lane"])
+def test_a_step_read_as_its_client_went_away_never_runs(make_server, monkeypatch, leave):
+    if leave is _send_and_leave_on_lane and not lane.enabled():
+        pytest.skip("lanes need Linux and /dev/shm")
+    held = _HeldStream(monkeypatch)
+    server = make_server(engine_factory=GraphEngine)
+    q = FIFOQueue(-1, tf.float32, shapes=(), name="gone_q", shared_name="gone_q")
+    take = q.dequeue() * 2.0
+    with tf.Session(server.target) as sess:
+        sess.run(q.enqueue(tf.constant(5.0)))
+        leave(server, pb.RunStepRequest(session_handle=sess._handle, fetch=[take.name]), held)
+        assert held.ended.wait(20)
+        assert sess.run(q.size()) == 1      # the element is still there for the next step
+        assert sess.run(take) == 10.0
