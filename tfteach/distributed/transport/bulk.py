@@ -2,7 +2,11 @@
 
 gRPC Python copies a tensor about five times on its way (message bytes, slices, parsing);
 a socket copies none in Python: the sender writes the array's memory, the receiver reads
-straight into the preallocated array (``recv_into``). A task without TLS listens on a port
+straight into the preallocated array (``recv_into``), a buffer of ``recv_buffers`` reused
+once nothing refers to it. Both ends keep their sockets blocking, with kernel timeouts
+(``_wait_at_most``): a tensor leaves in one ``send`` and arrives in one ``recv_into``
+(``MSG_WAITALL``), with no return to Python between its pieces, where a thread of a busy
+process would wait for the GIL after each one. A task without TLS listens on a port
 of its own (``BulkServer``, chosen by the system, on the host of its gRPC address) and
 names it (``bulk_port``) where it leaves a tensor to stream: a RecvTensorInline answer with
 a ``stream_key``, or a RunGraph answer's header with one. The receiver (``BulkClient``)
@@ -42,7 +46,7 @@ import numpy as np
 
 from tfteach import errors
 from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
-from tfteach.distributed.transport import security, wire
+from tfteach.distributed.transport import recv_buffers, security, wire
 from tfteach.i18n import tr
 
 MAGIC = b"TFTB"
@@ -57,6 +61,7 @@ MAX_WAIT_S = 3600.0         # the longest a request waits for its tensor
 _MAX_REQUEST = 1 << 16
 _U32 = struct.Struct("!I")
 _ANSWER = struct.Struct("!BI")
+_WAITALL = getattr(socket, "MSG_WAITALL", 0)
 
 
 class Unreachable(Exception):
@@ -84,10 +89,27 @@ def _read_exact(sock: socket.socket, nbytes: int) -> bytes:
 def _read_into(sock: socket.socket, view: memoryview) -> None:
     got = 0
     while got < len(view):
-        n = sock.recv_into(view[got:], len(view) - got)
+        try:
+            n = sock.recv_into(view[got:], len(view) - got, _WAITALL)
+        except BlockingIOError:     # SO_RCVTIMEO passed with nothing received
+            raise TimeoutError("timed out") from None
         if not n:
             raise ConnectionError("connection closed")
         got += n
+
+
+def _wait_at_most(sock: socket.socket, seconds: float) -> None:
+    """Make ``sock`` blocking, each wait of a send or receive ending after ``seconds``
+    (SO_SNDTIMEO, SO_RCVTIMEO). A blocking socket takes a whole tensor in one ``recv_into``
+    (``MSG_WAITALL``) and sends it in one ``send``: the kernel waits for the pieces, with no
+    return to Python (and no GIL to take back) between them, where a socket with a Python
+    timeout returns after each piece that arrived."""
+    sock.settimeout(None)
+    seconds = min(max(seconds, 0.001), MAX_WAIT_S + HELLO_TIMEOUT_S)
+    whole = int(seconds)
+    timeval = struct.pack("ll", whole, int((seconds - whole) * 1e6))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeval)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval)
 
 
 class BulkServer:
@@ -116,7 +138,8 @@ class BulkServer:
         with self._lock:
             self._stopped = True
             served, self._served = list(self._served), set()
-        for sock in served:
+        for sock in served:     # a thread blocked on it wakes up
+            _shut(sock)
             _close(sock)
         _close(self._listener)
 
@@ -196,7 +219,7 @@ class BulkServer:
         _close(sock)
 
     def _serve(self, sock: socket.socket) -> None:
-        sock.settimeout(IDLE_S)
+        _wait_at_most(sock, IDLE_S)
         try:
             while True:
                 length = _U32.unpack(_read_exact(sock, 4))[0]
@@ -270,7 +293,7 @@ class BulkClient:
         request = pb.RecvTensorRequest(step_id=step_id, rendezvous_key=key,
                                        timeout_s=timeout).SerializeToString()
         try:
-            sock.settimeout(timeout + HELLO_TIMEOUT_S)
+            _wait_at_most(sock, timeout + HELLO_TIMEOUT_S)
             sock.sendall(_U32.pack(len(request)) + request)
             value = _receive(sock)
         except _Refused:
@@ -333,6 +356,8 @@ def _receive(sock: socket.socket) -> tuple[np.ndarray, bool]:
         first = sock.recv(1)
     except ConnectionResetError:
         first = b""
+    except BlockingIOError:     # SO_RCVTIMEO passed
+        raise TimeoutError("timed out") from None
     if not first:
         raise _Refused()
     kind, length = _ANSWER.unpack(first + _read_exact(sock, _ANSWER.size - 1))
@@ -344,7 +369,7 @@ def _receive(sock: socket.socket) -> tuple[np.ndarray, bool]:
         raise errors.exception_type_from_name(name)(message)
     header = pb.TensorHeader.FromString(data)
     wire.check_header(header)
-    buffer = wire.allocate(header.nbytes)
+    buffer = recv_buffers.take(header.nbytes)
     _read_into(sock, memoryview(buffer))
     return wire.decode(header, buffer), header.is_dead
 
@@ -352,5 +377,12 @@ def _receive(sock: socket.socket) -> tuple[np.ndarray, bool]:
 def _close(sock: socket.socket) -> None:
     try:
         sock.close()
+    except OSError:
+        pass
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
     except OSError:
         pass
