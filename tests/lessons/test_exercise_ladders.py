@@ -48,7 +48,9 @@ def gpus_swapped(op):
 
 def test_2_1_names_the_op_types_that_go_astray():
     assert "ops of type VariableV2 get '/gpu:0'" in problems(by_the_lessons_names, "2.1")
-    assert "ops of type VariableV2 get '/gpu:0'" in problems(variable_type_trap, "2.1")
+    assert problems(variable_type_trap, "2.1") == (
+        "your function looks for ops of type 'Variable', and no op has that type; TF 1.x's "
+        "variables are ops of type 'VariableV2'")
     text = problems(gpus_swapped, "2.1")
     assert "ops of type MatMul get '/gpu:0'" in text and "VariableV2" not in text
 

@@ -188,10 +188,18 @@ def check_device_function(device_fn: Any, context: dict) -> list[str]:
             return [tr("your function raised {error} on an op of type {type}",
                        error=type(error).__name__, type=op.type)]
         if not _same_device(got, TABLE_2_1.get(op.type, "/gpu:0")):
-            problems[op.type] = tr("ops of type {type} get {device} from your function, not "
-                                   "the device the table gives them", type=op.type,
-                                   device=repr(got))
+            problems[op.type] = _device_problem(device_fn, op.type, got)
     return list(problems.values())
+
+
+def _device_problem(device_fn: Any, op_type: str, got: Any) -> str:
+    """Why ops of ``op_type`` got the wrong device ``got``: a test of the type ``'Variable'``
+    (no op has it), or just which device."""
+    if op_type == "VariableV2" and exercise_checks_placement.looks_for_type_variable(device_fn):
+        return tr("your function looks for ops of type 'Variable', and no op has that type; "
+                  "TF 1.x's variables are ops of type 'VariableV2'")
+    return tr("ops of type {type} get {device} from your function, not the device the table "
+              "gives them", type=op_type, device=repr(got))
 
 
 # ---- 8.2 and 8.3: variables balanced over ps tasks ----------------------------------------------

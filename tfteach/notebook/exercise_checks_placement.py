@@ -103,10 +103,21 @@ def round_robin_problems(make_setter: Callable[[int, str], Any]) -> list[str]:
     return problems
 
 
+def looks_for_type_variable(device_fn: Any) -> bool:
+    """Whether ``device_fn``'s code compares with the type ``'Variable'``, which no op has,
+    and not with ``'VariableV2'`` (the classic mistake of TF 1.x device functions)."""
+    code = getattr(device_fn, "__code__", None)
+    if code is None:
+        return False
+    names: set = set()
+    for const in code.co_consts:          # op.type == 'Variable', or in ('Variable', ...)
+        names.update(const if isinstance(const, (tuple, frozenset)) else (const,))
+    return "Variable" in names and "VariableV2" not in names
+
+
 def _no_ps_problem(setter: Any) -> str:
     """No variable on a ps task: the classic test of the type ``'Variable'``, or none."""
-    code = getattr(setter, "__code__", None)
-    if code is not None and "Variable" in code.co_consts:
+    if looks_for_type_variable(setter):
         return tr("no variable went to a ps task: your function looks for ops of type "
                   "'Variable', and no op has that type; TF 1.x's variables are ops of type "
                   "'VariableV2'")
