@@ -10,7 +10,7 @@ same graph. The second graph's variable count is not a multiple of the ps tasks,
 kept outside the setter (it carries over from one graph to the next) always shows as a
 rotation in one of the two. Problems come in a fixed order and never name hidden values.
 ``exercise_checks.check_round_robin`` refuses what is not a function and calls
-``round_robin_problems``.
+``round_robin_problems``; 2.1's check shares ``looks_for_type_variable``.
 """
 from __future__ import annotations
 
