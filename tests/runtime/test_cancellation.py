@@ -119,3 +119,31 @@ def test_no_thread_watches_waiting_kernels():
         tf.Session().run(deq, options=tf.RunOptions(timeout_in_ms=100))
     new = [t.name for t in threading.enumerate() if t.ident not in before]
     assert all(name.startswith("tfteach-") and "watchdog" not in name for name in new), new
+
+
+
+def _counter_step(tf_module):
+    """An inline step (run as a compiled program): v += 1; and what it changes."""
+    v = tf_module.Variable(1.0, name="v")
+    return [v.initializer], v.assign_add(1.0), v
+
+
+def _dequeue_in_a_cond(tf_module):
+    """A control-flow step (run in frames) that takes the element enqueued first."""
+    q, deq = _queue_and_dequeue(tf_module)
+    step = tf_module.cond(tf_module.constant(True), lambda: deq, lambda: tf_module.constant(0.0))
+    return [q.enqueue(3.0)], step, q.size()
+
+
+@pytest.mark.parametrize("build", [_counter_step, _dequeue_in_a_cond], ids=["program", "frames"])
+def test_a_step_cancelled_before_it_starts_changes_nothing_on_any_path(build):
+    """A part whose step its master aborted before it started (a client gone) fails at once
+    on every path of the executor, before any kernel runs."""
+    setup, step, observed = build(tf)
+    sess = tf.Session()
+    sess.run(setup)
+    before = sess.run(observed)
+    sess._executor.cancel(9, tf.errors.AbortedError("Step 9 was aborted"))
+    with pytest.raises(tf.errors.AbortedError):
+        sess._executor.run(sess._plan([step], [], {}), {}, sess.resources, step_id=9)
+    assert sess.run(observed) == before

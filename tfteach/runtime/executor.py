@@ -156,7 +156,11 @@ class Executor:
         """Execute ``plan`` with feed values (slot -> array); returns (slot values, stats).
 
         ``timeout_s``: the step's deadline (see the module docstring); ``step_id``: the id
-        ``cancel`` knows the step by (a cluster step's; None: it cannot be cancelled so)."""
+        ``cancel`` knows the step by (a cluster step's; None: it cannot be cancelled so).
+        A step cancelled before it starts fails at once, on every path, running no kernel."""
+        aborted = None if step_id is None else self._cancelled.get(step_id)
+        if aborted is not None:
+            raise aborted
         if plan.has_flow:
             return self._run_frames(plan, feeds, resources, trace, timeout_s, step_id)
         path = self._path(plan)
