@@ -1,13 +1,34 @@
 """The feedback ladder of a build exercise, walked as a learner would: three wrong tries, then
 the right one; what each try shows, and that no line of the lesson's solution code appears in
-any feedback before the learner asks for it (``solution``)."""
+any feedback before the learner asks for it (``solution``). The exercise tests' shared
+fixtures too: ``fresh_tries`` (autouse where imported) and ``cluster`` (one LocalCluster, 1 ps
+and 2 workers, per module that uses it; ``conftest`` offers it to every module)."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import pytest
+
+import tfteach as tf
 from tfteach.lessons import check, solution
 from tfteach.notebook import exercises
+
+
+@pytest.fixture(autouse=True)
+def fresh_tries() -> Iterator[None]:
+    """Each test counts tries from none, and leaves none counted."""
+    exercises.forget_tries()
+    yield
+    exercises.forget_tries()
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    """One LocalCluster (task processes on loopback) for a whole module."""
+    started = tf.cluster.LocalCluster(ps=1, workers=2)
+    yield started
+    started.close()
 
 
 def solution_lines(name: str) -> list[str]:

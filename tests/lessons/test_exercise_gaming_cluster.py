@@ -6,27 +6,13 @@ from __future__ import annotations
 import secrets
 
 import pytest
+from exercise_ladder import fresh_tries  # noqa: F401
 
 import tfteach as tf
 from tfteach.distributed.transport.processes import free_ports
 from tfteach.lessons import check
-from tfteach.notebook import exercises
 
 pytestmark = pytest.mark.cluster
-
-
-@pytest.fixture(autouse=True)
-def fresh_tries():
-    exercises.forget_tries()
-    yield
-    exercises.forget_tries()
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    started = tf.cluster.LocalCluster(ps=1, workers=2)
-    yield started
-    started.close()
 
 
 def sync_worker_of(cluster, minimize_on_inner: bool = False, replicas: int = 2):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import secrets
 
 import pytest
-from exercise_ladder import assert_wrong_wrong_wrong_right
+from exercise_ladder import assert_wrong_wrong_wrong_right, fresh_tries  # noqa: F401
 from test_exercise_gaming import backup_worker
 from test_exercise_gaming_cluster import sync_worker_of
 
@@ -22,18 +22,12 @@ from tfteach.notebook import exercises
 pytestmark = pytest.mark.cluster
 
 
-@pytest.fixture(autouse=True)
-def fresh_tries():
-    exercises.forget_tries()
-    yield
-    exercises.forget_tries()
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    started = tf.cluster.LocalCluster(ps=1, workers=2)
-    yield started
-    started.close()
+def walk(name: str, wrongs: tuple, right: object, diagnoses: tuple[str, ...],
+         **kwargs: object) -> None:
+    """The ladder of ``name``, each wrong try diagnosed as ``diagnoses`` says."""
+    texts = assert_wrong_wrong_wrong_right(name, wrongs, right, **kwargs)
+    for text, diagnosis in zip(texts, diagnoses, strict=True):
+        assert diagnosis in text, (name, diagnosis, text)
 
 
 # ---- 10.3 and 10.4: the sync worker, and one with a backup ----------------------------------
@@ -71,25 +65,16 @@ def backup_not_counted(task_index, num_workers=3):
 
 
 def test_10_3_wrong_wrong_wrong_right(cluster):
-    texts = assert_wrong_wrong_wrong_right(
-        "10.3", (still_async, hook_forgotten, sync_worker_of(cluster, minimize_on_inner=True)),
-        sync_worker_of(cluster), cluster=cluster)
-    assert "a GradientDescentOptimizer: it does not wait for the workers' gradients" in texts[0]
-    assert "the hook is not the one the optimizer's make_session_run_hook makes" in texts[1]
-    assert "training failed with ValueError" in texts[2]     # minimized with the inner one
+    walk("10.3", (still_async, hook_forgotten, sync_worker_of(cluster, minimize_on_inner=True)),
+         sync_worker_of(cluster),
+         ("a GradientDescentOptimizer: it does not wait for the workers' gradients",
+          "the hook is not the one the optimizer's make_session_run_hook makes",
+          "training failed with ValueError"), cluster=cluster)     # minimized with the inner one
 
 
 def test_10_3_refuses_a_chief_on_every_worker(cluster):
     feedback = check(every_worker_chief, exercise="10.3", cluster=cluster)
     assert feedback.problems == ["the hooks' chief flags are wrong: only worker 0 is the chief"]
-
-
-def test_10_4_wrong_wrong_wrong_right():
-    texts = assert_wrong_wrong_wrong_right(
-        "10.4", (every_worker_chief, no_backup, backup_not_counted), backup_worker)
-    assert "only worker 0 is the chief" in texts[0]
-    assert "replicas to aggregate or total replicas do not match" in texts[1]
-    assert "replicas to aggregate or total replicas do not match" in texts[2]
 
 
 def test_10_4_a_changed_default_is_a_new_try():
@@ -130,14 +115,6 @@ def step_after_update(train_op, global_step):
         return global_step.read_value()
 
 
-def test_12_3_wrong_wrong_wrong_right():
-    texts = assert_wrong_wrong_wrong_right(
-        "12.3", (read_only, variable_in_block, update_and_read_grouped), step_after_update)
-    assert "does not run the training op: the global step never moves" in texts[0]
-    assert "returns the global step variable itself" in texts[1]
-    assert "gives None: it is an op that runs" in texts[2]
-
-
 def argmax_down_the_columns(logits, labels):
     return tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 0), labels), tf.float32))
 
@@ -155,12 +132,23 @@ def accuracy_op(logits, labels):
     return tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), labels), tf.float32))
 
 
-def test_12_4_wrong_wrong_wrong_right():
-    texts = assert_wrong_wrong_wrong_right(
-        "12.4", (argmax_down_the_columns, integer_mean, correct_count), accuracy_op)
-    assert "your function raised ValueError" in texts[0]       # shapes [10] and [rows]
-    assert "a mean of integers is rounded down" in texts[1]
-    assert "counts the rows whose class is right" in texts[2]
+NOT_BACKED = "replicas to aggregate or total replicas do not match"
+IN_GRAPHS_OF_THE_CHECKS_OWN = [
+    ("10.4", (every_worker_chief, no_backup, backup_not_counted), backup_worker,
+     ("only worker 0 is the chief", NOT_BACKED, NOT_BACKED)),
+    ("12.3", (read_only, variable_in_block, update_and_read_grouped), step_after_update,
+     ("does not run the training op: the global step never moves",
+      "returns the global step variable itself", "gives None: it is an op that runs")),
+    ("12.4", (argmax_down_the_columns, integer_mean, correct_count), accuracy_op,
+     ("your function raised ValueError",                   # shapes [10] and [rows]
+      "a mean of integers is rounded down", "counts the rows whose class is right")),
+]
+
+
+@pytest.mark.parametrize("name, wrongs, right, diagnoses", IN_GRAPHS_OF_THE_CHECKS_OWN,
+                         ids=[row[0] for row in IN_GRAPHS_OF_THE_CHECKS_OWN])
+def test_wrong_wrong_wrong_right_in_graphs_of_the_checks_own(name, wrongs, right, diagnoses):
+    walk(name, wrongs, right, diagnoses)
 
 
 # ---- 11.2: the learner submits `first` and changes `second` ----------------------------------
@@ -182,12 +170,11 @@ def test_11_2_wrong_wrong_wrong_right(monkeypatch):
         return first
 
     try:
-        texts = assert_wrong_wrong_wrong_right(
-            "11.2", ("my-guess", "my-other-guess", token[::-1]), token, prepare=second_with)
+        walk("11.2", ("my-guess", "my-other-guess", token[::-1]), token,
+             ("the step failed with UnauthenticatedError",) * 3, prepare=second_with)
     finally:
         for server in (first, *seconds):
             server.stop()
-    assert all("the step failed with UnauthenticatedError" in text for text in texts)
 
 
 # ---- 11.1 last: its check kills worker 0 ----------------------------------------------------
@@ -196,9 +183,9 @@ def test_11_1_wrong_wrong_wrong_right(cluster):
     def config(*filters):
         return tf.ConfigProto(operation_timeout_in_ms=1000, device_filters=list(filters))
 
-    texts = assert_wrong_wrong_wrong_right(
-        "11.1", (config(), config("/job:worker/task:1"), config("/job:ps", "/job:worker")),
-        config("/job:ps", "/job:worker/task:1"), cluster=cluster)
-    assert "the step failed with UnavailableError" in texts[0]      # waits for worker 0
-    assert "the step failed with InvalidArgumentError" in texts[1]  # the ps filtered out
-    assert "the step failed with UnavailableError" in texts[2]      # all workers: worker 0 too
+    walk("11.1", (config(), config("/job:worker/task:1"), config("/job:ps", "/job:worker")),
+         config("/job:ps", "/job:worker/task:1"),
+         ("the step failed with UnavailableError",          # it waits for worker 0
+          "the step failed with InvalidArgumentError",      # the ps filtered out
+          "the step failed with UnavailableError"),         # every worker: worker 0 too
+         cluster=cluster)
