@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from exercise_ladder import solution_lines
+from exercise_ladder import fresh_tries, solution_lines  # noqa: F401
 
 import tfteach as tf
 from tfteach import cli, errors
@@ -25,13 +25,6 @@ from tfteach.notebook import exercise_checks, exercises
 BUILDS = sorted(n for n in exercises.names() if exercises.exercise(n).get("kind") == "build")
 PLACEMENTS = [n for n in BUILDS if n not in exercise_checks.BUILD_CHECKS
               and n not in exercise_checks.DERIVED]
-
-
-@pytest.fixture(autouse=True)
-def fresh_tries():
-    exercises.forget_tries()
-    yield
-    exercises.forget_tries()
 
 
 def refused(feedback) -> bool:

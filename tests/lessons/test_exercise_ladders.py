@@ -5,7 +5,7 @@ checks are called directly (no notebook runs), on inputs of their own each time.
 from __future__ import annotations
 
 import pytest
-from exercise_ladder import assert_wrong_wrong_wrong_right
+from exercise_ladder import assert_wrong_wrong_wrong_right, fresh_tries  # noqa: F401
 from test_exercise_gaming import (THREE_PS, TWO_WORKERS, cifar_average_gradients, equal_slices,
                                   feed_in_proportion, greedy_setter, labels_shuffled, model_8,
                                   my_device_fn, remainder_dropped)
@@ -13,13 +13,6 @@ from test_exercise_gaming import (THREE_PS, TWO_WORKERS, cifar_average_gradients
 import tfteach as tf
 from tfteach.lessons import check
 from tfteach.notebook import exercises
-
-
-@pytest.fixture(autouse=True)
-def fresh_tries():
-    exercises.forget_tries()
-    yield
-    exercises.forget_tries()
 
 
 def problems(build, name: str) -> str:
