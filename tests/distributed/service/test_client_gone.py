@@ -1,7 +1,8 @@
 """A RunStep whose client went away is not run: the step of a request that a stream read
 just before its client was killed (or cancelled it) never starts, so it cannot take the
 queue element another client enqueues next (TF cancels a step whose master call was
-cancelled). The moment is held open on a real in-process server, on gRPC and on the lane."""
+cancelled). The moment is held open on a real in-process server, on gRPC and on the lane;
+a unary RunStep whose client goes away while its step waits is aborted too."""
 from __future__ import annotations
 
 import queue
@@ -88,3 +89,35 @@ def test_a_step_read_as_its_client_went_away_never_runs(make_server, monkeypatch
         assert held.ended.wait(20)
         assert sess.run(q.size()) == 1      # the element is still there for the next step
         assert sess.run(take) == 10.0
+
+
+def test_a_unary_step_whose_client_went_away_is_aborted(make_server, monkeypatch):
+    """The same on a unary RunStep (a client refused a stream sends its steps so): the step
+    waits on the queue when its client cancels the call, and it ends taking nothing."""
+    started, ended = threading.Event(), threading.Event()
+    run_step, serve = MasterServicer._run_step, MasterServicer.RunStep
+
+    def noted_run_step(servicer, *args):
+        started.set()
+        return run_step(servicer, *args)
+
+    def noted_serve(servicer, request, context):
+        try:
+            return serve(servicer, request, context)
+        finally:
+            ended.set()
+    monkeypatch.setattr(MasterServicer, "_run_step", noted_run_step)
+    monkeypatch.setattr(MasterServicer, "RunStep", noted_serve)
+    server = make_server(engine_factory=GraphEngine)
+    q = FIFOQueue(-1, tf.float32, shapes=(), name="gone_q", shared_name="gone_q")
+    take = q.dequeue() * 2.0
+    with tf.Session(server.target) as sess, \
+            grpc.insecure_channel(server.target[len("grpc://"):]) as channel:
+        sess.run(q.size())
+        call = pb_grpc.MasterServiceStub(channel).RunStep.future(
+            pb.RunStepRequest(session_handle=sess._handle, fetch=[take.name]))
+        assert started.wait(20)
+        call.cancel()
+        assert ended.wait(20)
+        sess.run(q.enqueue(tf.constant(5.0)))
+        assert sess.run(q.size()) == 1
