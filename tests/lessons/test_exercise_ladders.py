@@ -4,8 +4,11 @@ then the right build; no feedback before the solution is asked for holds a line 
 checks are called directly (no notebook runs), on inputs of their own each time."""
 from __future__ import annotations
 
+import re
+
 import pytest
-from exercise_ladder import assert_wrong_wrong_wrong_right, fresh_tries  # noqa: F401
+from exercise_ladder import (assert_wrong_wrong_wrong_right, fresh_tries,  # noqa: F401
+                             solution_lines)
 from test_exercise_gaming import (THREE_PS, TWO_WORKERS, cifar_average_gradients, equal_slices,
                                   feed_in_proportion, greedy_setter, labels_shuffled, model_8,
                                   my_device_fn, remainder_dropped)
@@ -204,3 +207,15 @@ def test_each_wrong_try_gets_its_diagnosis(name, build, diagnosis):
 @pytest.mark.parametrize("name, wrongs, right", LADDERS, ids=[row[0] for row in LADDERS])
 def test_wrong_wrong_wrong_right(name, wrongs, right):
     assert_wrong_wrong_wrong_right(name, wrongs, right)
+
+
+ASSIGNED = re.compile(r"^[A-Za-z_][\w.]*\s*=(?!=)\s*")      # `name = ` or `keyword=`
+
+
+@pytest.mark.parametrize("name", [row[0] for row in LADDERS])
+def test_the_worked_hint_copies_no_expression_of_the_solution(name):
+    """Nor what a solution line assigns or passes: the third try's hint says what to do, and
+    only the solution shows the code that does it."""
+    hint = exercises.exercise(name)["hint"]
+    parts = {ASSIGNED.sub("", line).rstrip(":)") for line in solution_lines(name)}
+    assert not [part for part in parts if len(part) >= 16 and part in hint]
