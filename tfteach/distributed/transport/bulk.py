@@ -220,6 +220,7 @@ class BulkServer:
 
     def _serve(self, sock: socket.socket) -> None:
         _wait_at_most(sock, IDLE_S)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # a tensor's tail at once
         try:
             while True:
                 length = _U32.unpack(_read_exact(sock, 4))[0]
