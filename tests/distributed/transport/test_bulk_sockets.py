@@ -107,23 +107,17 @@ def _exactly(sock: socket.socket, nbytes: int) -> bytes:
     return data
 
 
-def test_an_idle_connection_is_closed_by_the_task_after_idle_s(make_server, monkeypatch):
-    monkeypatch.setattr(bulk, "IDLE_S", 0.3)
+@pytest.mark.parametrize("ending", ["idle", "stopped"])
+def test_a_served_connection_ends_when_idle_for_idle_s_or_at_once_when_the_task_stops(
+        make_server, monkeypatch, ending):
+    if ending == "idle":
+        monkeypatch.setattr(bulk, "IDLE_S", 0.3)
     server = make_server(token=TOKEN)
     sock = _hello(server)
     try:
         assert np.frombuffer(_ask(sock, server, 1), np.int32).sum() == 255 * 256 // 2
-        assert sock.recv(1) == b""      # within the 5 s socket timeout
-    finally:
-        sock.close()
-
-
-def test_a_stopped_task_ends_its_idle_connections_at_once(make_server):
-    server = make_server(token=TOKEN)
-    sock = _hello(server)
-    try:
-        _ask(sock, server, 1)
-        server.stop()
-        assert sock.recv(1) == b""      # not after IDLE_S (60 s): the socket waits 5 s
+        if ending == "stopped":
+            server.stop()
+        assert sock.recv(1) == b""      # within the 5 s socket timeout (IDLE_S is 60 s)
     finally:
         sock.close()
