@@ -21,7 +21,7 @@ import numpy as np
 from tfteach.distributed.transport import wire
 
 POOL_MIN_BYTES = 8 << 20    # smaller buffers come from malloc's own free lists
-POOL_BYTES = 256 << 20
+POOL_BYTES = 128 << 20
 IDLE_S = 30.0
 
 
