@@ -15,7 +15,8 @@ scope (uniquified like any name scope), but variable names depend only on variab
 
 State, per graph (kept in graph collections, as TF does): the variable store
 (full name -> Variable), the current ``VariableScope`` and how often each scope name was
-opened (for ``default_name`` uniquification).
+opened (for ``default_name`` uniquification; leaving a named scope resets its sub-scopes'
+counts, leaving a reopened ``VariableScope`` restores the counts it found).
 """
 from __future__ import annotations
 
@@ -273,6 +274,19 @@ def _unique_default(g: Graph, parent: VariableScope, prefix: str) -> str:
     return f"{prefix}_{i}"
 
 
+def _close_subscopes(counts: dict[str, int], name: str, before: dict | None) -> None:
+    """Leaving a scope, as TF: a reopened ``VariableScope`` puts the counts back as they were;
+    a named one forgets its sub-scopes, so entering it again (a second tower, a model built
+    again with ``reuse=True``) names its unnamed layers ``conv2d``, ``conv2d_1``... again."""
+    if before is not None:
+        counts.clear()
+        counts.update(before)
+        return
+    for key in counts:
+        if key.startswith(name + "/"):
+            counts[key] = 0
+
+
 @contextlib.contextmanager
 def variable_scope(name_or_scope: Any = None, default_name: str | None = None,
                    values: Any = None, initializer: Any = None,
@@ -301,6 +315,7 @@ def variable_scope(name_or_scope: Any = None, default_name: str | None = None,
             as opened:
         counts = _store(g).scope_counts
         counts[new_name] = counts.get(new_name, 0) + 1
+        before = dict(counts) if reopened else None
         scope = VariableScope(reuse or base.reuse, new_name,
                               initializer if initializer is not None else base.initializer,
                               regularizer or base.regularizer,
@@ -308,7 +323,10 @@ def variable_scope(name_or_scope: Any = None, default_name: str | None = None,
                               base.original_name_scope if reopened else opened,
                               partitioner if partitioner is not None else base.partitioner)
         with _current_scope(g, scope):
-            yield scope
+            try:
+                yield scope
+            finally:
+                _close_subscopes(counts, new_name, before)
 
 
 def get_local_variable(name: str, shape: Any = None, dtype: Any = None,
