@@ -14,7 +14,7 @@ import numpy as np
 
 from tfteach.framework import dtypes
 from tfteach.framework.graph import Tensor, get_default_graph
-from tfteach.framework.registry import GPU_FLOAT, register_op
+from tfteach.framework.registry import GPU_FLOAT, not_differentiable, register_op
 from tfteach.framework.tensor_shape import TensorShape, unknown_shape
 from tfteach.ops.allocation import element_count, guard_allocation, shape_dtype
 from tfteach.ops.common import const_value, convert_to_tensor
@@ -82,6 +82,8 @@ def _shuffle_kernel(ctx, value):
 
 register_op("RandomShuffle", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)],
             _shuffle_kernel, gpu_types=frozenset(), stateful=True)
+# as TF: gradients stop at a sample (a VAE's epsilon), they do not raise LookupError
+not_differentiable("RandomStandardNormal", "RandomUniform", "TruncatedNormal", "RandomShuffle")
 
 
 def random_shuffle(value: Any, seed: int | None = None, name: str | None = None) -> Tensor:
