@@ -32,6 +32,23 @@ def test_steps_on_a_server_of_this_process_make_no_runstep_call(engine_cluster, 
     assert runstep_calls == []
 
 
+def test_the_route_finds_the_server_of_this_process_once_not_per_step(engine_cluster,
+                                                                     runstep_calls,
+                                                                     monkeypatch):
+    """Whether the master is a server of this process is decided once per connection
+    (the route keeps it), not looked up again for every step."""
+    looked_up = []
+    real = local_master._key
+    monkeypatch.setattr(local_master, "_key", lambda address: looked_up.append(address) or
+                        real(address))
+    with tf.device("/job:worker/task:0"):
+        c = tf.constant(3.0) * 2.0
+    with tf.Session(engine_cluster["worker", 0].target) as sess:
+        values = [sess.run(c) for _ in range(5)]
+        assert runstep_calls == [] and len(looked_up) == 1, looked_up
+    assert values == [6.0] * 5
+
+
 def test_a_step_with_a_deadline_still_goes_through_runstep(engine_cluster, runstep_calls):
     with tf.device("/job:ps/task:0"):
         c = tf.constant(3.0) * 2.0

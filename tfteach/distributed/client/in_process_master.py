@@ -53,13 +53,21 @@ def forget(address: str, server: Any) -> None:
             del _servers[_key(address)]
 
 
-def lookup(address: str, token: str) -> Any:
-    """The engine of a server of this process at ``address`` that a client holding
-    ``token`` may call directly; None if there is none (the call goes through gRPC)."""
+def find(address: str, token: str) -> "weakref.ref | None":
+    """A weak reference to the server of this process at ``address`` that a client holding
+    ``token`` may call directly (its ``engine`` is None once it stopped); None if there is
+    none (the call goes through gRPC)."""
     found = _servers.get(_key(address))
     if found is None or not security.token_allows(found[1], token):
         return None
-    server = found[0]()
+    return found[0]
+
+
+def lookup(address: str, token: str) -> Any:
+    """The engine of a server of this process at ``address`` that a client holding
+    ``token`` may call directly; None if there is none."""
+    found = find(address, token)
+    server = None if found is None else found()
     return None if server is None else server.engine
 
 

@@ -4,6 +4,8 @@ decides how each call travels, once per connection:
 
 - RunStep without a deadline, to a ``Server`` of this very process whose token this
   client holds: no RPC at all (``in_process``: ``in_process_master``, TF's LocalMaster).
+  Whether the task is such a server is found once per connection (the first RunStep, and
+  again after the route reconnected or that server was collected).
 - RunStep and RunGraph: a message on a long-lived stream (``call``): on the task's lane
   (``lane.LaneStream``, a Unix socket) once the task named one and proved it shares this
   host, else on a gRPC stream (``CallStream``). A call with a deadline has it watched
@@ -16,7 +18,8 @@ decides how each call travels, once per connection:
   that it shares this process's /dev/shm (``shm_shared``: a GetStatus probe,
   ``shm_probe``; ``call_with_segments``); a refusal takes the proof back.
 State: the channel, generated stubs, idle streams, refusals, the lane's name, the probe's
-finding and the streams in a call now (``_busy``, weakly), guarded by one lock. Settings
+finding, the in-process server found (``_local``, weakly) and the streams in a call now
+(``_busy``, weakly), guarded by one lock. Settings
 shared with the client (token, TLS, bulk client, exiting) are a ``RouteSettings``.
 Invariant: the token never appears in a repr, a log line or an error.
 """
@@ -62,6 +65,7 @@ PROBE_TIMEOUT_S = 5.0   # a task that answers no shared-memory probe in this lon
 _PROBE_AGAIN = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 _STREAMED = {"RunStep": ("RunStepStream", pb.RunStepResponse),
              "RunGraph": ("RunGraphStream", pb.RunGraphResponse)}
+_UNDECIDED = object()      # TaskRoute._local before the first RunStep
 _MASTER_METHODS = frozenset(pb.DESCRIPTOR.services_by_name["MasterService"].methods_by_name)
 
 
@@ -105,6 +109,7 @@ class TaskRoute:
         self._refused: dict[str, float] = {}            # stream method -> unary until
         self._lane = ""                                 # the task's lane (same host)
         self._proof: _Proof | None = None               # its shared-memory probe's finding
+        self._local: Any = _UNDECIDED                   # in-process server (weakref) or None
         self._busy: weakref.WeakSet = weakref.WeakSet()  # streams handed out for a call
         self._lock = threading.Lock()
 
@@ -131,7 +136,11 @@ class TaskRoute:
         call directly (RunStep with no deadline of its own), else None."""
         if timeout is not None:
             return None
-        return local_master.lookup(self.address, self.settings.token or "")
+        local = self._local
+        if local is _UNDECIDED or (local is not None and local() is None):
+            local = self._local = local_master.find(self.address, self.settings.token or "")
+        server = None if local is None else local()
+        return None if server is None else server.engine
 
     def future(self, method: str, request: Any, timeout: float,
                wait_for_ready: bool = False) -> grpc.Future:
@@ -404,7 +413,7 @@ class TaskRoute:
         except (OSError, grpc.FutureTimeoutError):
             return False
         with self._lock:        # a new connection, maybe to a task elsewhere: prove again
-            self._proof = None
+            self._proof, self._local = None, _UNDECIDED
         return True
 
     def close(self) -> None:
