@@ -112,11 +112,11 @@ def _shifted_exp(xp, x):
     on the CPU the whole tensor's max is tried first (no exp can overflow). Only if some
     row's sum then underflows (a row far below the max) or is NaN does every row get its
     own max, as on GPUs."""
-    if xp is np and x.size:
+    if xp is np and x.size and x.dtype.itemsize >= 4:     # float16's exps underflow at once
         shifted = x - x.max()
         e = np.exp(shifted)
         total = e.sum(axis=-1, keepdims=True)
-        if total.min() >= _TINY_SUM:
+        if float(total.min()) >= _TINY_SUM:     # a Python float: not rounded to x's dtype
             return shifted, e, total
     shifted = x - x.max(axis=-1, keepdims=True)
     e = xp.exp(shifted)
