@@ -13,6 +13,7 @@ import pytest
 
 import tfteach as tf
 from tfteach.distributed.client.client import ClusterClient
+from tfteach.distributed.client.stubs import WorkerClient
 from tfteach.distributed.engine.graph_engine import GraphEngine
 from tfteach.distributed.protocol import limits
 from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
@@ -129,3 +130,39 @@ def test_a_unary_step_whose_client_went_away_is_aborted(make_server, monkeypatch
         assert ended.wait(20)
         sess.run(q.enqueue(tf.constant(5.0)))
         assert sess.run(q.size()) == 1
+
+
+def test_a_slow_abort_reaches_the_ps_before_the_next_steps_part(engine_cluster, monkeypatch):
+    """A client goes away while its step waits on the ps, and the abort's call to the ps is
+    slow (a starved thread, a busy channel): the master sends the ps nothing of a later step
+    until that abort has ended there, so the dead step cannot take the element enqueued
+    next."""
+    entered, aborting = threading.Event(), threading.Event()
+    cleanup, run_graph = WorkerClient.cleanup_graph, GraphEngine.run_graph
+
+    def slow_cleanup(worker, step_id, timeout=None):
+        aborting.set()
+        threading.Event().wait(0.5)
+        return cleanup(worker, step_id, timeout)
+
+    def noted_run_graph(engine, handle, step_id, feeds, fetches, options):
+        if "mul:0" in fetches:
+            entered.set()
+        return run_graph(engine, handle, step_id, feeds, fetches, options)
+    monkeypatch.setattr(WorkerClient, "cleanup_graph", slow_cleanup)
+    monkeypatch.setattr(GraphEngine, "run_graph", noted_run_graph)
+    with tf.device("/job:ps/task:0"):
+        q = FIFOQueue(-1, tf.float32, shapes=(), name="slow_q", shared_name="slow_q")
+        take, put = q.dequeue() * 2.0, q.enqueue(tf.constant(5.0))
+    master = engine_cluster["worker", 0]
+    with tf.Session(master.target) as sess, \
+            grpc.insecure_channel(master.target[len("grpc://"):]) as channel:
+        sess.run(q.size())
+        requests: queue.SimpleQueue = queue.SimpleQueue()
+        call = pb_grpc.MasterServiceStub(channel).RunStepStream(iter(requests.get, None))
+        requests.put(pb.RunStepRequest(session_handle=sess._handle, fetch=[take.name]))
+        assert entered.wait(20)
+        call.cancel()
+        assert aborting.wait(20)
+        sess.run(put)
+        assert sess.run(take, options=tf.RunOptions(timeout_in_ms=5000)) == 10.0

@@ -49,7 +49,7 @@ from tfteach.distributed.contract.engine_args import (
 from tfteach.distributed.contract.session_targets import cluster_targets, device_attrs
 from tfteach.distributed.contract.sync_stall import explain_timeout
 from tfteach.distributed.contract.worker_transport import WorkerTransport
-from tfteach.distributed.master.master_session import MasterSession
+from tfteach.distributed.master.master_session import AbortsInFlight, MasterSession
 from tfteach.framework.graph import Graph
 from tfteach.framework.graph_io import copy_graph
 from tfteach.i18n import tr
@@ -150,6 +150,7 @@ class GraphEngine(WorkerTransport):
         self._isolated: dict[str, ResourceMgr] = {}    # isolated session -> its containers
         self.executor = Executor()
         self.pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="tfteach-rpc")
+        self.aborts = AbortsInFlight()      # the masters' abort calls, per task
         self._parts: dict[str, _Partition] = {}
         self._sessions: dict[str, "MasterSession"] = {}
         self._steps = 0

@@ -21,7 +21,8 @@ thread, this task's phase k, then the others' phases k (those needing nothing fr
 first), every tensor between two tasks (bar large ones between two others: ``phases``) in
 RunGraph requests and answers. A traced step, one that asks for its partition graphs, or one
 that cannot be cut into phases, runs every part at once, tensors crossing through RecvTensor
-pulls, as TF does. Any failure aborts the step on every task it reached.
+pulls, as TF does. Any failure aborts the step on every task it reached, and no session
+sends a task a part of a later step before those aborts have ended there (``AbortsInFlight``).
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ import sys
 import threading
 import time
 from concurrent.futures import Future
+from concurrent.futures import wait as wait_for_calls
 from typing import Any, Mapping, Sequence
 
 from tfteach.distributed.client.waiting import wait_for_tasks
@@ -258,6 +260,7 @@ class MasterSession:
         (``carried``), it returns its fetches and leaves what later phases use in
         ``carried``."""
         self._take_inputs(part, step_id, feeds, timeout_s)
+        self.engine.aborts.wait(part.task, min(timeout_s, ABORT_TIMEOUT_S))
         feeds.update((placeholder, carried[t]) for placeholder, t in part.carried.items())
         tensors, meta = worker.run_graph(handle, step_id, feeds, fetches + part.carry_out, opts)
         for t in part.carry_out:
@@ -292,6 +295,7 @@ class MasterSession:
         rendezvous; returns (tensors, metadata)."""
         worker, handle, step_id, feeds, fetches, opts = call
         self._take_inputs(part, step_id, feeds, timeout_s)
+        self.engine.aborts.wait(part.task, min(timeout_s, ABORT_TIMEOUT_S))
         result = worker.run_partition(handle, step_id, feeds, fetches, opts,
                                       reply_bytes=self.reply_bytes.get(handle, 0))
         self.reply_bytes[handle] = result.shm_bytes
@@ -320,11 +324,12 @@ class MasterSession:
         return tensors, gathered
 
     def _abort(self, parts: list, step_id: int) -> None:
-        for worker in _workers(parts):
-            self.engine.pool.submit(_quietly, worker.cleanup_graph, step_id, ABORT_TIMEOUT_S)
+        for task, worker in _workers(parts).items():
+            self.engine.aborts.add(task, self.engine.pool.submit(
+                _quietly, worker.cleanup_graph, step_id, ABORT_TIMEOUT_S))
 
     def _cleanup(self, parts: list, step_id: int) -> None:
-        for worker in _workers(parts):
+        for worker in _workers(parts).values():
             _quietly(worker.cleanup_graph, step_id)
 
     def cancel_running(self) -> None:
@@ -402,6 +407,36 @@ class _Aborter:
         return self.aborted.is_set()
 
 
+class AbortsInFlight:
+    """A task's abort calls (CleanupGraph) in flight, per task: every session of the
+    master sends a task a part only once those to it have ended, so a step aborted there
+    (a client gone, a failed part) can no longer take what a later step gives it (a queue
+    element). State: task name -> its calls' futures, under one lock."""
+
+    def __init__(self) -> None:
+        self._calls: dict[str, set[Future]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, task: str, call: Future) -> None:
+        with self._lock:
+            self._calls.setdefault(task, set()).add(call)
+        call.add_done_callback(lambda done: self._forget(task, done))
+
+    def _forget(self, task: str, call: Future) -> None:
+        with self._lock:
+            calls = self._calls.get(task, set())
+            calls.discard(call)
+            if not calls:
+                self._calls.pop(task, None)
+
+    def wait(self, task: str, timeout_s: float) -> None:
+        """Wait (at most ``timeout_s``) until the abort calls to ``task`` have ended."""
+        with self._lock:
+            calls = list(self._calls.get(task, ()))
+        if calls:
+            wait_for_calls(calls, timeout=timeout_s)
+
+
 def _independent(local: list, remote: list) -> tuple[list, list]:
     """A stage's ``remote`` calls split into those needing nothing its ``local`` phases
     send (they start first and run while this task computes; none without local phases)
@@ -411,9 +446,9 @@ def _independent(local: list, remote: list) -> tuple[list, list]:
     return early, [c for c in remote if not any(c is e for e in early)]
 
 
-def _workers(parts: list) -> list:
+def _workers(parts: list) -> dict:
     """One worker per task of the registered ``parts`` (a task may run several phases)."""
-    return list({task: worker for task, worker, _, _ in parts}.values())
+    return {task: worker for task, worker, _, _ in parts}
 
 
 def _run_here(fn: Any, *args: Any) -> Future:
