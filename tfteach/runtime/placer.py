@@ -114,10 +114,24 @@ def _overridden_by_ref_source(op: Operation) -> bool:
     """TF: a ref input's source spec wins over an incompatible request of the consumer."""
     mine = DeviceSpec.from_string(op.device)
     for i in op.op_def.ref_inputs:
-        if i < len(op.inputs) and op.inputs[i].is_ref and op.inputs[i].op.device:
-            if not mine.compatible(DeviceSpec.from_string(op.inputs[i].op.device)):
+        if i < len(op.inputs) and op.inputs[i].is_ref:
+            source = _ref_owner(op.inputs[i].op)
+            if source.device and not mine.compatible(DeviceSpec.from_string(source.device)):
                 return True
     return False
+
+
+def _ref_owner(op: Operation) -> Operation:
+    """The op whose storage a ref output of ``op`` points at: back through the ops that
+    pass a ref on (a loop's ``RefEnter``, a cond's ``RefSwitch``) to the variable."""
+    seen = {op.name}
+    while True:
+        refs = [op.inputs[i] for i in op.op_def.ref_inputs
+                if i < len(op.inputs) and op.inputs[i].is_ref]
+        if not refs or refs[0].op.name in seen:
+            return op
+        op = refs[0].op
+        seen.add(op.name)
 
 
 def _merge(g: _Group, op: Operation, new: DeviceSpec, soft: bool) -> DeviceSpec:

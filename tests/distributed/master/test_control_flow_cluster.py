@@ -1,7 +1,8 @@
 """Control flow on a cluster: a cond and a while_loop (and their gradients) placed on
 /job:worker run there; a cond whose branches read variables on the ps sends the untaken
-branch's dead tensors between the tasks as TF does (marked dead, never run); a while loop
-split over tasks is refused with UnimplementedError."""
+branch's dead tensors between the tasks as TF does (marked dead, never run); a loop on a
+worker reads a ps variable; a while loop split over tasks (its body on the ps, or an update
+of a ps variable in it) is refused with an UnimplementedError naming the loop and the tasks."""
 import numpy as np
 import pytest
 
@@ -65,6 +66,26 @@ def test_batch_normalization_with_a_training_tensor_and_variables_on_the_ps(clus
                                    rtol=1e-5)
 
 
+def test_a_loop_on_a_worker_reads_a_ps_variable_in_every_iteration(cluster):
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(1.5, name="loop_read_v")
+    with tf.device("/job:worker/task:0"):
+        _, total = tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a + v), [0, 0.0])
+    with tf.Session(cluster.target()) as sess:
+        sess.run(v.initializer)
+        assert sess.run(total) == 4.5
+        sess.run(v.assign(2.0))
+        assert sess.run(total) == 6.0
+
+
+def _refused(cluster, fetch, feed=None) -> str:
+    with tf.Session(cluster.target()) as sess:
+        sess.run(tf.global_variables_initializer())
+        with pytest.raises(tf.errors.UnimplementedError) as info:
+            sess.run(fetch, feed)
+    return str(info.value)
+
+
 def test_a_while_loop_split_over_tasks_is_refused(cluster):
     with tf.device("/job:worker/task:0"):
         x = tf.placeholder(tf.float32, [], name="x")
@@ -72,8 +93,23 @@ def test_a_while_loop_split_over_tasks_is_refused(cluster):
         def body(i, a):
             with tf.device("/job:ps/task:0"):
                 return i + 1, a * x
-        _, w = tf.while_loop(lambda i, a: i < 3, body, [0, 1.0])
-    with tf.Session(cluster.target()) as sess:
-        with pytest.raises(tf.errors.UnimplementedError, match="while_loop") as info:
-            sess.run(w, {x: 2.0})
-    assert "Hint:" in str(info.value)
+        _, w = tf.while_loop(lambda i, a: i < 3, body, [0, 1.0], name="split_loop")
+    said = _refused(cluster, w, {x: 2.0})
+    assert "tf.while_loop 'split_loop' has ops on /job:worker/replica:0/task:0 and on " \
+        "/job:ps/replica:0/task:0" in said, said
+    assert "Hint:" in said
+
+
+def test_updating_a_ps_variable_in_a_workers_loop_is_refused_as_a_loop_over_tasks(cluster):
+    """The AssignAdd goes where its variable is (TF's ref rule, through the loop's
+    RefEnter), so the loop spans both tasks."""
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(0.0, name="loop_updated_v")
+    with tf.device("/job:worker/task:0"):
+        def body(i):
+            with tf.control_dependencies([tf.assign_add(v, 2.0)]):
+                return i + 1
+        n = tf.while_loop(lambda i: i < 3, body, [0], name="update_loop")
+    said = _refused(cluster, n)
+    assert "tf.while_loop 'update_loop' has ops on" in said, said
+    assert "/job:ps/replica:0/task:0" in said and "/job:worker/replica:0/task:0" in said

@@ -21,7 +21,8 @@ A tensor from inside a cond branch or a while loop may be dead: its ``_Recv`` is
 ``may_be_dead`` (its step runs in frames; the deadness crosses with the tensor, as TF's
 ``is_dead``) and never goes through the master's RunGraph answer (the master then runs
 the step without phases). A tensor from inside a while loop may not cross tasks
-(``UnimplementedError``): transfer keys do not tell iterations apart.
+(``UnimplementedError`` naming the loop and both tasks): transfer keys do not tell
+iterations apart.
 
 Phases (cutting each part into the stages of an untraced step) are ``phases``'s job.
 Nodes are ``tfteach.framework.node_def.NodeDef``s (the nodes added here come from
@@ -85,6 +86,7 @@ class Partitioner:
         self.recvs: dict[tuple, str] = {}
         self.depth: dict = {}                        # op name -> conds/loops it is inside
         self.loop_depth: dict = {}                   # op name -> loops it is inside
+        self.loops: dict = {}                        # op name -> the loop it runs in
         self.may_be_dead = False                     # a transfer may carry a dead tensor
         self.tensors: dict[str, Tensor] = {}        # every output of the step's ops, by name
 
@@ -96,6 +98,7 @@ class Partitioner:
     def run(self, ops: list[Operation], fed: set[Tensor], fetches: list[Tensor],
             master: str | None = None) -> dict:
         self.depth, self.loop_depth = _flow_depths(ops), _flow_depths(ops, loops_only=True)
+        self.loops = _loop_names(ops)
         for op in ops:
             self._add_op(op, fed)
         for t in fetches:
@@ -157,6 +160,8 @@ class Partitioner:
             src_part.consumed.add(c.name)
             self.depth[const], self.loop_depth[const] = self.depth.get(c.name, 0), \
                 self.loop_depth.get(c.name, 0)
+            if c.name in self.loops:
+                self.loops[const] = (c.name, self.loops[c.name][1])
         return "^" + self._recv(f"{const}:0", partition_nodes.control_types(), src_dev, part,
                                 dev, carries_control=True)
 
@@ -177,7 +182,8 @@ class Partitioner:
                                           types[0], carries_control))
         name = f"_recv/{flat}"
         if self.loop_depth.get(source_of(tensor), 0) > 0:
-            raise _loop_across_tasks(source_of(tensor), src_task, part.task)
+            source, loop = self.loops.get(source_of(tensor), (source_of(tensor), "?"))
+            raise _loop_across_tasks(source, loop, src_task, part.task)
         recv = partition_nodes.recv(name, dev, rkey, types, src_dev, src_task,
                                     self.addresses[src_task], tensor, carries_control)
         if self.depth.get(source_of(tensor), 0) > 0:
@@ -188,13 +194,15 @@ class Partitioner:
         return name
 
 
-def _loop_across_tasks(source: str, src_task: str, task: str) -> UnimplementedError:
+def _loop_across_tasks(source: str, loop: str, src_task: str,
+                       task: str) -> UnimplementedError:
     return UnimplementedError(
-        f"Control flow across tasks: '{source}' is inside a tf.while_loop on {src_task} and "
-        f"{task} reads it.", hint=tr(
+        f"Control flow across tasks: the tf.while_loop '{loop}' has ops on {src_task} and "
+        f"on {task}, which reads '{source}' of the loop's iterations on {src_task}.", hint=tr(
             "tfteach runs a tf.while_loop on one task (its transfers are not told apart by "
-            "iteration): place the loop's ops on one task with tf.device; it may read "
-            "tensors and variables of other tasks."))
+            "iteration): place the loop's ops on one task with tf.device; the loop may read "
+            "tensors and variables of other tasks, but an update of another task's variable "
+            "(an assign colocated with it) belongs after the loop."))
 
 
 def _flow_depths(ops: list[Operation], loops_only: bool = False) -> dict:
@@ -218,6 +226,34 @@ def _flow_depths(ops: list[Operation], loops_only: bool = False) -> dict:
             d = max(0, d - 1)
         depth[op.name] = d
     return depth
+
+
+def _loop_names(ops: list[Operation]) -> dict:
+    """The innermost while loop each op inside one runs in: op name -> (op name, the loop's
+    name: its frame's name without TF's ``/while_context``). An Enter opens its frame, an
+    Exit returns to the frame around it; a loop's Merge does not follow its back edge."""
+    frame: dict = {}
+    outer: dict = {}
+    for op in ops:
+        sources = [t.op.name for t in op.inputs
+                   if t.op.op_def.extra.get("flow") != "next" or op.type != "Merge"]
+        inner = next((frame[s] for s in sources + [c.name for c in op.control_inputs]
+                      if s in frame), None)
+        role = op.op_def.extra.get("flow")
+        if role == "enter":
+            name = str(op.attrs.get("frame_name", op.name))
+            outer.setdefault(name, inner)
+            inner = name
+        elif role == "exit":
+            inner = outer.get(inner)
+        if inner is not None:
+            frame[op.name] = inner
+    return {name: (name, _loop_name(f)) for name, f in frame.items()}
+
+
+def _loop_name(frame: str) -> str:
+    suffix = "/while_context"
+    return frame[:-len(suffix)] if frame.endswith(suffix) else frame
 
 
 def route_through_master(parts: dict[str, TaskPart], master: str) -> None:

@@ -50,8 +50,8 @@ def split_phases(parts: dict[str, TaskPart], master: str, tensors: dict[str, Ten
     runs them, then the others'; None when the step must keep using RecvTensor.
     ``tensors`` (name -> Tensor) gives the types of values the master carries over;
     ``apart``, the tasks not on the master's host (``DIRECT_APART_BYTES``)."""
-    if len(parts) < 2:      # one task: nothing crosses
-        return None
+    if len(parts) < 2 or _has_loop(parts):  # one task: nothing crosses; a loop's
+        return None                           # iterations cannot be cut into phases
     if master not in parts:     # the master only runs the step (its model is elsewhere)
         parts = {master: TaskPart(master), **parts}
     sends = {node.key: (part.task, node.name)
@@ -80,6 +80,13 @@ def split_phases(parts: dict[str, TaskPart], master: str, tensors: dict[str, Ten
                          tensors, at_master=True) or \
         _phases_of(part, _lift_recvs(part, late), tensors, at_master=True)
     return None if masters is None else masters + others
+
+
+def _has_loop(parts: dict[str, TaskPart]) -> bool:
+    """Whether a part holds a while loop (a ``NextIteration``): its back edge is a cycle,
+    and its iterations run in one RunGraph call, so the step keeps RecvTensor."""
+    return any(node.op_def.extra.get("flow") == "next"
+               for part in parts.values() for node in part.nodes)
 
 
 def _levels(parts: dict[str, TaskPart], master: str, sends: dict,
