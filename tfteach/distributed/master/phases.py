@@ -12,7 +12,7 @@ instead of one RunGraph and four RecvTensor calls. Ops without inputs that only 
 them; a value a later phase uses is carried (``_phases_of``). Phases run in stages, the
 master's phase k then the others' phases k, each stage after the last, so a control edge
 between tasks needs no transfer: the order of the stages keeps it. A reference used across
-phases keeps the step on RecvTensor.
+phases keeps the step on RecvTensor, and so does a while loop (its iterations run in one call).
 
 A tensor between two tasks other than the master (a model on worker 1 of a session on worker
 0, towers on several workers) goes through the master too: the sender's phase ``k`` answers
