@@ -212,7 +212,7 @@ def test_wrong_wrong_wrong_right(name, wrongs, right):
 ASSIGNED = re.compile(r"^[A-Za-z_][\w.]*\s*=(?!=)\s*")      # `name = ` or `keyword=`
 
 
-@pytest.mark.parametrize("name", [row[0] for row in LADDERS])
+@pytest.mark.parametrize("name", exercises.names())
 def test_the_worked_hint_copies_no_expression_of_the_solution(name):
     """Nor what a solution line assigns or passes: the third try's hint says what to do, and
     only the solution shows the code that does it."""
