@@ -355,7 +355,7 @@ def test_large_feeds_and_sends_go_through_the_senders_segments(engine_cluster, m
     from tfteach.distributed.client import in_process_master as local_master
     from tfteach.distributed.transport import wire
 
-    monkeypatch.setattr(local_master, "lookup", lambda address, token: None)
+    monkeypatch.setattr(local_master, "find", lambda address, token: None)
     with tf.device("/job:ps/task:0"):
         v = tf.Variable(tf.zeros([1 << 16]), name="v")
     with tf.device("/job:worker/task:0"):

@@ -26,7 +26,7 @@ BIG = 300 << 20 >> 3        # elements of int64: a 300 MiB tensor, over MAX_REUS
 def capped_server(monkeypatch):
     """A task with a small message cap, which this process's sessions reach over gRPC (as
     a client in another process would; not as its ``local_master``)."""
-    monkeypatch.setattr(local_master, "lookup", lambda address, token: None)
+    monkeypatch.setattr(local_master, "find", lambda address, token: None)
     spec = {"worker": ["localhost:0"]}
     with Server(spec, job_name="worker", task_index=0, max_message_bytes=CAP) as server:
         yield server
