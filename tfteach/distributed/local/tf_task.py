@@ -40,7 +40,7 @@ def tensorflow_missing(what: str) -> errors.FailedPreconditionError:
     return errors.FailedPreconditionError(
         tr("{what} needs TensorFlow, which is not installed in this Python ({python}).",
            what=what, python=sys.executable),
-        hint=tr('install it with `pip install "tfteach[conformance]"` (tensorflow-cpu), then '
+        hint=tr('install it with `pip install "tfteach[conformance]"` (TensorFlow and tf-keras), then '
                 "restart the kernel."))
 
 
