@@ -122,3 +122,18 @@ def test_grading_counts_a_lessons_questions_beside_its_exercises():
     rows = grading._exercises_of(Path("08_parameter_servers.ipynb"), {})
     assert {"8.1", "8.Q1", "8.Q2", "8.Q3"} <= set(rows)
     assert not any(n.startswith("7.") for n in rows)
+
+
+@pytest.mark.parametrize("name", quizzes.names())
+def test_every_wrong_choice_then_the_right_one_never_gives_the_answer_away(name):
+    """The quiz's ladder: each wrong choice (up to three) is explained on its own terms; none
+    of those texts names the right letter or holds the right choice's explanation; then the
+    right choice is right."""
+    right = _right_letter(name)
+    choices = quizzes.question(name)["choices"]
+    wrongs = [k for k in choices if k != right][:3]
+    for letter in wrongs:
+        text = tf.lessons.quiz(name, answer=letter).text()
+        assert text.startswith("Not quite") and f"({right})" not in text, (name, letter)
+        assert choices[right]["why"] not in text
+    assert tf.lessons.quiz(name, answer=right).right
