@@ -5,8 +5,11 @@ directory on PYTHONPATH.
 """
 from __future__ import annotations
 
+import _thread
+import contextlib
 import json
 import os
+import threading
 
 from tfteach import errors
 from tfteach.distributed.engine.probe_engine import ProbeEngine
@@ -74,3 +77,27 @@ class StuckOnCloseEngine(ProbeEngine):
         import time
 
         time.sleep(3600)
+
+
+@contextlib.contextmanager
+def ctrl_c_after(seconds: float = 1.0, again_every: float = 1.0, presses: int = 10):
+    """Ctrl-C in the main thread ``seconds`` into the block, pressed again every
+    ``again_every`` s (at most ``presses`` times) until the block ends, as a learner presses
+    it again: on a heavily loaded machine a first simulated press was once lost."""
+    done = threading.Event()
+
+    def press() -> None:
+        if done.wait(seconds):
+            return
+        for _ in range(presses):
+            _thread.interrupt_main()
+            if done.wait(again_every):
+                return
+
+    presser = threading.Thread(target=press, daemon=True)
+    presser.start()
+    try:
+        yield
+    finally:
+        done.set()
+        presser.join()

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import tfteach as tf
+from dist_helpers import ctrl_c_after
 from tfteach.cluster import LocalCluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
@@ -125,8 +126,6 @@ def test_ctrl_c_cancels_the_remote_step_so_the_queue_keeps_its_next_element(clus
     and swallow the element enqueued afterwards, and the next step is not held up. (The
     abort reaches the ps asynchronously, as in TF, within a few hundred ms; the test gives
     it 5 s (a loaded CI machine) before enqueueing. Without the abort the old dequeue waits for a minute.)"""
-    import _thread
-    import threading
     import time
 
     from tfteach.ops.data_flow_ops import FIFOQueue
@@ -138,11 +137,8 @@ def test_ctrl_c_cancels_the_remote_step_so_the_queue_keeps_its_next_element(clus
     with tf.device("/job:worker/task:0"):
         doubled = take * 2.0
     sess = tf.Session(cluster.target("worker", 0))
-    timer = threading.Timer(1.0, _thread.interrupt_main)
-    timer.start()
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt), ctrl_c_after(1.0):
         sess.run(doubled)
-    timer.join()
     time.sleep(5.0)
     sess.run(put)
     quick = tf.RunOptions(timeout_in_ms=10000)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import tfteach as tf
+from dist_helpers import ctrl_c_after
 from tfteach.distributed.client import in_process_master as local_master
 from tfteach.distributed.service import servicers as services
 
@@ -94,8 +95,6 @@ def test_ctrl_c_aborts_the_step_on_every_task_so_the_queue_keeps_its_next_elemen
     """Ctrl-C during a step blocked on the ps (a dequeue from an empty queue), run on this
     thread by the in-process master, raises KeyboardInterrupt and aborts the step on the
     ps: its dequeue does not swallow the element enqueued afterwards."""
-    import _thread
-    import threading
     import time
 
     from tfteach.ops.data_flow_ops import FIFOQueue
@@ -108,11 +107,8 @@ def test_ctrl_c_aborts_the_step_on_every_task_so_the_queue_keeps_its_next_elemen
     with tf.device("/job:worker/task:1"):
         doubled = take * 2.0
     sess = tf.Session(engine_cluster["worker", 0].target)
-    timer = threading.Timer(1.0, _thread.interrupt_main)
-    timer.start()
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt), ctrl_c_after(1.0):
         sess.run(doubled)
-    timer.join()
     time.sleep(4.0)   # the abort reaches the tasks asynchronously; CI may be loaded
     sess.run(put)
     assert sess.run(doubled, options=tf.RunOptions(timeout_in_ms=10000)) == 10.0
