@@ -113,7 +113,7 @@ def test_a_reply_segment_carries_several_tensors_and_is_reused():
         assert [h.shm_name for h in headers] == [reply.name, reply.name, ""]
         assert headers[1].shm_offset >= headers[0].nbytes
         got = [wire.from_reply(item.tensor, reply)[0] for item in answer.sent]
-        for want, value in zip(big + [small], got):
+        for want, value in zip(big + [small], got, strict=True):
             np.testing.assert_array_equal(value, want)
         got[0][:] = 7                                   # a copy: the segment is not shared
         assert wire.from_reply(answer.sent[0].tensor, reply)[0][0] == 0
