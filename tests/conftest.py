@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -19,8 +21,10 @@ os.environ["TFTEACH_LANG"] = "en"
 
 
 @pytest.fixture(autouse=True)
-def fresh_graph_and_devices(monkeypatch):
-    """A fresh default graph, and device settings back to their defaults."""
+def fresh_graph_and_devices(monkeypatch, request):
+    """A fresh default graph, and device settings back to their defaults. A test that
+    leaves SIGINT's handler changed is named in a warning and the handler restored: the
+    Ctrl-C tests (and a learner's Ctrl-C) need Python's own handler."""
     import tfteach as tf
     from tfteach import config
 
@@ -28,8 +32,13 @@ def fresh_graph_and_devices(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     tf.reset_default_graph()
     config.reset_virtual_gpus()
+    sigint = signal.getsignal(signal.SIGINT)
     yield
     config.reset_virtual_gpus()
+    if signal.getsignal(signal.SIGINT) is not sigint:
+        warnings.warn(f"{request.node.nodeid} left SIGINT's handler as "
+                      f"{signal.getsignal(signal.SIGINT)!r}", stacklevel=1)
+        signal.signal(signal.SIGINT, sigint)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -9,6 +9,7 @@ import _thread
 import contextlib
 import json
 import os
+import signal
 import threading
 
 from tfteach import errors
@@ -84,6 +85,10 @@ def ctrl_c_after(seconds: float = 1.0, again_every: float = 1.0, presses: int = 
     """Ctrl-C in the main thread ``seconds`` into the block, pressed again every
     ``again_every`` s (at most ``presses`` times) until the block ends, as a learner presses
     it again: on a heavily loaded machine a first simulated press was once lost."""
+    handler = signal.getsignal(signal.SIGINT)
+    assert handler is signal.default_int_handler, (
+        f"SIGINT's handler is {handler!r}, not Python's own: a simulated Ctrl-C would "
+        "not raise KeyboardInterrupt")
     done = threading.Event()
 
     def press() -> None:
