@@ -178,6 +178,11 @@ class GraphEngine(WorkerTransport):
     def last_step(self) -> int:
         return self._steps
 
+    def running_steps(self) -> list[int]:
+        """The ids of the steps that have a partition running on this task now."""
+        with self._lock:
+            return sorted(self._running)
+
     def register_graph(self, graph_def: bytes, config: bytes, session_handle: str) -> str:
         where = f"RegisterGraph on {self.task.task_name}"
         spec = json_object(config, f"{where}: config")

@@ -171,9 +171,34 @@ def _into_reply_segment(proto: pb.TensorProto, value: Any, request: pb.RecvTenso
         wire.fill_into(proto, value, segment, request.reply_shm, 0) is not None
 
 
-def _cancelled_by_client() -> errors.CancelledError:
-    """The error of a RunStep whose client went away before its step started."""
-    return errors.CancelledError("RunStep was cancelled by its client")
+def _cancelled_by_client(method: str) -> errors.CancelledError:
+    """The error of a RunStep or RunGraph whose caller went away before its step started."""
+    return errors.CancelledError(f"{method} was cancelled by its client")
+
+
+def _call_cancellation(context: Any, method: str) -> Cancellation:
+    """The ``Cancellation`` of a unary call, cancelled if its caller goes away (Ctrl-C, its
+    process killed); CancelledError if it has already."""
+    cancellation = Cancellation()
+    if not context.add_callback(cancellation.cancel):
+        raise _cancelled_by_client(method)
+    return cancellation
+
+
+def _cancellable(requests: Iterator[Any], context: Any,
+                 method: str) -> Iterator[tuple[Any, Cancellation]]:
+    """Each request of a stream (``StreamSlots.serve``) with its call's ``Cancellation``:
+    the caller closing or cancelling the stream (Ctrl-C, its process killed) cancels the
+    call running then. A request read just before the stream ended is not run: the
+    stream's callbacks ran before its call had a ``Cancellation`` to cancel."""
+    running: list[Cancellation] = []
+    if not context.add_callback(lambda: [c.cancel() for c in running]):
+        raise _cancelled_by_client(method)
+    for request in requests:
+        running[:] = [Cancellation()]
+        if not context.is_active():     # checked once the callbacks would see it
+            raise _cancelled_by_client(method)
+        yield request, running[0]
 
 
 def device_attributes(device: dict[str, Any]) -> pb.DeviceAttributes:
@@ -206,26 +231,19 @@ class MasterServicer(pb_grpc.MasterServiceServicer):
 
     @rpc_method
     def RunStep(self, request: pb.RunStepRequest, context: Any) -> Any:
-        cancellation = Cancellation()   # the client going away (Ctrl-C) aborts the step
-        if not context.add_callback(cancellation.cancel):
-            raise _cancelled_by_client()
+        cancellation = _call_cancellation(context, "RunStep")  # Ctrl-C aborts the step
         return self._run_step(request, cancellation, _caller(context))
 
     @rpc_stream
     def RunStepStream(self, requests: Iterator[bytes], context: Any) -> Iterator[Any]:
         """RunStep for each request of the stream, in turn; the client closing or
-        cancelling the stream (Ctrl-C, its process killed) aborts the step running then.
-        A request read just before the stream ended is not run: the stream's callbacks
-        ran before its step had a ``Cancellation`` to cancel."""
-        running: list[Cancellation] = []
-        if not context.add_callback(lambda: [c.cancel() for c in running]):
-            raise _cancelled_by_client()
+        cancelling the stream (Ctrl-C, its process killed) aborts the step running then
+        (``_cancellable``)."""
+        served = self.streams.serve(_parsed(requests, pb.RunStepRequest), context)
+        calls = _cancellable(served, context, "RunStep")
         caller = _caller(context)
-        for request in self.streams.serve(_parsed(requests, pb.RunStepRequest), context):
-            running[:] = [Cancellation()]
-            if not context.is_active():     # checked once the callbacks would see it
-                raise _cancelled_by_client()
-            yield self._run_step(request, running[0], caller)
+        for request, cancellation in calls:
+            yield self._run_step(request, cancellation, caller)
 
     def _run_step(self, request: pb.RunStepRequest, cancellation: Cancellation,
                   caller: shm_callers.Caller) -> Any:
@@ -287,18 +305,33 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
 
     @rpc_method
     def RunGraph(self, request: pb.RunGraphRequest, context: Any) -> Any:
-        return self._run_graph(request, _caller(context))
+        cancellation = _call_cancellation(context, "RunGraph")  # its master killed: abort
+        return self._run_graph(request, cancellation, _caller(context))
 
     @rpc_stream
     def RunGraphStream(self, requests: Iterator[bytes],
                        context: Any) -> Iterator[Any]:
         """RunGraph for each request of the stream, in turn; the first failure ends the
-        stream with its status, as it would end that call."""
+        stream with its status, as it would end that call. The master closing or
+        cancelling the stream (Ctrl-C, its process killed) aborts the step running then
+        (``_cancellable``)."""
+        served = self.streams.serve(_parsed(requests, pb.RunGraphRequest), context)
+        calls = _cancellable(served, context, "RunGraph")
         caller = _caller(context)
-        for request in self.streams.serve(_parsed(requests, pb.RunGraphRequest), context):
-            yield self._run_graph(request, caller)
+        for request, cancellation in calls:
+            yield self._run_graph(request, cancellation, caller)
 
-    def _run_graph(self, request: pb.RunGraphRequest, caller: shm_callers.Caller) -> Any:
+    def _run_graph(self, request: pb.RunGraphRequest, cancellation: Cancellation,
+                   caller: shm_callers.Caller) -> Any:
+        """Run the partition; a cancelled call aborts its step on this task, as TF's worker
+        does (``cleanup_graph``: its waits end, its tensors are dropped), so a step whose
+        master died takes nothing meant for a later one."""
+        step_id = request.step_id
+        cancellation.on_cancel(lambda: self.engine.cleanup_graph(step_id))
+        with serving(cancellation):
+            return self._graph_answer(request, caller)
+
+    def _graph_answer(self, request: pb.RunGraphRequest, caller: shm_callers.Caller) -> Any:
         result = as_run_result(self.engine.run_graph(
             request.graph_handle, request.step_id,
             _tensors(request.send, request, caller), list(request.recv_key),
