@@ -6,7 +6,10 @@ RecvTensorInline and RecvTensor wait on the engine in short slices so a cancelle
 frees its thread. RunStep and RunGraph read large tensors from the caller's reused segments
 and write the large tensors they answer into the caller's reply segment when it offers one
 and they fit (``shm``); RunStepStream and RunGraphStream serve the same calls one after
-another on a long-lived stream. A request that names segments of a caller not of this host
+another on a long-lived stream. A call whose caller goes away (Ctrl-C, its process killed;
+on gRPC or the lane) is cancelled (``Cancellation``): a RunStep aborts its step on every
+task, a RunGraph its step on this task (``cleanup_graph``, as TF's worker aborts the
+step of a cancelled RunGraph). A request that names segments of a caller not of this host
 is refused, and its client sends it again inline; GetStatus answers a caller's probe
 (``shm_probe``). RecvTensorInline answers with the whole tensor (inline, or a shared-memory
 segment when the receiver runs on this host: ``shm_callers.Caller``; the receiver's
