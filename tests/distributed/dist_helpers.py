@@ -71,6 +71,16 @@ def port_is_free(port: int) -> bool:
     return True
 
 
+def read_exactly(sock, nbytes: int) -> bytes:
+    """``nbytes`` from ``sock`` (an assertion fails if it closes first)."""
+    data = b""
+    while len(data) < nbytes:
+        chunk = sock.recv(nbytes - len(data))
+        assert chunk, "closed early"
+        data += chunk
+    return data
+
+
 class StuckOnCloseEngine(ProbeEngine):
     """An engine whose close never returns (a stand-in for an RPC thread that hangs)."""
 

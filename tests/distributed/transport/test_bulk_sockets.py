@@ -9,6 +9,7 @@ import weakref
 
 import numpy as np
 import pytest
+from dist_helpers import read_exactly
 
 from tfteach import errors
 from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
@@ -92,19 +93,10 @@ def _ask(sock: socket.socket, server, step: int) -> bytes:
     request = pb.RecvTensorRequest(step_id=step, rendezvous_key="small",
                                    timeout_s=5).SerializeToString()
     sock.sendall(struct.pack("!I", len(request)) + request)
-    kind, length = struct.unpack("!BI", _exactly(sock, 5))
-    header = pb.TensorHeader.FromString(_exactly(sock, length))
+    kind, length = struct.unpack("!BI", read_exactly(sock, 5))
+    header = pb.TensorHeader.FromString(read_exactly(sock, length))
     assert kind == 0
-    return _exactly(sock, header.nbytes)
-
-
-def _exactly(sock: socket.socket, nbytes: int) -> bytes:
-    data = b""
-    while len(data) < nbytes:
-        chunk = sock.recv(nbytes - len(data))
-        assert chunk, "closed early"
-        data += chunk
-    return data
+    return read_exactly(sock, header.nbytes)
 
 
 @pytest.mark.parametrize("ending", ["idle", "stopped"])

@@ -21,11 +21,16 @@ two).
 
 Protocol, per connection: HELLO (``MAGIC``, u32 length, then the task's gRPC port as the
 client knows it, u32, and the cluster token): a task that is not that port's (it restarted
-and another took its bulk port) or a wrong token gets the connection closed. Then requests
-(u32 length, a ``RecvTensorRequest``), each answered by a kind byte and u32 length: 0 and a
-``TensorHeader`` followed by the content's bytes, or 1 and ``ErrorClass: message``. A
+and another took its bulk port) or a wrong token gets the connection closed. Then requests,
+a u32 of the request's kind (top byte) and its length, then: kind 0, a
+``RecvTensorRequest``; kind 1, the parts the client takes at most (u8) and a
+``RecvTensorRequest``; kind 2, a transfer id (u64) and a part's index (u8). Each is answered
+by a kind byte and u32 length: 0 and a ``TensorHeader`` followed by the content's bytes;
+1 and ``ErrorClass: message``; 2 and a ``TensorHeader``, the number of parts (u8) and the
+transfer id (u64), followed by part 0's bytes (``bulk_parts``: the client asks for the
+other parts, kind 2, on other connections); 3 and the bytes of the part asked for. A
 connection closed before any answer was read means the request was not taken: the client
-asks through gRPC instead. A connection that has not said HELLO within ``HELLO_TIMEOUT_S``
+asks through gRPC instead (a part: on the first connection). A connection that has not said HELLO within ``HELLO_TIMEOUT_S``
 is closed on the listening thread and gets no thread (``MAX_CONNECTIONS`` at most, each
 with a thread of its own once authenticated, which waits for the tensors it is asked for).
 Connections idle for ``IDLE_S`` are closed; clients reuse one only while idle for less
@@ -46,7 +51,7 @@ import numpy as np
 
 from tfteach import errors
 from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
-from tfteach.distributed.transport import recv_buffers, security, wire
+from tfteach.distributed.transport import bulk_parts, recv_buffers, security, wire
 from tfteach.i18n import tr
 
 MAGIC = b"TFTB"
@@ -61,6 +66,11 @@ MAX_WAIT_S = 3600.0         # the longest a request waits for its tensor
 _MAX_REQUEST = 1 << 16
 _U32 = struct.Struct("!I")
 _ANSWER = struct.Struct("!BI")
+_SPLIT = struct.Struct("!BQ")       # parts, transfer id
+_PART = struct.Struct("!QB")        # transfer id, part index
+_ASK, _ASK_PARTS, _ASK_PART = 0, 1, 2               # request kinds
+_WHOLE, _ERROR, _IN_PARTS, _A_PART = 0, 1, 2, 3     # answer kinds
+_LENGTH = (1 << 24) - 1
 _WAITALL = getattr(socket, "MSG_WAITALL", 0)
 
 
@@ -125,6 +135,8 @@ class BulkServer:
         self._listener.setblocking(False)
         self.port = self._listener.getsockname()[1]
         self.sent = 0           # tensors answered so far
+        self.parts_sent = 0     # parts of tensors sent in parts
+        self._transfers = bulk_parts.Transfers()
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._listener, selectors.EVENT_READ)
         self._hellos: dict[socket.socket, tuple[float, bytearray]] = {}
@@ -222,11 +234,8 @@ class BulkServer:
         _wait_at_most(sock, IDLE_S)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # a tensor's tail at once
         try:
-            while True:
-                length = _U32.unpack(_read_exact(sock, 4))[0]
-                if length > _MAX_REQUEST:
-                    return
-                self._answer(sock, pb.RecvTensorRequest.FromString(_read_exact(sock, length)))
+            while self._serve_one(sock):
+                pass
         except Exception:  # noqa: BLE001 - a closed, idle or garbled connection ends
             pass
         finally:
@@ -234,7 +243,23 @@ class BulkServer:
                 self._served.discard(sock)
             _close(sock)
 
-    def _answer(self, sock: socket.socket, request: pb.RecvTensorRequest) -> None:
+    def _serve_one(self, sock: socket.socket) -> bool:
+        """Read and answer one request; False where the connection must end."""
+        word = _U32.unpack(_read_exact(sock, 4))[0]
+        kind, length = word >> 24, word & _LENGTH
+        if length > _MAX_REQUEST or kind not in (_ASK, _ASK_PARTS, _ASK_PART):
+            return False
+        payload = _read_exact(sock, length)
+        if kind == _ASK_PART:
+            self._send_part(sock, *_PART.unpack(payload))
+        elif kind == _ASK_PARTS:
+            self._answer(sock, pb.RecvTensorRequest.FromString(payload[1:]), payload[0])
+        else:
+            self._answer(sock, pb.RecvTensorRequest.FromString(payload), 1)
+        return True
+
+    def _answer(self, sock: socket.socket, request: pb.RecvTensorRequest,
+                offered: int) -> None:
         try:
             value, is_dead = self._engine.recv_tensor(
                 request.step_id, request.rendezvous_key,
@@ -243,14 +268,44 @@ class BulkServer:
         except Exception as err:  # noqa: BLE001 - every failure is answered
             if not isinstance(err, errors.OpError):
                 err = errors.InternalError(f"{type(err).__name__}: {err}")
-            text = f"{type(err).__name__}: {err.message}".encode()
-            sock.sendall(_ANSWER.pack(1, len(text)) + text)
+            _send_error(sock, err)
             return
         header.is_dead = is_dead
         head = header.SerializeToString()
-        sock.sendall(_ANSWER.pack(0, len(head)) + head)
+        parts = bulk_parts.count(len(content), offered)
+        if parts == 1:
+            sock.sendall(_ANSWER.pack(_WHOLE, len(head)) + head)
+            self.sent += 1
+            sock.sendall(content)
+            return
+        transfer = self._transfers.publish(content, parts)
+        sock.sendall(_ANSWER.pack(_IN_PARTS, len(head)) + head + _SPLIT.pack(parts, transfer))
         self.sent += 1
-        sock.sendall(content)
+        self._send_part(sock, transfer, 0)
+
+    def _send_part(self, sock: socket.socket, transfer: int, index: int) -> None:
+        """Part ``index`` of ``transfer``: part 0 follows its header, unframed; the others
+        answer their own request (``_A_PART``)."""
+        view = self._transfers.part(transfer, index)
+        if view is None:
+            _send_error(sock, errors.AbortedError(
+                f"Part {index} of bulk transfer {transfer:x} is no longer held (its "
+                f"sending failed or took over {bulk_parts.HOLD_S:g} s)"))
+            return
+        ok = False
+        try:
+            if index:
+                sock.sendall(_ANSWER.pack(_A_PART, len(view)))
+            sock.sendall(view)
+            ok = True
+        finally:
+            self._transfers.sent(transfer, ok)
+        self.parts_sent += 1
+
+
+def _send_error(sock: socket.socket, err: errors.OpError) -> None:
+    text = f"{type(err).__name__}: {err.message}".encode()
+    sock.sendall(_ANSWER.pack(_ERROR, len(text)) + text)
 
 
 class BulkClient:
@@ -295,8 +350,8 @@ class BulkClient:
                                        timeout_s=timeout).SerializeToString()
         try:
             _wait_at_most(sock, timeout + HELLO_TIMEOUT_S)
-            sock.sendall(_U32.pack(len(request)) + request)
-            value = _receive(sock)
+            sock.sendall(_request(_ASK_PARTS, bytes([bulk_parts.OFFERED]) + request))
+            value = self._receive(sock, where, grpc_port, timeout)
         except _Refused:
             _close(sock)
             with self._lock:
@@ -319,14 +374,70 @@ class BulkClient:
         except BaseException:
             _close(sock)
             raise
+        self._release(where, sock, True)
+        return value
+
+    def _release(self, where: tuple[str, int], sock: socket.socket, reuse: bool) -> None:
+        """Keep ``sock`` for the next request to ``where`` (``reuse``), or close it."""
         with self._lock:
-            if self._closed:
+            if self._closed or not reuse:
                 _close(sock)
             else:
                 self._idle.setdefault(where, []).append((time.monotonic(), sock))
-        return value
 
-    def _connection(self, where: tuple[str, int], grpc_port: int) -> socket.socket:
+    def _receive(self, sock: socket.socket, where: tuple[str, int], grpc_port: int,
+                 timeout: float) -> tuple[np.ndarray, bool]:
+        """The answer to a request on ``sock``: the tensor, read whole or in parts."""
+        kind, data = _answer(sock)
+        if kind not in (_WHOLE, _IN_PARTS):
+            raise errors.DataLossError(f"Received a bulk answer of unknown kind {kind}")
+        header = pb.TensorHeader.FromString(data)
+        wire.check_header(header)
+        parts, transfer = _SPLIT.unpack(_read_exact(sock, _SPLIT.size)) \
+            if kind == _IN_PARTS else (1, 0)
+        buffer = recv_buffers.take(header.nbytes)
+        view = memoryview(buffer)
+        if parts == 1:
+            _read_into(sock, view)
+        else:
+            self._read_parts(sock, where, grpc_port, timeout, view, parts, transfer)
+        return wire.decode(header, buffer), header.is_dead
+
+    def _read_parts(self, sock: socket.socket, where: tuple[str, int], grpc_port: int,
+                    timeout: float, view: memoryview, parts: int, transfer: int) -> None:
+        """Part 0 into ``view`` from ``sock``, the others side by side on connections of
+        their own (on ``sock`` after part 0 where the task refused one)."""
+        def connect() -> socket.socket:
+            part_sock = self._connection(where, grpc_port, remember=False)
+            _wait_at_most(part_sock, timeout + HELLO_TIMEOUT_S)
+            return part_sock
+
+        def reader(index: int) -> bulk_parts.PartReader:
+            start, end = bulk_parts.bounds(len(view), parts, index)
+            return bulk_parts.PartReader(
+                view[start:end], connect, lambda s, v: _ask_part(s, transfer, index, v),
+                lambda s, ok: self._release(where, s, ok), (Unreachable, _Refused))
+        readers = [reader(index) for index in range(1, parts)]
+        try:
+            start, end = bulk_parts.bounds(len(view), parts, 0)
+            _read_into(sock, view[start:end])
+            for part in readers:
+                part.join()
+                if part.error is not None:
+                    raise part.error
+        except BaseException:
+            for part in readers:
+                part.cancel()
+            raise
+        for index, part in enumerate(readers, 1):
+            if part.refused:
+                try:
+                    _ask_part(sock, transfer, index, part.view)
+                except _Refused:
+                    raise ConnectionError("connection closed") from None
+
+    def _connection(self, where: tuple[str, int], grpc_port: int,
+                    remember: bool = True) -> socket.socket:
         with self._lock:
             idle = self._idle.get(where, [])
             while idle:
@@ -342,8 +453,9 @@ class BulkClient:
             sock.sendall(MAGIC + _U32.pack(4 + len(self._token)) + _U32.pack(grpc_port)
                          + self._token)
         except OSError:
-            with self._lock:
-                self._unreachable.add(where)
+            if remember:
+                with self._lock:
+                    self._unreachable.add(where)
             raise Unreachable(where) from None
         return sock
 
@@ -352,7 +464,12 @@ class _Refused(Exception):
     """The task closed the connection before answering: it did not take the request."""
 
 
-def _receive(sock: socket.socket) -> tuple[np.ndarray, bool]:
+def _request(kind: int, payload: bytes) -> bytes:
+    return _U32.pack(kind << 24 | len(payload)) + payload
+
+
+def _answer_start(sock: socket.socket) -> tuple[int, int]:
+    """An answer's kind and length (``_Refused`` if the connection closed first)."""
     try:
         first = sock.recv(1)
     except ConnectionResetError:
@@ -362,17 +479,40 @@ def _receive(sock: socket.socket) -> tuple[np.ndarray, bool]:
     if not first:
         raise _Refused()
     kind, length = _ANSWER.unpack(first + _read_exact(sock, _ANSWER.size - 1))
+    if kind == _ERROR:
+        name, _, message = _text(sock, length).partition(": ")
+        raise errors.exception_type_from_name(name)(message)
+    return kind, length
+
+
+def _answer(sock: socket.socket) -> tuple[int, bytes]:
+    """An answer's kind and its header's bytes."""
+    kind, length = _answer_start(sock)
+    return kind, _header_bytes(sock, length)
+
+
+def _header_bytes(sock: socket.socket, length: int) -> bytes:
     if length > _MAX_REQUEST:
         raise errors.DataLossError(f"Received a bulk answer header of {length} bytes")
-    data = _read_exact(sock, length)
-    if kind != 0:
-        name, _, message = data.decode("utf-8", "replace").partition(": ")
-        raise errors.exception_type_from_name(name)(message)
-    header = pb.TensorHeader.FromString(data)
-    wire.check_header(header)
-    buffer = recv_buffers.take(header.nbytes)
-    _read_into(sock, memoryview(buffer))
-    return wire.decode(header, buffer), header.is_dead
+    return _read_exact(sock, length)
+
+
+def _text(sock: socket.socket, length: int) -> str:
+    return _header_bytes(sock, length).decode("utf-8", "replace")
+
+
+def _ask_part(sock: socket.socket, transfer: int, index: int, view: memoryview) -> None:
+    """Part ``index`` of ``transfer`` asked for on ``sock`` and read into ``view``
+    (``_Refused`` where the task closed the connection before taking the request)."""
+    try:
+        sock.sendall(_request(_ASK_PART, _PART.pack(transfer, index)))
+    except (BrokenPipeError, ConnectionResetError):
+        raise _Refused() from None
+    kind, length = _answer_start(sock)
+    if kind != _A_PART or length != len(view):
+        raise errors.DataLossError(f"Received a bulk part of {length} bytes (kind {kind}) "
+                                   f"where {len(view)} were expected")
+    _read_into(sock, view)
 
 
 def _close(sock: socket.socket) -> None:

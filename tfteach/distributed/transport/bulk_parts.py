@@ -1,0 +1,133 @@
+"""A large tensor in parts on the bulk port, one connection each, read side by side.
+
+One TCP connection between hosts is processed on one core at a time by each end's kernel:
+a 64 MB tensor over two connections arrives in about half the time of one on a machine
+with spare cores. The sender decides how many parts (``count``: what the receiver offered,
+at most one per ``PART_BYTES``) and where each one starts (``bounds``, page aligned, the
+same on both ends). It keeps the tensor's content under a transfer id (``Transfers``) until
+every part has left or ``HOLD_S`` has passed; the receiver asks for parts 1.. on other
+connections (``PartReader``, one thread each, blocked in the kernel without the GIL) while
+part 0 follows the header on the first one. A part's connection that the task refused
+(``refused``) leaves that part to the first connection, asked after part 0.
+
+State: ``Transfers`` maps a transfer id (64 random bits) to ``[content, parts, parts
+left, deadline]``; an id is gone once its last part left, one of its sends failed, or its
+deadline passed (swept at the next ``publish``).
+"""
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from typing import Callable
+
+PART_BYTES = 16 << 20       # a smaller tensor travels whole
+OFFERED = 2                 # the parts a receiver takes at most
+HOLD_S = 60.0               # a transfer's parts are asked for within this
+_ALIGN = 4096
+
+
+def count(nbytes: int, offered: int) -> int:
+    """How many parts a tensor of ``nbytes`` leaves in, for a receiver that offered
+    ``offered`` (1: whole)."""
+    return max(1, min(offered, nbytes // PART_BYTES, 255))
+
+
+def bounds(nbytes: int, parts: int, index: int) -> tuple[int, int]:
+    """``(start, end)`` of part ``index`` of ``parts`` of ``nbytes`` (page-aligned starts)."""
+    def start(i: int) -> int:
+        return nbytes if i >= parts else (nbytes * i // parts) // _ALIGN * _ALIGN
+    return start(index), start(index + 1)
+
+
+class Transfers:
+    """The content of tensors being sent in parts, by transfer id (module docstring)."""
+
+    def __init__(self) -> None:
+        self._held: dict[int, list] = {}    # id -> [content, parts, left, deadline]
+        self._lock = threading.Lock()
+
+    def publish(self, content: memoryview, parts: int) -> int:
+        """Hold ``content`` for its ``parts`` sends; its new transfer id."""
+        now = time.monotonic()
+        transfer = int.from_bytes(os.urandom(8), "big")
+        with self._lock:
+            for old in [t for t, held in self._held.items() if held[3] < now]:
+                del self._held[old]
+            self._held[transfer] = [content, parts, parts, now + HOLD_S]
+        return transfer
+
+    def part(self, transfer: int, index: int) -> memoryview | None:
+        """The bytes of part ``index`` (None: no such transfer or part any more)."""
+        with self._lock:
+            held = self._held.get(transfer)
+        if held is None or not 0 <= index < held[1]:
+            return None
+        start, end = bounds(len(held[0]), held[1], index)
+        return held[0][start:end]
+
+    def sent(self, transfer: int, ok: bool) -> None:
+        """One part of ``transfer`` left (``ok``) or failed to (the transfer is dropped)."""
+        with self._lock:
+            held = self._held.get(transfer)
+            if held is None:
+                return
+            held[2] -= 1
+            if held[2] <= 0 or not ok:
+                del self._held[transfer]
+
+    def held(self) -> int:
+        """How many transfers are held."""
+        with self._lock:
+            return len(self._held)
+
+
+class PartReader:
+    """Part ``index`` of a transfer read into ``view`` on a connection of its own, on a
+    thread of its own. ``ask(sock)`` sends the part's request and reads its answer into
+    ``view``; ``connect()`` gives a connection (raises ``refused`` where the task took
+    none). After ``join``: ``error`` (an exception, or None), ``refused`` (the task did
+    not take the request: read it on another connection)."""
+
+    def __init__(self, view: memoryview, connect: Callable[[], socket.socket],
+                 ask: Callable[[socket.socket, memoryview], None],
+                 release: Callable[[socket.socket, bool], None],
+                 refusals: tuple[type[BaseException], ...]) -> None:
+        self.view = view
+        self.error: BaseException | None = None
+        self.refused = False
+        self._sock: socket.socket | None = None
+        self._cancelled = False
+        self._connect, self._ask, self._release = connect, ask, release
+        self._refusals = refusals
+        self._thread = threading.Thread(target=self._run, name="tfteach-bulk-part",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._sock = self._connect()
+            if self._cancelled:
+                raise ConnectionAbortedError("the transfer failed on another connection")
+            self._ask(self._sock, self.view)
+        except self._refusals:
+            self.refused = True
+        except BaseException as err:  # noqa: BLE001 - reported to the reader's caller
+            self.error = err
+        finally:
+            if self._sock is not None:
+                self._release(self._sock, self.error is None and not self.refused)
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def cancel(self) -> None:
+        """End the part's wait at once (the transfer failed elsewhere)."""
+        self._cancelled = True
+        sock = self._sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
