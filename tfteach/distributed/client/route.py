@@ -18,9 +18,10 @@ decides how each call travels, once per connection:
   that it shares this process's /dev/shm (``shm_shared``: a GetStatus probe,
   ``shm_probe``; ``call_with_segments``); a refusal takes the proof back.
 State: the channel, generated stubs, idle streams, refusals, the lane's name, the probe's
-finding, the in-process server found (``_local``, weakly) and the streams in a call now
-(``_busy``, weakly), guarded by one lock. Settings
-shared with the client (token, TLS, bulk client, exiting) are a ``RouteSettings``.
+finding, the in-process server found (``_local``, weakly) and every stream handed out and
+not yet closed (``_open``: noted once, when opened, so a call on a kept stream does no
+bookkeeping but taking it from and giving it back to its idle list), guarded by one lock.
+Settings shared with the client (token, TLS, bulk client, exiting) are a ``RouteSettings``.
 Invariant: the token never appears in a repr, a log line or an error.
 """
 from __future__ import annotations
@@ -29,7 +30,6 @@ import queue
 import socket
 import threading
 import time
-import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 
@@ -110,7 +110,7 @@ class TaskRoute:
         self._lane = ""                                 # the task's lane (same host)
         self._proof: _Proof | None = None               # its shared-memory probe's finding
         self._local: Any = _UNDECIDED                   # in-process server (weakref) or None
-        self._busy: weakref.WeakSet = weakref.WeakSet()  # streams handed out for a call
+        self._open: set[Any] = set()                    # streams handed out, not closed
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -126,7 +126,8 @@ class TaskRoute:
         and RunGraph as a message on a stream (``timeout`` as its deadline), any other
         method (or while the task refuses streams) as a unary call."""
         streamed = _STREAMED.get(method)
-        if streamed is not None and self._refused.get(streamed[0], 0.0) <= time.monotonic():
+        if streamed is not None and (not self._refused or
+                                     self._refused.get(streamed[0], 0.0) <= time.monotonic()):
             deadline = None if timeout is None else time.monotonic() + timeout
             return self._streamed(method, request, deadline)
         return self._unary(method, request, timeout)
@@ -176,30 +177,39 @@ class TaskRoute:
         the task, as a unary call's deadline gives."""
         stream_method = _STREAMED[method][0]
         stream = self._stream(stream_method)
-        watch = deadlines.watch(deadline, stream)
+        watch = None if deadline is None else deadlines.watch(deadline, stream)
         try:
             answer = stream.call(request)
         except grpc.RpcError as err:
-            stream.close()
             if watch is not None:
                 watch.done()
                 if watch.expired:
-                    late = lane.LaneError(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
+                    self._drop(stream)
+                    late = lane.LaneError(grpc.StatusCode.DEADLINE_EXCEEDED,
+                                          "Deadline Exceeded")
                     raise error_from_rpc(late, self.task_name, self.address) from None
-            if limits.is_busy(err):     # refused before reading the request: send it alone
-                self._refused[stream_method] = time.monotonic() + STREAM_RETRY_S
-                return self._unary(method, request, _left(deadline))
-            if again and self.reconnected(err):
-                return self._streamed(method, request, deadline, again=False)
-            raise error_from_rpc(err, self.task_name, self.address) from None
+            return self._stream_failed(method, request, deadline, again, stream, err)
         except BaseException:
-            stream.close()
+            self._drop(stream)
             raise
         finally:
             if watch is not None:
                 watch.done()
         self._keep(stream_method, stream)
         return answer
+
+    def _stream_failed(self, method: str, request: Any, deadline: float | None, again: bool,
+                       stream: Any, err: grpc.RpcError) -> Any:
+        """A call on ``stream`` failed with ``err``: close it; a task that refused the stream
+        gets the call as a unary call (and unary calls for ``STREAM_RETRY_S``), one that
+        (re)started since gets it again once on a new stream; else the error."""
+        self._drop(stream)
+        if limits.is_busy(err):     # refused before reading the request: send it alone
+            self._refused[_STREAMED[method][0]] = time.monotonic() + STREAM_RETRY_S
+            return self._unary(method, request, _left(deadline))
+        if again and self.reconnected(err):
+            return self._streamed(method, request, deadline, again=False)
+        raise error_from_rpc(err, self.task_name, self.address) from None
 
     # ---- shared memory ------------------------------------------------------------------
     def call_with_segments(self, method: str, request: Any, field: Any,
@@ -257,6 +267,9 @@ class TaskRoute:
         The first ask sends it a probe; ``wait`` waits for its answer (at most
         ``PROBE_TIMEOUT_S``, or ``wait`` seconds), else the answer counts once it has
         come. A task that did not answer (down, or frozen) is probed again when next asked."""
+        proof = self._proof
+        if proof is not None and proof.done.is_set():  # (the steps' case: known, no lock)
+            return proof.proven
         with self._lock:
             proof, new = self._proof, self._proof is None
             if new:
@@ -328,6 +341,7 @@ class TaskRoute:
             for idle in self._idle.values():
                 stale += [s for s in idle if isinstance(s, lane.LaneStream)]
                 idle[:] = [s for s in idle if not isinstance(s, lane.LaneStream)]
+            self._open.difference_update(stale)
         for stream in stale:
             stream.close()
 
@@ -335,12 +349,12 @@ class TaskRoute:
         """An idle stream of ``method`` (opened if none is idle: on the task's lane when it
         named one, else on gRPC), for one call; ``_keep`` it once answered."""
         with self._lock:
-            idle = self._idle.get(method, [])
+            idle = self._idle.get(method)
             while idle:
                 stream = idle.pop()
                 if stream.open() and stream.idle_s() < limits.CLIENT_STREAM_IDLE_S:
-                    self._busy.add(stream)
                     return stream   # (one whose task died or restarted since has ended)
+                self._open.discard(stream)
                 stream.close()
             name = self._lane
         stream = None
@@ -357,10 +371,10 @@ class TaskRoute:
         return self._hand_out(stream)
 
     def _hand_out(self, stream: Any) -> Any:
-        """``stream``, noted as busy (closed at exit even while a call waits on it)."""
+        """A new ``stream``, noted as open (closed at exit even while a call waits on it)."""
         with self._lock:
             if not self.settings.exiting:
-                self._busy.add(stream)
+                self._open.add(stream)
                 return stream
         stream.close()
         self.settings.check_not_exiting()
@@ -371,11 +385,17 @@ class TaskRoute:
         each open stream holds one of the task's RPC threads)."""
         stream.idle_since = time.monotonic()
         with self._lock:
-            self._busy.discard(stream)
             idle = self._idle.setdefault(method, [])
-            if len(idle) < KEEP_STREAMS and self._channel is not None:
+            if len(idle) < KEEP_STREAMS and self._channel is not None and stream in self._open:
                 idle.append(stream)
                 return
+            self._open.discard(stream)
+        stream.close()
+
+    def _drop(self, stream: Any) -> None:
+        """Close a stream that failed (or whose call was interrupted): never reused."""
+        with self._lock:
+            self._open.discard(stream)
         stream.close()
 
     # ---- the channel ----------------------------------------------------------------------
@@ -420,8 +440,7 @@ class TaskRoute:
         """Close the channel and every stream (a call waiting on one ends with an error)."""
         with self._lock:
             channel, self._channel, self._stubs = self._channel, None, {}
-            streams = [s for idle in self._idle.values() for s in idle] + list(self._busy)
-            self._idle, self._busy = {}, weakref.WeakSet()
+            streams, self._idle, self._open = list(self._open), {}, set()
         for stream in streams:
             stream.close()
         if channel is not None:

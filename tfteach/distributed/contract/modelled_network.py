@@ -54,6 +54,11 @@ def _ledger() -> "LinkLedger | None":
     return LinkLedger(spec["ledger"], spec["tasks"], LinkProfile(**spec["link"]))
 
 
+def modelled() -> bool:
+    """Whether this task's transfers are slowed to a modelled network (``ENV`` is set)."""
+    return _ledger() is not None
+
+
 def shaped(pending: Pending, attrs: dict, here: str) -> Pending:
     """The Pending a ``_Recv``'s pull should resolve: ``pending`` itself, or (a tensor from
     another task on a modelled network) one whose value reaches ``pending`` when the

@@ -65,12 +65,10 @@ def checked_value(t: Tensor, value: np.ndarray, index: int) -> np.ndarray:
     dtype = t.dtype.base_dtype
     given = value.dtype
     same = given.kind in "OSU" if dtype.np.kind == "O" else given == dtype.np
-    what = (f"tensor '{t.name}' (of {t.op.type} '{t.op.name}', with dtype {dtype.tf_name} "
-            f"and shape {t.shape.bracket()})")
     if not same:
         raise errors.InvalidArgumentError(
             f"Expects arg[{index}] to be {dtype.tf_name} but {_tf_name(given)} is provided: "
-            f"the value fed to {what}",
+            f"the value fed to {_what(t)}",
             hint=tr("feed a value of dtype {dtype} (e.g. np.asarray(value, "
                     "dtype=np.{np_dtype})): the server converts nothing.", dtype=dtype.name,
                     np_dtype=dtype.np.name))
@@ -79,10 +77,16 @@ def checked_value(t: Tensor, value: np.ndarray, index: int) -> np.ndarray:
             d is not None and d != n for d, n in zip(dims, value.shape, strict=True))):
         raise errors.InvalidArgumentError(
             f"Cannot feed value of shape {value.shape} for Tensor '{t.name}', which has "
-            f"shape '{t.shape}': the value fed to {what}",
+            f"shape '{t.shape}': the value fed to {_what(t)}",
             hint=tr("reshape the value to {shape} (? means any size).",
                     shape=t.shape.bracket()))
     return value
+
+
+def _what(t: Tensor) -> str:
+    """The fed tensor, as the errors name it (built only for an error: steps feed often)."""
+    return (f"tensor '{t.name}' (of {t.op.type} '{t.op.name}', with dtype "
+            f"{t.dtype.base_dtype.tf_name} and shape {t.shape.bracket()})")
 
 
 def _tf_name(dtype: np.dtype) -> str:

@@ -273,8 +273,9 @@ class MasterSession:
         modelled network (``LocalCluster(network=...)``)."""
         for placeholder, key in part.inputs.items():
             feeds[placeholder] = self.engine.rendezvous.recv(step_id, key, timeout_s)[0]
-        modelled_network.hold_inputs([(key, feeds[p]) for p, key in part.inputs.items()],
-                                     part.task, timeout_s)
+        if part.inputs and modelled_network.modelled():
+            modelled_network.hold_inputs([(key, feeds[p]) for p, key in part.inputs.items()],
+                                         part.task, timeout_s)
 
     def _start_remote(self, part: Any, timeout_s: float, call: tuple) -> Future:
         """``_call_remote`` on a pool thread; its outcome as a Future."""
@@ -301,8 +302,9 @@ class MasterSession:
         self.reply_bytes[handle] = result.shm_bytes
         for key, value in result.sent.items():
             self.engine.put_tensor(step_id, key, value)
-        modelled_network.hold([(part.task, v) for v in result.tensors.values()],
-                              self.engine.task.task_name, timeout_s)
+        if modelled_network.modelled():
+            modelled_network.hold([(part.task, v) for v in result.tensors.values()],
+                                  self.engine.task.task_name, timeout_s)
         return result.tensors, result.metadata
 
     def _collect(self, parts: list, step_id: int, futures: list,
@@ -431,6 +433,8 @@ class AbortsInFlight:
 
     def wait(self, task: str, timeout_s: float) -> None:
         """Wait (at most ``timeout_s``) until the abort calls to ``task`` have ended."""
+        if not self._calls:         # (every step asks: none in flight costs no lock)
+            return
         with self._lock:
             calls = list(self._calls.get(task, ()))
         if calls:
