@@ -4,6 +4,7 @@ middle of a part ends the fetch with UnavailableError naming the task, never a h
 import socket
 import struct
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -94,3 +95,31 @@ def test_a_connection_dying_mid_transfer_is_unavailable_naming_the_task(monkeypa
         task.join(5)
         listener.close()
     assert not task.is_alive()
+
+
+def _until(condition, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return condition()
+
+
+def test_a_receiver_that_leaves_after_part_0_frees_the_held_tensor(make_server,
+                                                                   monkeypatch):
+    monkeypatch.setattr(bulk_parts, "PART_BYTES", MiB)
+    server = make_server(token=TOKEN)
+    server.engine.put_tensor(1, "big", np.ones(MiB, np.float32))     # 4 MiB
+    token, port = TOKEN.encode(), int(server.target.rsplit(":", 1)[1])
+    request = pb.RecvTensorRequest(step_id=1, rendezvous_key="big",
+                                   timeout_s=5).SerializeToString()
+    with socket.create_connection(("127.0.0.1", server.bulk_port), timeout=5) as sock:
+        sock.sendall(bulk.MAGIC + struct.pack("!II", 4 + len(token), port) + token +
+                     struct.pack("!IB", 1 << 24 | len(request) + 1, 2) + request)
+        kind, length = struct.unpack("!BI", read_exactly(sock, 5))
+        read_exactly(sock, length)
+        parts, _ = struct.unpack("!BQ", read_exactly(sock, 9))
+        assert (kind, parts) == (2, 2)
+        read_exactly(sock, bulk_parts.bounds(4 * MiB, 2, 0)[1])
+        assert _until(lambda: server._bulk.parts_sent == 1)
+        assert server._bulk._transfers.held() == 1          # part 1 not asked for yet
+    assert _until(lambda: server._bulk._transfers.held() == 0)

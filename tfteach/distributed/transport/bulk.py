@@ -241,6 +241,7 @@ class BulkServer:
         finally:
             with self._lock:
                 self._served.discard(sock)
+            self._transfers.drop_owned(sock)
             _close(sock)
 
     def _serve_one(self, sock: socket.socket) -> bool:
@@ -278,7 +279,7 @@ class BulkServer:
             self.sent += 1
             sock.sendall(content)
             return
-        transfer = self._transfers.publish(content, parts)
+        transfer = self._transfers.publish(content, parts, sock)
         sock.sendall(_ANSWER.pack(_IN_PARTS, len(head)) + head + _SPLIT.pack(parts, transfer))
         self.sent += 1
         self._send_part(sock, transfer, 0)

@@ -11,11 +11,13 @@ part 0 follows the header on the first one. A part's connection that the task re
 (``refused``) leaves that part to the first connection, asked after part 0.
 
 State: ``Transfers`` maps a transfer id (64 random bits) to ``[content, parts, parts
-left, deadline]``; an id is gone once its last part left, one of its sends failed, or its
-deadline passed (swept at the next ``publish``).
+left, deadline, owner]``; an id is gone once its last part left, one of its sends failed,
+its owner (the connection that asked for the tensor) closed (``drop_owned``: the receiver
+gave up), or its deadline passed (swept at the next ``publish``).
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import threading
@@ -41,31 +43,40 @@ def bounds(nbytes: int, parts: int, index: int) -> tuple[int, int]:
     return start(index), start(index + 1)
 
 
+@dataclasses.dataclass
+class _Held:
+    content: memoryview
+    parts: int
+    left: int           # parts not sent yet
+    deadline: float
+    owner: object       # the connection that asked for the tensor
+
+
 class Transfers:
     """The content of tensors being sent in parts, by transfer id (module docstring)."""
 
     def __init__(self) -> None:
-        self._held: dict[int, list] = {}    # id -> [content, parts, left, deadline]
+        self._held: dict[int, _Held] = {}
         self._lock = threading.Lock()
 
-    def publish(self, content: memoryview, parts: int) -> int:
-        """Hold ``content`` for its ``parts`` sends; its new transfer id."""
+    def publish(self, content: memoryview, parts: int, owner: object) -> int:
+        """Hold ``content`` for its ``parts`` sends, asked for by ``owner``; its new
+        transfer id."""
         now = time.monotonic()
         transfer = int.from_bytes(os.urandom(8), "big")
         with self._lock:
-            for old in [t for t, held in self._held.items() if held[3] < now]:
-                del self._held[old]
-            self._held[transfer] = [content, parts, parts, now + HOLD_S]
+            self._forget(lambda held: held.deadline < now)
+            self._held[transfer] = _Held(content, parts, parts, now + HOLD_S, owner)
         return transfer
 
     def part(self, transfer: int, index: int) -> memoryview | None:
         """The bytes of part ``index`` (None: no such transfer or part any more)."""
         with self._lock:
             held = self._held.get(transfer)
-        if held is None or not 0 <= index < held[1]:
+        if held is None or not 0 <= index < held.parts:
             return None
-        start, end = bounds(len(held[0]), held[1], index)
-        return held[0][start:end]
+        start, end = bounds(len(held.content), held.parts, index)
+        return held.content[start:end]
 
     def sent(self, transfer: int, ok: bool) -> None:
         """One part of ``transfer`` left (``ok``) or failed to (the transfer is dropped)."""
@@ -73,14 +84,23 @@ class Transfers:
             held = self._held.get(transfer)
             if held is None:
                 return
-            held[2] -= 1
-            if held[2] <= 0 or not ok:
+            held.left -= 1
+            if held.left <= 0 or not ok:
                 del self._held[transfer]
+
+    def drop_owned(self, owner: object) -> None:
+        """Forget the transfers ``owner`` asked for (its connection closed)."""
+        with self._lock:
+            self._forget(lambda held: held.owner is owner)
 
     def held(self) -> int:
         """How many transfers are held."""
         with self._lock:
             return len(self._held)
+
+    def _forget(self, which: Callable[[_Held], bool]) -> None:
+        for transfer in [t for t, held in self._held.items() if which(held)]:
+            del self._held[transfer]
 
 
 class PartReader:
