@@ -23,7 +23,7 @@ import sys
 from tfteach.distributed.client.client import ClusterClient
 client = ClusterClient.from_env()
 status = client.worker(sys.argv[1]).get_status(timeout=30)
-print(client.shm_shared(sys.argv[1]), repr(status["shm_host"]))
+print(client.route(sys.argv[1]).shm_shared(), repr(status["shm_host"]))
 """
 
 STALE_PROOF = """
@@ -33,14 +33,14 @@ import tfteach as tf
 from tfteach.distributed.client import remote_session
 address = sys.argv[1]
 client = remote_session.client_for(address)
-client.learn_shm(address, True)     # as if proven: the task now refuses its segments
+client.route(address).learn_shm(True)     # as if proven: the task now refuses its segments
 x = tf.placeholder(tf.float32, [512, 512])
 with tf.device("/job:worker/task:0"):
     y = x * 2.0
 with tf.Session("grpc://" + address) as sess:
     for _ in range(2):
         value = sess.run(y, {x: np.ones((512, 512), np.float32)})
-print(value.sum(), client.shm_shared(address))
+print(value.sum(), client.route(address).shm_shared())
 """
 
 

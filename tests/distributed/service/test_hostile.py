@@ -237,7 +237,7 @@ def test_a_lane_that_takes_no_connection_falls_back_to_grpc():
                 break
         worker = client.worker(server.target)
         handle = worker.register_graph(json.dumps({"probe": "echo"}).encode())
-        client.learn_lane(worker.address, name, shm.host_key())
+        worker.route.learn_lane(name, shm.host_key())
         tensors, _ = worker.run_graph(handle, 3, {"x": np.float32(5.0)}, ["x"])
     finally:
         for sock in fillers + [stuck]:

@@ -281,7 +281,7 @@ def test_a_lane_that_is_gone_falls_back_to_grpc(make_server, monkeypatch):
     client = ClusterClient(TOKEN)
     try:
         worker = client.worker(server.target)
-        client.learn_lane(worker.address, "tfteach-lane-gone", shm.host_key())
+        worker.route.learn_lane("tfteach-lane-gone", shm.host_key())
         tensors, _ = worker.run_graph(handle, 1, {"x": np.float32(2.0)}, ["x"])
         again, _ = worker.run_graph(handle, 2, {"x": np.float32(3.0)}, ["x"])
     finally:

@@ -27,7 +27,7 @@ def test_a_task_of_this_host_reads_back_the_probe(make_server, client):
     server = make_server()
     probe = shm_probe.Probe()
     assert probe.proven(_get_status(server, probe.request()))
-    assert client.shm_shared(server.target, wait=True)
+    assert client.route(server.target).shm_shared(wait=True)
     assert client.worker(server.target).get_status(timeout=30)["shm_host"] == shm.host_key()
 
 

@@ -8,9 +8,8 @@
   feed here).
 - ``client.worker(address, task_name)`` / ``client.master(target)`` return the typed stubs
   of ``stubs`` (``WorkerClient``, ``MasterClient``) on that task's route; ``waiting``
-  waits for tasks to come up.
-- Same host is proven, not guessed (``shm_probe``): ``shm_shared(address)`` says whether
-  the task proved, on this client's channel, that it shares this process's /dev/shm.
+  waits for tasks to come up. What concerns one task (its channel, whether it proved that
+  it shares this host's /dev/shm, its lane) is asked of its route: ``client.route(address)``.
 State: the routes (guarded by one lock) and the settings they share (``RouteSettings``).
 At interpreter exit (``lifetime``) the client closes every route's streams, busy ones too
 (a lane's socket, which wakes its waiting reader, or a gRPC call), and refuses new calls:
@@ -20,15 +19,12 @@ Invariant: the token never appears in a repr, a log line or an error.
 from __future__ import annotations
 
 import threading
-from typing import Any
 
-import grpc
 
 from tfteach.distributed.client import lifetime
 from tfteach.distributed.client.route import RouteSettings, TaskRoute
-from tfteach.distributed.client.stubs import MasterClient, WorkerClient, status_dict
-from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
-from tfteach.distributed.transport import bulk, security, shm_probe
+from tfteach.distributed.client.stubs import MasterClient, WorkerClient
+from tfteach.distributed.transport import bulk, security
 from tfteach.runtime import host_memory
 
 
@@ -58,11 +54,6 @@ class ClusterClient:
                 f"tls={self._settings.tls is not None})")
 
     @property
-    def metadata(self) -> tuple[tuple[str, str], ...]:
-        """The call metadata (holds the token: never log it)."""
-        return self._settings.metadata
-
-    @property
     def bulk(self) -> "bulk.BulkClient | None":
         return self._settings.bulk
 
@@ -84,10 +75,6 @@ class ClusterClient:
             found.task_name = task_name
         return found
 
-    def channel(self, address: str) -> grpc.Channel:
-        """The channel to ``host:port`` (``grpc://`` prefixes are accepted)."""
-        return self.route(address).channel()
-
     def worker(self, address: str, task_name: str | None = None) -> WorkerClient:
         """Typed WorkerService calls to the task at ``address``."""
         return WorkerClient(self.route(address, task_name))
@@ -95,25 +82,6 @@ class ClusterClient:
     def master(self, target: str) -> MasterClient:
         """Typed MasterService calls to the server at ``target`` (``grpc://host:port``)."""
         return MasterClient(self.route(target))
-
-    def shm_shared(self, address: str, wait: float | bool = False) -> bool:
-        """Whether the task at ``address`` proved that it shares this process's /dev/shm
-        (``TaskRoute.shm_shared``)."""
-        return self.route(address).shm_shared(wait)
-
-    def learn_shm(self, address: str, proven: bool) -> None:
-        """What a probe (or a refusal: not ``proven``) found about the task at ``address``."""
-        self.route(address).learn_shm(proven)
-
-    def learn_lane(self, address: str, name: str, host_key: str) -> None:
-        """The task at ``address`` named its lane (``TaskRoute.learn_lane``)."""
-        self.route(address).learn_lane(name, host_key)
-
-    def learn_status(self, address: str, response: pb.GetStatusResponse,
-                     probe: shm_probe.Probe) -> dict[str, Any]:
-        """The task at ``address`` answered GetStatus to ``probe``: its ``status_dict``,
-        whose ``shm_host`` is "" unless the task proved it shares this host."""
-        return status_dict(response, self.route(address).learn_status(response, probe))
 
     def close(self) -> None:
         """Close every route's channel and streams (a call waiting on one ends with an

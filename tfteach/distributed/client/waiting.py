@@ -15,6 +15,7 @@ import grpc
 
 from tfteach import errors
 from tfteach.distributed.client.client import ClusterClient, strip_scheme
+from tfteach.distributed.client.stubs import status_dict
 from tfteach.distributed.protocol import tflog
 from tfteach.distributed.protocol.status import error_from_rpc
 from tfteach.distributed.transport.shm_probe import Probe
@@ -37,8 +38,9 @@ def probe_tasks(client: ClusterClient, targets: Mapping[str, str],
     answers = {}
     for name, call in calls.items():
         try:
-            answers[name] = client.learn_status(strip_scheme(targets[name]), call.result(),
-                                                probes[name])
+            response = call.result()
+            proven = client.route(targets[name]).learn_status(response, probes[name])
+            answers[name] = status_dict(response, proven)
         except grpc.RpcError as err:
             if err.code() not in (grpc.StatusCode.UNAVAILABLE,
                                   grpc.StatusCode.DEADLINE_EXCEEDED):

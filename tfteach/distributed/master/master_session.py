@@ -180,7 +180,7 @@ class MasterSession:
         """The tasks of ``parts`` that did not prove they share this task's host."""
         client = self.engine.task.client
         return frozenset(task for task in parts if task != self.engine.task.task_name and
-                         not client.shm_shared(self.targets[task], wait=True))
+                         not client.route(self.targets[task]).shm_shared(wait=True))
 
     def _worker(self, task: str) -> Any:
         if task == self.engine.task.task_name:
