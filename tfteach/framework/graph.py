@@ -555,7 +555,7 @@ class Graph:
     def get_tensor_by_name(self, name: str) -> Tensor:
         if not isinstance(name, str):
             raise TypeError(f"Tensor names are strings (or similar), not {type(name).__name__}.")
-        return self.as_graph_element(name, allow_tensor=True, allow_operation=False)
+        return self._element_by_name(name, True, False)    # (as_graph_element does for a str)
 
     def as_graph_element(self, obj: Any, allow_tensor: bool = True,
                          allow_operation: bool = True) -> Any:
