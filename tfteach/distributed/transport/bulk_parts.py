@@ -5,15 +5,15 @@ a 64 MB tensor over two connections arrives in about half the time of one on a m
 with spare cores. The sender decides how many parts (``count``: what the receiver offered,
 at most one per ``PART_BYTES``) and where each one starts (``bounds``, page aligned, the
 same on both ends). It keeps the tensor's content under a transfer id (``Transfers``) until
-every part has left or ``HOLD_S`` has passed; the receiver asks for parts 1.. on other
-connections (``PartReader``, one thread each, blocked in the kernel without the GIL) while
-part 0 follows the header on the first one. A part's connection that the task refused
-(``refused``) leaves that part to the first connection, asked after part 0.
+every part has left; the receiver asks for parts 1.. on other connections (``PartReader``,
+one thread each, blocked in the kernel without the GIL) while part 0 follows the header on
+the first one. A part's connection that the task refused (``refused``) leaves that part to
+the first connection, asked after part 0.
 
-State: ``Transfers`` maps a transfer id (64 random bits) to ``[content, parts, parts
-left, deadline, owner]``; an id is gone once its last part left, one of its sends failed,
-its owner (the connection that asked for the tensor) closed (``drop_owned``: the receiver
-gave up), or its deadline passed (swept at the next ``publish``).
+State: ``Transfers`` maps a transfer id (64 random bits) to its ``_Held`` (content, parts,
+parts left, deadline, owner); an id is gone once its last part left, one of its sends
+failed, its owner (the connection that asked for the tensor) closed (``drop_owned``: the
+receiver gave up), or its deadline (``HOLD_S``) passed (swept at the next ``publish``).
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import threading
 import time
 from typing import Callable
 
-PART_BYTES = 16 << 20       # a smaller tensor travels whole
+PART_BYTES = 4 << 20        # a tensor under twice this travels whole
 OFFERED = 2                 # the parts a receiver takes at most
 HOLD_S = 60.0               # a transfer's parts are asked for within this
 _ALIGN = 4096
