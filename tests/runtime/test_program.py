@@ -122,3 +122,26 @@ def test_an_error_inside_the_generated_program_names_its_node():
         sess.run(out, {x: np.arange(6, dtype=np.float32)})
     assert err.value.op is not None and err.value.op.name == "squashed"
     assert dev.memory.used == before
+
+
+def test_a_folded_constant_that_does_not_fit_its_device_fails_naming_it():
+    """The fast program stores its folded constants first, counting their bytes: a device
+    out of memory there fails the step naming the constant (mapped from its line)."""
+    with tf.device("/gpu:0"):
+        x = tf.placeholder(tf.float32, [None, 3], name="x")
+        three = tf.constant(np.ones(3, np.float32), name="three")
+        out = tf.multiply(x, three, name="scaled")
+    sess = tf.Session()
+    plan = sess._plan([out], [], {x: None})
+    assert [n.name for n, *_ in plan.fast.constants] == ["three"]
+    memory = _gpu0(sess).memory
+    used = memory.used
+    memory.used = memory.limit
+    try:
+        with pytest.raises(tf.errors.ResourceExhaustedError, match=r"Node: three\]") as err:
+            sess.run(out, {x: np.ones((2, 3), np.float32)})
+    finally:
+        memory.used = used
+    assert plan.fast.node_at(err.value).name == "three"
+    np.testing.assert_array_equal(sess.run(out, {x: np.ones((2, 3), np.float32)}),
+                                  np.ones((2, 3), np.float32))

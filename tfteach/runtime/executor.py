@@ -224,12 +224,11 @@ class Executor:
         values, program = step.values, step.program
         node = None
         try:
-            for node, s, value in program.constants:
-                _keep(node, (program.budget[s],), value, values)
-            node = None
-            if program.run is not None:
+            if program.run is not None:     # (it stores the folded constants first)
                 program.run(values)
                 return
+            for node, s, value in program.constants:
+                _keep(node, (program.budget[s],), value, values)
             for node, ins, keep, drops in program.instrs:
                 out = self._execute(step, node, ins)
                 _keep(node, keep, out, values)

@@ -37,11 +37,13 @@ class Program:
     uses: list        # reads of each slot in a step (fetches count once)
     constants: list   # folded constants: (node, slot, value), stored before the first instr
     budget: list      # per slot, the device budget its bytes count against, or None
-    run: Callable[[list], None] | None = None  # the instructions as one function (fast)
-    lines: list | None = None                  # first source line of each instruction
+    run: Callable[[list], None] | None = None  # constants + instructions as one function
+    lines: list | None = None                  # first source line of each, in ``run``
+    line_nodes: list | None = None             # the node of each of those lines
 
     def node_at(self, error: BaseException) -> Any:
-        """The node whose instruction raised ``error`` inside ``run`` (None if elsewhere)."""
+        """The node whose constant or instruction raised ``error`` inside ``run`` (None if
+        elsewhere)."""
         tb = error.__traceback__
         line = None
         while tb is not None:
@@ -50,7 +52,7 @@ class Program:
             tb = tb.tb_next
         if line is None:
             return None
-        return self.instrs[bisect.bisect_right(self.lines, line) - 1][0]
+        return self.line_nodes[bisect.bisect_right(self.lines, line) - 1]
 
 
 def depth_first_order(plan: Any) -> list:
@@ -91,7 +93,8 @@ def compile_program(plan: Any, order: list, fold: bool) -> Program:
     program = Program(_instructions(kept, uses, budget), fetch, uses,
                       [(n, n.out_slots[0], v) for n, v in constants], budget)
     if fold:
-        program.run, program.lines = straight_line(program.instrs)
+        program.run, program.lines, program.line_nodes = straight_line(
+            program.instrs, [(n, s, v, budget[s]) for n, s, v in program.constants])
     return program
 
 
@@ -124,19 +127,31 @@ def _instructions(kept: list, uses: list, budget: list) -> list:
     return instrs
 
 
-def straight_line(instrs: list) -> tuple[Callable[[list], None], list]:
-    """``instrs`` as the source of one function ``run(values)``, compiled: a line per
-    kernel call, byte count and drop, with kernels, contexts and budgets bound as globals.
-    It does what the executor's loop does per instruction (kernel, ``_keep``, drops) without
-    the loop's per-node dispatch. Returns the function and each instruction's first line
-    (``Program.node_at`` maps an error's line back to its node)."""
+def straight_line(instrs: list, constants: list = ()) -> tuple[Callable[[list], None], list,
+                                                                list]:
+    """``instrs`` as the source of one function ``run(values)``, compiled: first a line per
+    folded constant (``(node, slot, value, budget)``: its store and byte count), then a
+    line per kernel call, byte count and drop, with kernels, contexts, constants and budgets
+    bound as globals. It does what the executor's loop does per constant and instruction
+    (``_keep``, kernel, drops) without the loop's per-node dispatch. Returns the function,
+    the first line of each constant and instruction, and their nodes (``Program.node_at``
+    maps an error's line back to its node)."""
     from .executor import _keep
 
     env: dict[str, Any] = {"_keep": _keep, "getattr": getattr}
     src = ["def run(values):"]
-    lines = []
+    lines, nodes = [], []
+    for j, (node, s, value, budget) in enumerate(constants):
+        lines.append(len(src) + 1)
+        nodes.append(node)
+        env[f"V{j}"] = value
+        if budget is not None and getattr(value, "nbytes", 0):
+            env[f"BV{j}"], env[f"MV{j}"], env[f"DV{j}"] = budget, node.name, node.device.name
+            src.append(f"    BV{j}.take({value.nbytes}, V{j}, MV{j}, DV{j})")
+        src.append(f"    values[{s}] = V{j}")
     for i, (node, ins, keep, drops) in enumerate(instrs):
         lines.append(len(src) + 1)
+        nodes.append(node)
         env[f"K{i}"], env[f"C{i}"], env[f"O{i}"] = node.kernel, node.ctx, node.op
         deref = node.deref or (False,) * len(ins)
         args = "".join(f", values[{s}].read(O{i})" if d else f", values[{s}]"
@@ -151,7 +166,7 @@ def straight_line(instrs: list) -> tuple[Callable[[list], None], list]:
     src.append("    return None")
     code = compile("\n".join(src), "<tfteach program>", "exec")
     exec(code, env)  # noqa: S102 (source built above from slot numbers only)
-    return env["run"], lines
+    return env["run"], lines, nodes
 
 
 def _store(i: int, node: Any, keep: tuple, env: dict) -> list[str]:
