@@ -18,6 +18,14 @@ from tfteach.distributed.engine.probe_engine import ProbeEngine
 ENGINE = "dist_helpers:ReportingEngine"
 PROBE_ENGINE = "tfteach.distributed.engine.probe_engine:ProbeEngine"
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+NOBODY = 65534
+
+
+def as_user(argv: list[str], uid: int = NOBODY) -> list[str]:
+    """``argv`` run as ``uid`` (its group too, no supplementary groups) through setpriv,
+    which changes user after exec: ``subprocess.run(user=...)`` forks this multi-threaded
+    process and changes user before exec, and its child once crashed there."""
+    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *argv]
 
 
 class ReportingEngine(ProbeEngine):

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from dist_helpers import PROBE_ENGINE
+from dist_helpers import PROBE_ENGINE, as_user
 
 from tfteach import errors
 from tfteach.distributed.transport import lane
@@ -29,15 +29,14 @@ from tfteach.distributed.service.grpc_server import Server
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120)]
 
-NOBODY = 65534
 TOKEN = "hostile-token"
 
 
 def _plant(name: str, as_nobody: bool) -> Path:
     path = shm.SHM_DIR / name
     if as_nobody:
-        subprocess.run(["/usr/bin/touch", str(path)], check=True, timeout=30, user=NOBODY,
-                       group=NOBODY, env={"PATH": "/usr/bin:/bin"})
+        subprocess.run(as_user(["/usr/bin/touch", str(path)]), check=True, timeout=30,
+                       env={"PATH": "/usr/bin:/bin"})
     else:
         path.touch()
     return path

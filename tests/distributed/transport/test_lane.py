@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 import pytest
+from dist_helpers import as_user
 
 import tfteach as tf
 from tfteach import errors
@@ -505,9 +506,9 @@ def test_another_user_is_refused_even_with_the_token(make_server):
     if os.geteuid() != 0 or system_python is None:
         pytest.skip("needs root and a system Python to run a client as another uid")
     server = make_server(token=TOKEN)
-    done = subprocess.run([system_python, "-c", OTHER_UID_CLIENT, _lane_of(server), TOKEN],
-                          capture_output=True, text=True, timeout=30, user=65534,
-                          group=65534, env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"})
+    done = subprocess.run(as_user([system_python, "-c", OTHER_UID_CLIENT, _lane_of(server),
+                                   TOKEN]), capture_output=True, text=True, timeout=30,
+                          env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() in ("b''", "ConnectionResetError", "BrokenPipeError"), \
         done.stdout

@@ -15,6 +15,7 @@ import time
 import grpc
 import numpy as np
 import pytest
+from dist_helpers import NOBODY, as_user
 
 from tfteach import errors
 from tfteach.distributed.service import servicers as services
@@ -26,7 +27,6 @@ from tfteach.distributed.protocol.protos import tfteach_cluster_pb2_grpc as pb_g
 from tfteach.distributed.protocol.status import error_from_rpc
 
 NBYTES = shm.SEGMENT_MIN_BYTES
-NOBODY = 65534
 
 
 def _name(pid: int) -> str:
@@ -173,12 +173,14 @@ def test_a_client_of_another_uid_gets_no_segment_mapped(make_server):
             "except grpc.RpcError as err:\n"
             "    print(err.code().name, err.details())\n")
     try:
-        done = subprocess.run([sys.executable, "-c", code, server.target[len("grpc://"):]],
-                              capture_output=True, text=True, timeout=60, user=NOBODY,
-                              group=NOBODY, env={**os.environ, "HOME": "/tmp"})
+        done = subprocess.run(as_user([sys.executable, "-c", code,
+                                       server.target[len("grpc://"):]]),
+                              capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "HOME": "/tmp"})
     except PermissionError:
         pytest.skip("this Python cannot run as another uid (its home is private)")
-    if "ModuleNotFoundError" in done.stderr or "PermissionError" in done.stderr:
+    if any(sign in done.stderr for sign in
+           ("ModuleNotFoundError", "PermissionError", "Permission denied")):
         pytest.skip("tfteach cannot be imported as another uid here")
     assert done.stdout.startswith("PERMISSION_DENIED"), done.stdout + done.stderr
 
