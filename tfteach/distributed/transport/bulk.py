@@ -407,17 +407,13 @@ class BulkClient:
     def _read_parts(self, sock: socket.socket, where: tuple[str, int], grpc_port: int,
                     timeout: float, view: memoryview, parts: int, transfer: int) -> None:
         """Part 0 into ``view`` from ``sock``, the others side by side on connections of
-        their own (on ``sock`` after part 0 where the task refused one)."""
-        def connect() -> socket.socket:
-            part_sock = self._connection(where, grpc_port, remember=False)
-            _wait_at_most(part_sock, timeout + HELLO_TIMEOUT_S)
-            return part_sock
-
+        their own, asked for before part 0 is read (on ``sock`` after part 0 where the
+        task refused one)."""
         def reader(index: int) -> bulk_parts.PartReader:
             start, end = bulk_parts.bounds(len(view), parts, index)
             return bulk_parts.PartReader(
-                view[start:end], connect, lambda s, v: _ask_part(s, transfer, index, v),
-                lambda s, ok: self._release(where, s, ok), (Unreachable, _Refused))
+                view[start:end], self._ask_part(where, grpc_port, timeout, transfer, index),
+                _read_part, lambda s, ok: self._release(where, s, ok), (_Refused,))
         readers = [reader(index) for index in range(1, parts)]
         try:
             start, end = bulk_parts.bounds(len(view), parts, 0)
@@ -433,9 +429,26 @@ class BulkClient:
         for index, part in enumerate(readers, 1):
             if part.refused:
                 try:
-                    _ask_part(sock, transfer, index, part.view)
+                    _send_part_request(sock, transfer, index)
+                    _read_part(sock, part.view)
                 except _Refused:
                     raise ConnectionError("connection closed") from None
+
+    def _ask_part(self, where: tuple[str, int], grpc_port: int, timeout: float,
+                  transfer: int, index: int) -> socket.socket | None:
+        """A connection on which part ``index`` of ``transfer`` was asked for (None where
+        none could be opened or the task closed it)."""
+        try:
+            sock = self._connection(where, grpc_port, remember=False)
+        except Unreachable:
+            return None
+        try:
+            _wait_at_most(sock, timeout + HELLO_TIMEOUT_S)
+            _send_part_request(sock, transfer, index)
+        except (_Refused, OSError):
+            _close(sock)
+            return None
+        return sock
 
     def _connection(self, where: tuple[str, int], grpc_port: int,
                     remember: bool = True) -> socket.socket:
@@ -502,13 +515,17 @@ def _text(sock: socket.socket, length: int) -> str:
     return _header_bytes(sock, length).decode("utf-8", "replace")
 
 
-def _ask_part(sock: socket.socket, transfer: int, index: int, view: memoryview) -> None:
-    """Part ``index`` of ``transfer`` asked for on ``sock`` and read into ``view``
-    (``_Refused`` where the task closed the connection before taking the request)."""
+def _send_part_request(sock: socket.socket, transfer: int, index: int) -> None:
+    """Ask for part ``index`` of ``transfer`` on ``sock`` (``_Refused`` where the task
+    closed the connection before taking the request)."""
     try:
         sock.sendall(_request(_ASK_PART, _PART.pack(transfer, index)))
     except (BrokenPipeError, ConnectionResetError):
         raise _Refused() from None
+
+
+def _read_part(sock: socket.socket, view: memoryview) -> None:
+    """The answer to a part's request on ``sock``, read into ``view``."""
     kind, length = _answer_start(sock)
     if kind != _A_PART or length != len(view):
         raise errors.DataLossError(f"Received a bulk part of {length} bytes (kind {kind}) "

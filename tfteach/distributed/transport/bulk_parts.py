@@ -5,9 +5,9 @@ a 64 MB tensor over two connections arrives in about half the time of one on a m
 with spare cores. The sender decides how many parts (``count``: what the receiver offered,
 at most one per ``PART_BYTES``) and where each one starts (``bounds``, page aligned, the
 same on both ends). It keeps the tensor's content under a transfer id (``Transfers``) until
-every part has left; the receiver asks for parts 1.. on other connections (``PartReader``,
-one thread each, blocked in the kernel without the GIL) while part 0 follows the header on
-the first one. A part's connection that the task refused (``refused``) leaves that part to
+every part has left; the receiver asks for parts 1.. on other connections (the requests sent
+at once, the answers each read by a ``PartReader`` thread, blocked in the kernel without
+the GIL) while part 0 follows the header on the first one. A part's connection that the task refused (``refused``) leaves that part to
 the first connection, asked after part 0.
 
 State: ``Transfers`` maps a transfer id (64 random bits) to its ``_Held`` (content, parts,
@@ -104,50 +104,46 @@ class Transfers:
 
 
 class PartReader:
-    """Part ``index`` of a transfer read into ``view`` on a connection of its own, on a
-    thread of its own. ``ask(sock)`` sends the part's request and reads its answer into
-    ``view``; ``connect()`` gives a connection (raises ``refused`` where the task took
-    none). After ``join``: ``error`` (an exception, or None), ``refused`` (the task did
-    not take the request: read it on another connection)."""
+    """The answer to a part's request, already sent on ``sock``, read into ``view`` on a
+    thread of its own (``read(sock, view)``); ``sock`` None: the task took no request for
+    it (``refused`` at once). ``release(sock, ok)`` then keeps or closes the connection.
+    After ``join``: ``error`` (an exception, or None) and ``refused`` (the task closed the
+    connection unanswered, one of ``refusals``: read the part on another connection)."""
 
-    def __init__(self, view: memoryview, connect: Callable[[], socket.socket],
-                 ask: Callable[[socket.socket, memoryview], None],
+    def __init__(self, view: memoryview, sock: socket.socket | None,
+                 read: Callable[[socket.socket, memoryview], None],
                  release: Callable[[socket.socket, bool], None],
                  refusals: tuple[type[BaseException], ...]) -> None:
         self.view = view
         self.error: BaseException | None = None
-        self.refused = False
-        self._sock: socket.socket | None = None
-        self._cancelled = False
-        self._connect, self._ask, self._release = connect, ask, release
+        self.refused = sock is None
+        self._sock, self._read, self._release = sock, read, release
         self._refusals = refusals
-        self._thread = threading.Thread(target=self._run, name="tfteach-bulk-part",
-                                        daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None
+        if sock is not None:
+            self._thread = threading.Thread(target=self._run, name="tfteach-bulk-part",
+                                            daemon=True)
+            self._thread.start()
 
     def _run(self) -> None:
+        assert self._sock is not None
         try:
-            self._sock = self._connect()
-            if self._cancelled:
-                raise ConnectionAbortedError("the transfer failed on another connection")
-            self._ask(self._sock, self.view)
+            self._read(self._sock, self.view)
         except self._refusals:
             self.refused = True
         except BaseException as err:  # noqa: BLE001 - reported to the reader's caller
             self.error = err
         finally:
-            if self._sock is not None:
-                self._release(self._sock, self.error is None and not self.refused)
+            self._release(self._sock, self.error is None and not self.refused)
 
     def join(self) -> None:
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
 
     def cancel(self) -> None:
         """End the part's wait at once (the transfer failed elsewhere)."""
-        self._cancelled = True
-        sock = self._sock
-        if sock is not None:
+        if self._sock is not None:
             try:
-                sock.shutdown(socket.SHUT_RDWR)
+                self._sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
