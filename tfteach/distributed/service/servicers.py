@@ -123,11 +123,10 @@ def _caller(context: Any) -> shm_callers.Caller:
     return caller
 
 
-def _tensors(named: Any, request: Any, caller: shm_callers.Caller) -> dict[str, Any]:
+def _tensors(named: Any, sender: shm_callers.Caller | None) -> dict[str, Any]:
     """A request's tensors; those in segments only from a caller that shares this host
-    (else the request is refused before any is read, and its client sends it again
-    inline: ``shm_probe``)."""
-    sender = _sender(request, caller)
+    (``sender``, from ``_sender``; else the request is refused before any is read, and
+    its client sends it again inline: ``shm_probe``)."""
     if sender is None:
         shm_probe.refuse_segments(named)
     return wire.from_named(named, sender)
@@ -144,10 +143,9 @@ def _sender(request: Any, caller: shm_callers.Caller) -> shm_callers.Caller | No
 
 
 def _add_answer(field: Any, tensors: Mapping[str, Any], request: Any,
-                caller: shm_callers.Caller) -> None:
+                sender: shm_callers.Caller | None) -> None:
     """Add ``tensors`` to an answer's repeated NamedTensor ``field``: the large ones into
-    the caller's reply segment if it offered one and shares this host."""
-    sender = _sender(request, caller)
+    the caller's reply segment if it offered one and shares this host (``sender``)."""
     segment = (shm.mapped(request.reply_shm, request.reply_shm_bytes,
                           sender.owner_of(request.reply_shm))
                if sender is not None and request.reply_shm else None)
@@ -250,12 +248,13 @@ class MasterServicer(pb_grpc.MasterServiceServicer):
 
     def _run_step(self, request: pb.RunStepRequest, cancellation: Cancellation,
                   caller: shm_callers.Caller) -> Any:
+        sender = _sender(request, caller)   # once a request (a foreign segment: refused)
         with serving(cancellation):
             result = as_run_result(self.engine.run_step(
-                request.session_handle, _tensors(request.feed, request, caller),
+                request.session_handle, _tensors(request.feed, sender),
                 list(request.fetch), list(request.target), request.options))
         response = pb.RunStepResponse(metadata=result.metadata)
-        _add_answer(response.tensor, result.tensors, request, caller)
+        _add_answer(response.tensor, result.tensors, request, sender)
         return response
 
     @rpc_method
@@ -335,17 +334,17 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
             return self._graph_answer(request, caller)
 
     def _graph_answer(self, request: pb.RunGraphRequest, caller: shm_callers.Caller) -> Any:
+        sender = _sender(request, caller)   # once a request (a foreign segment: refused)
         result = as_run_result(self.engine.run_graph(
-            request.graph_handle, request.step_id,
-            _tensors(request.send, request, caller), list(request.recv_key),
-            request.options))
+            request.graph_handle, request.step_id, _tensors(request.send, sender),
+            list(request.recv_key), request.options))
         response = pb.RunGraphResponse(metadata=result.metadata)
         fetched, sent = result.tensors, result.sent
-        if (fetched or sent) and _sender(request, caller) is None:
+        if (fetched or sent) and sender is None:
             fetched = self._leave_large(response.recv, request.step_id, fetched)
             sent = self._leave_large(response.sent, request.step_id, sent)
         wire.add_named(response.recv, fetched)
-        _add_answer(response.sent, sent, request, caller)
+        _add_answer(response.sent, sent, request, sender)
         return response
 
     def _inline_bytes(self) -> int:
