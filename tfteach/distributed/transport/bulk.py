@@ -4,7 +4,8 @@ gRPC Python copies a tensor about five times on its way (message bytes, slices, 
 a socket copies none in Python: the sender writes the array's memory, the receiver reads
 straight into the preallocated array (``recv_into``), a buffer of ``recv_buffers`` reused
 once nothing refers to it. Both ends keep their sockets blocking, with kernel timeouts
-(``_wait_at_most``): a tensor leaves in one ``send`` and arrives in one ``recv_into``
+(``_wait_at_most``): a tensor (or each of its parts, ``bulk_parts``: one per connection,
+read side by side) leaves in one ``send`` and arrives in one ``recv_into``
 (``MSG_WAITALL``), with no return to Python between its pieces, where a thread of a busy
 process would wait for the GIL after each one. A task without TLS listens on a port
 of its own (``BulkServer``, chosen by the system, on the host of its gRPC address) and
@@ -30,9 +31,10 @@ by a kind byte and u32 length: 0 and a ``TensorHeader`` followed by the content'
 transfer id (u64), followed by part 0's bytes (``bulk_parts``: the client asks for the
 other parts, kind 2, on other connections); 3 and the bytes of the part asked for. A
 connection closed before any answer was read means the request was not taken: the client
-asks through gRPC instead (a part: on the first connection). A connection that has not said HELLO within ``HELLO_TIMEOUT_S``
-is closed on the listening thread and gets no thread (``MAX_CONNECTIONS`` at most, each
-with a thread of its own once authenticated, which waits for the tensors it is asked for).
+asks through gRPC instead (a part: on the first connection, after part 0). A connection
+that has not said HELLO within ``HELLO_TIMEOUT_S`` is closed on the listening thread and
+gets no thread (``MAX_CONNECTIONS`` at most, each with a thread of its own once
+authenticated, which waits for the tensors it is asked for).
 Connections idle for ``IDLE_S`` are closed; clients reuse one only while idle for less
 than half of that.
 """
