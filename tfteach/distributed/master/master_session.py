@@ -249,7 +249,7 @@ class MasterSession:
             futures.extend(started)
             for fut in started:
                 fut.exception()     # waits for it
-            if aborter.aborted.is_set():
+            if aborter.aborted:
                 return futures
         return futures
 
@@ -395,18 +395,17 @@ class _Aborter:
 
     def __init__(self, session: MasterSession, parts: list, step_id: int) -> None:
         self.session, self.parts, self.step_id = session, parts, step_id
-        self.aborted = threading.Event()
+        self.aborted = False
         self._lock = threading.Lock()
 
-    def on_done(self, fut: Future) -> bool:
+    def on_done(self, fut: Any) -> bool:
         """Abort if ``fut`` (finished) failed; whether the step is aborted."""
         if fut.exception() is not None:
             with self._lock:
-                first = not self.aborted.is_set()
-                self.aborted.set()
+                first, self.aborted = not self.aborted, True
             if first:
                 self.session._abort(self.parts, self.step_id)
-        return self.aborted.is_set()
+        return self.aborted
 
 
 class AbortsInFlight:
@@ -455,14 +454,34 @@ def _workers(parts: list) -> dict:
     return {task: worker for task, worker, _, _ in parts}
 
 
-def _run_here(fn: Any, *args: Any) -> Future:
-    """Call ``fn(*args)`` on this thread; its outcome as a finished Future."""
-    fut: Future = Future()
+def _run_here(fn: Any, *args: Any) -> "_Finished":
+    """Call ``fn(*args)`` on this thread; its outcome as a finished future."""
     try:
-        fut.set_result(fn(*args))
+        return _Finished(fn(*args), None)
     except Exception as e:  # noqa: BLE001 (reported through the future)
-        fut.set_exception(e)
-    return fut
+        return _Finished(None, e)
+
+
+class _Finished:
+    """The outcome of a call made on this thread, read as a finished ``Future`` is
+    (``result``, ``exception``, ``add_done_callback``), without the Future's condition
+    variable: a step makes one for each of its phases here."""
+
+    __slots__ = ("_value", "_error")
+
+    def __init__(self, value: Any, error: BaseException | None) -> None:
+        self._value, self._error = value, error
+
+    def result(self) -> Any:
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+    def exception(self) -> BaseException | None:
+        return self._error
+
+    def add_done_callback(self, fn: Any) -> None:
+        fn(self)
 
 
 @functools.lru_cache(maxsize=64)
