@@ -13,12 +13,11 @@ Device attribute dicts (``get_status``, ``list_devices``) have the keys ``name``
 """
 from __future__ import annotations
 
-import contextlib
 import importlib
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Protocol, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence, Union
 
 if TYPE_CHECKING:
     import numpy as np
@@ -185,16 +184,25 @@ def current_cancellation() -> Cancellation | None:
     return getattr(_call, "cancellation", None)
 
 
-@contextlib.contextmanager
-def serving(cancellation: Cancellation) -> Iterator[None]:
+def serving(cancellation: Cancellation) -> "_Serving":
     """Make ``cancellation`` this thread's ``current_cancellation()`` for the block, and
-    close it afterwards."""
-    _call.cancellation = cancellation
-    try:
-        yield
-    finally:
+    close it afterwards (``with serving(c):``; a class, not a generator: every call
+    served enters one)."""
+    return _Serving(cancellation)
+
+
+class _Serving:
+    __slots__ = ("cancellation",)
+
+    def __init__(self, cancellation: Cancellation) -> None:
+        self.cancellation = cancellation
+
+    def __enter__(self) -> None:
+        _call.cancellation = self.cancellation
+
+    def __exit__(self, *exc: object) -> None:
         _call.cancellation = None
-        cancellation.close()
+        self.cancellation.close()
 
 
 def set_engine_factory(factory: EngineFactory | str | None) -> EngineFactory | None:
