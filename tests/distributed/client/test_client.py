@@ -153,3 +153,41 @@ def test_a_server_on_a_port_tried_before_answers_a_new_session_at_once():
                           text=True, timeout=50)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["no", "ps", "yet", "42.0"]
+
+
+def test_a_route_reuses_its_stream_and_closes_one_a_call_waits_on(make_server, client,
+                                                                  monkeypatch):
+    """Calls of one method to one task share a kept stream (noted as open once, when it is
+    opened), and closing the client closes a stream even while a call waits on it: that
+    call ends at once with an error instead of waiting for its task."""
+    import json
+
+    from tfteach.distributed.client import route
+    from tfteach.distributed.transport import lane
+
+    opened = []
+    for cls in (lane.LaneStream, route.CallStream):
+        def counting(self, *args, _real=cls.__init__, **kwargs):
+            _real(self, *args, **kwargs)
+            opened.append(type(self).__name__)
+        monkeypatch.setattr(cls, "__init__", counting)
+    server = make_server()
+    worker = client.worker(server.target)
+    worker.get_status(timeout=30)
+    echo = worker.register_graph(b'{"probe": "echo"}')
+    for step in range(3):
+        assert worker.run_graph(echo, step, {"x": np.float32(step)}, ["x"])[0]["x"] == step
+    assert len(opened) == 1
+    address = server.target.split("//")[-1]
+    waits = worker.register_graph(json.dumps({"probe": "fetch", "peer": address,
+                                              "key": "never", "timeout": 8}).encode())
+    outcome = []
+    call = threading.Thread(target=lambda: outcome.append(
+        pytest.raises(errors.OpError, worker.run_graph, waits, 9)))
+    call.start()
+    time.sleep(0.5)                 # the call waits on the kept stream
+    started = time.monotonic()
+    client.close()
+    call.join(10)
+    assert outcome and time.monotonic() - started < 4
+    assert len(opened) == 1
