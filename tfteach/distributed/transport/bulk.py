@@ -137,7 +137,6 @@ class BulkServer:
         self._listener.setblocking(False)
         self.port = self._listener.getsockname()[1]
         self.sent = 0           # tensors answered so far
-        self.parts_sent = 0     # parts of tensors sent in parts
         self._transfers = bulk_parts.Transfers()
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._listener, selectors.EVENT_READ)
@@ -303,7 +302,11 @@ class BulkServer:
             ok = True
         finally:
             self._transfers.sent(transfer, ok)
-        self.parts_sent += 1
+
+    @property
+    def parts_sent(self) -> int:
+        """Parts of tensors sent in parts so far."""
+        return self._transfers.parts_sent
 
 
 def _send_error(sock: socket.socket, err: errors.OpError) -> None:

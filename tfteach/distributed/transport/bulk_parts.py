@@ -58,6 +58,7 @@ class Transfers:
     def __init__(self) -> None:
         self._held: dict[int, _Held] = {}
         self._lock = threading.Lock()
+        self.parts_sent = 0     # parts that left, all transfers together
 
     def publish(self, content: memoryview, parts: int, owner: object) -> int:
         """Hold ``content`` for its ``parts`` sends, asked for by ``owner``; its new
@@ -81,6 +82,7 @@ class Transfers:
     def sent(self, transfer: int, ok: bool) -> None:
         """One part of ``transfer`` left (``ok``) or failed to (the transfer is dropped)."""
         with self._lock:
+            self.parts_sent += ok
             held = self._held.get(transfer)
             if held is None:
                 return
