@@ -42,7 +42,8 @@ def test_a_tensor_in_parts_arrives_intact(make_server, monkeypatch, max_connecti
                                         10)
             np.testing.assert_array_equal(got, value * step)
             assert not is_dead
-        assert len(server._bulk._served) == min(3, max_connections)    # connections used
+        # parts on connections of their own (a part may reuse one whose part has arrived)
+        assert (len(server._bulk._served) > 1) == (max_connections > 1)
     finally:
         client.close()
     assert _until(lambda: server._bulk.parts_sent == 6)     # counted once each send ended
