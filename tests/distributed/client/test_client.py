@@ -1,4 +1,5 @@
-"""The master's wait for tasks, and what a client sees when a task is missing or dies."""
+"""The master's wait for tasks, what a client sees when a task is missing or dies, and how a
+route keeps its streams."""
 import logging
 import threading
 import time
