@@ -187,6 +187,49 @@ def test_a_large_fetch_from_a_task_on_another_host_leaves_on_its_bulk_port(monke
     assert totals == [(2 * np.arange(MiB, dtype=np.float32)).sum(dtype=np.float32)] * 2
 
 
+def test_a_tensor_the_last_answer_streamed_is_asked_for_before_the_call(monkeypatch):
+    """The master asks the ps's bulk port for a fetch that the last step's answer left
+    there before its RunGraph call: the values stay exact when the fetch shrinks (sent there
+    once more, then inline again) or the step fails (the request is dropped, the next step
+    runs)."""
+    import tfteach as tf
+    from tfteach.distributed.service.grpc_server import Server
+    monkeypatch.setenv("TFTEACH_CLUSTER_TOKEN", TOKEN)
+    from tfteach.distributed.client.stubs import WorkerClient
+    asks = []
+    ask_early = WorkerClient._ask_early
+    monkeypatch.setattr(WorkerClient, "_ask_early", lambda self, *a: asks.extend(
+        ask_early(self, *a).items()) or dict(asks))
+    ps_port, worker_port = free_ports(2)
+    ps_address, worker_address = f"localhost:{ps_port}", f"localhost:{worker_port}"
+    ps = subprocess.Popen([sys.executable, "-c", PS_ELSEWHERE, ps_address, worker_address],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    server = Server({"ps": [ps_address], "worker": [worker_address]}, "worker", 0)
+    sizes, got, asked = [MiB, MiB, 3, MiB, -2, MiB], [], []
+    try:
+        with tf.Graph().as_default():
+            with tf.device("/job:ps/task:0"):
+                n = tf.placeholder(tf.int32, [])
+                ones = tf.fill(tf.reshape(n, [1]), 2.0)
+            with tf.Session(server.target) as sess:
+                for size in sizes:
+                    del asks[:]
+                    try:
+                        got.append(sess.run(ones, {n: size}))
+                    except errors.OpError:      # a negative size: the step fails
+                        got.append(None)
+                    asked.append(len(asks))
+    finally:
+        server.stop()
+        ps.terminate()
+        ps.wait(timeout=30)
+    assert asked == [0, 1, 1, 0, 1, 1]   # the first step learns the port; 3 floats: inline
+    assert got[4] is None
+    for size, value in zip(sizes, got):
+        if size > 0:
+            np.testing.assert_array_equal(value, np.full([size], 2.0, np.float32))
+
+
 def _bulk_connections(server):
     """The bulk connections the server's client keeps (one per task it took from)."""
     idle = server._client.bulk._idle

@@ -13,11 +13,14 @@ may) is asked again after a pause.
 """
 from __future__ import annotations
 
+import functools
+import json
 import time
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import grpc
 
+from tfteach import errors
 from tfteach.distributed.client import in_process_master as local_master
 from tfteach.distributed.contract.engine_api import RunResult
 from tfteach.distributed.protocol import limits
@@ -85,29 +88,70 @@ class WorkerClient(_Stub):
         tensors travel through shared memory both ways (``call_with_segments``; answers
         in a reused segment of ``reply_bytes`` if that is not 0, else a segment per
         tensor). ``RunResult.shm_bytes`` tells the size to offer next time."""
+        early = self._ask_early(graph_handle, step_id, timeout)
         request = pb.RunGraphRequest(graph_handle=graph_handle, step_id=step_id,
-                                     recv_key=list(fetch_names), options=options)
-        response, reply = self.route.call_with_segments("RunGraph", request, request.send,
-                                                        feeds, reply_bytes, timeout)
+                                     recv_key=list(fetch_names),
+                                     options=_asking(options, tuple(early)))
         try:
-            sent = {item.name: self._sent_value(item.tensor, reply, step_id, timeout)
-                    for item in response.sent}
+            response, reply = self.route.call_with_segments("RunGraph", request, request.send,
+                                                            feeds, reply_bytes, timeout)
+            try:
+                sent = {item.name: self._sent_value(item.tensor, reply, step_id, timeout,
+                                                    early) for item in response.sent}
+            finally:
+                shm.give_back(reply)
+            fetched = {item.name: self._sent_value(item.tensor, None, step_id, timeout, early)
+                       for item in response.recv if item.tensor.header.stream_key}
         finally:
-            shm.give_back(reply)
-        fetched = {item.name: self._sent_value(item.tensor, None, step_id, timeout)
-                   for item in response.recv if item.tensor.header.stream_key}
+            for asked in early.values():    # not answered on the bulk port this time
+                bulk.BulkClient.drop(asked)
+        self._remember_streamed(graph_handle, response)
         fetched = {**wire.from_named(i for i in response.recv if i.name not in fetched),
                    **fetched} if fetched else wire.from_named(response.recv)
         return RunResult(fetched, response.metadata, sent, wire.reply_bytes(response.sent))
 
+    def _ask_early(self, graph_handle: str, step_id: int,
+                   timeout: float | None) -> dict[str, "bulk.Asked"]:
+        """Ask the task's bulk port, before the RunGraph call, for the tensors that the last
+        answer of ``graph_handle`` left there (stream key -> request): the task sends each
+        as soon as its part computed it, while the answer travels (one round trip less);
+        the call's options name them (``_asking``), so that they are left there again."""
+        client = self.route.bulk
+        port = client.port_of(self.address) if client is not None else 0
+        early: dict[str, bulk.Asked] = {}
+        for key in client.streamed(self.address, graph_handle) if port else ():
+            try:
+                early[key] = client.ask(self.address, port, step_id, key,
+                                        300.0 if timeout is None else timeout)
+            except (bulk.Unreachable, errors.OpError):
+                break
+        return early
+
+    def _remember_streamed(self, graph_handle: str, response: pb.RunGraphResponse) -> None:
+        """The answer's tensors left on the bulk port, ``bulk.MIN_BYTES`` or more, are asked
+        for early at the next call (one that shrank goes inline again)."""
+        if self.route.bulk is not None:
+            self.route.bulk.streamed(self.address, graph_handle, tuple(
+                item.tensor.header.stream_key for item in (*response.sent, *response.recv)
+                if item.tensor.header.stream_key and item.tensor.header.bulk_port
+                and item.tensor.header.nbytes >= bulk.MIN_BYTES))
+
     def _sent_value(self, proto: pb.TensorProto, reply: "shm.ReusedSegment | None",
-                    step_id: int, timeout: float | None) -> Any:
+                    step_id: int, timeout: float | None,
+                    early: "dict[str, bulk.Asked] | None" = None) -> Any:
         """A value of a RunGraph answer's ``sent`` (or ``recv``): in the message or a segment
         (``wire.from_reply``), or, from a task on another host, left there under the
-        header's ``stream_key`` and pulled (``_pull``)."""
+        header's ``stream_key`` and pulled (``_pull``; the answer of a request asked
+        before the call, ``early``, where there is one)."""
         key = proto.header.stream_key
         if not key:
             return wire.from_reply(proto, reply)[0]
+        asked = early.pop(key, None) if early else None
+        if asked is not None:
+            try:
+                return self.route.bulk.take(asked)[0]
+            except bulk.Unreachable:    # the task refused it unread: it is still there
+                pass
         request = _recv_request(step_id, key, 300.0 if timeout is None else timeout, False)
         return self._pull(request, proto.header.bulk_port)[0]
 
@@ -175,13 +219,24 @@ class WorkerClient(_Stub):
         known = self.route.bulk.port_of(self.address) if self.route.bulk else 0
         return known if nbytes >= bulk.MIN_BYTES else 0
 
-    def recv_bulk(self, step_id: int, key: str, timeout: float, port: int) -> tuple[Any, bool]:
-        """``recv_tensor`` on the task's bulk ``port``, which waits for the tensor; through
-        gRPC where that port turned out unreachable."""
+    def recv_bulk(self, step_id: int, key: str, timeout: float,
+                  port: int) -> Callable[[], tuple[Any, bool]]:
+        """``recv_tensor`` on the task's bulk ``port``: the request leaves now, and the
+        function returned waits for its answer (the task sends the tensor once it has it);
+        through gRPC where that port turned out unreachable."""
         try:
-            return self.route.bulk.fetch(self.address, port, step_id, key, timeout)
+            asked = self.route.bulk.ask(self.address, port, step_id, key, timeout)
         except bulk.Unreachable:
-            return self.recv_tensor(step_id, key, timeout)
+            return lambda: self.recv_tensor(step_id, key, timeout)
+        except errors.OpError as err:
+            return functools.partial(_raise, err)
+
+        def answer() -> tuple[Any, bool]:
+            try:
+                return self.route.bulk.take(asked)
+            except bulk.Unreachable:
+                return self.recv_tensor(step_id, key, timeout)
+        return answer
 
     def _pull(self, request: pb.RecvTensorRequest, bulk_port: int) -> tuple[Any, bool]:
         """``(array, is_dead)`` of a tensor the task left under ``request``'s key: from
@@ -306,6 +361,19 @@ class MasterClient(_Stub):
     def reset(self, containers: Sequence[str] = (), device_filters: Sequence[str] = ()) -> None:
         self.route.call("Reset", pb.ResetRequest(container=list(containers),
                                             device_filters=list(device_filters)))
+
+
+def _raise(error: BaseException) -> Any:
+    raise error
+
+
+@functools.lru_cache(maxsize=256)
+def _asking(options: bytes, keys: tuple[str, ...]) -> bytes:
+    """RunGraph ``options`` naming the stream ``keys`` asked for on the bulk port
+    (``bulk_asked``: the task leaves those there whatever their size)."""
+    if not keys:
+        return options
+    return json.dumps({**json.loads(options or b"{}"), "bulk_asked": list(keys)}).encode()
 
 
 def _recv_request(step_id: int, key: str, timeout: float,

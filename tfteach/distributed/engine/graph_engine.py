@@ -266,10 +266,11 @@ class GraphEngine(WorkerTransport):
         waits; from another task a RecvTensorInline call is put in flight and its answer
         resolves ``pending`` on gRPC's thread (a tensor left to stream streams on a pool
         thread; one of ``bulk.MIN_BYTES`` or more from a task whose bulk port is known is
-        asked for there, on a pool thread). A cancelled step cancels the call (a bulk
-        request ends when the sender aborts the step). A tensor from another task is awaited
-        ``RECV_GRACE_S`` beyond the step's timeout: its sender enforces that timeout itself,
-        and the sender's error says what it waited for (a queue, an accumulator)."""
+        asked for there at once, its answer awaited on a pool thread). A cancelled step
+        cancels the call (a bulk request ends when the sender aborts the step). A tensor
+        from another task is awaited ``RECV_GRACE_S`` beyond the step's timeout: its sender
+        enforces that timeout itself, and the sender's error says what it waited for (a
+        queue, an accumulator)."""
         def resolve(get_value: Callable[[], tuple]) -> None:
             try:
                 value, is_dead = get_value()
@@ -286,7 +287,7 @@ class GraphEngine(WorkerTransport):
         worker = self.task.client.worker(attrs["src_address"], attrs["src_task"])
         port = worker.bulk_port(_static_bytes(attrs))
         if port:        # a large tensor from a task of another host: one round trip
-            self.pool.submit(resolve, lambda: worker.recv_bulk(step_id, key, timeout, port))
+            self.pool.submit(resolve, worker.recv_bulk(step_id, key, timeout, port))
             return
         call = worker.start_recv(step_id, key, timeout, reply_bytes=_static_bytes(attrs))
         pending.on_cancel = call.cancel

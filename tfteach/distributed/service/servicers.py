@@ -33,6 +33,7 @@ from google.protobuf.message import DecodeError
 
 from tfteach import errors
 from tfteach.distributed.contract.engine_api import Cancellation, Engine, as_run_result, serving
+from tfteach.distributed.contract.engine_args import parse_options
 from tfteach.distributed.contract.rendezvous import DEFAULT_TIMEOUT_S
 from tfteach.distributed.protocol import limits
 from tfteach.distributed.protocol.protos import tfteach_cluster_pb2 as pb
@@ -130,6 +131,16 @@ def _tensors(named: Any, sender: shm_callers.Caller | None) -> dict[str, Any]:
     if sender is None:
         shm_probe.refuse_segments(named)
     return wire.from_named(named, sender)
+
+
+def _bulk_asked(options: bytes) -> frozenset:
+    """The stream keys a RunGraph caller asked for on the bulk port before its call
+    (options ``bulk_asked``; ``stubs.WorkerClient._ask_early``)."""
+    keys = parse_options(options).get("bulk_asked", [])
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        raise errors.InvalidArgumentError(
+            f"RunGraph options bulk_asked must be a list of strings, not {keys!r:.80}")
+    return frozenset(keys)
 
 
 def _sender(request: Any, caller: shm_callers.Caller) -> shm_callers.Caller | None:
@@ -335,14 +346,15 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
 
     def _graph_answer(self, request: pb.RunGraphRequest, caller: shm_callers.Caller) -> Any:
         sender = _sender(request, caller)   # once a request (a foreign segment: refused)
+        asked = _bulk_asked(request.options)
         result = as_run_result(self.engine.run_graph(
             request.graph_handle, request.step_id, _tensors(request.send, sender),
             list(request.recv_key), request.options))
         response = pb.RunGraphResponse(metadata=result.metadata)
         fetched, sent = result.tensors, result.sent
-        if (fetched or sent) and sender is None:
-            fetched = self._leave_large(response.recv, request.step_id, fetched)
-            sent = self._leave_large(response.sent, request.step_id, sent)
+        if (fetched or sent) and (sender is None or asked):
+            fetched = self._leave_large(response.recv, request.step_id, fetched, asked)
+            sent = self._leave_large(response.sent, request.step_id, sent, asked)
         wire.add_named(response.recv, fetched)
         _add_answer(response.sent, sent, request, sender)
         return response
@@ -353,16 +365,19 @@ class WorkerServicer(pb_grpc.WorkerServiceServicer):
         ``wire.INLINE_BYTES``."""
         return bulk.MIN_BYTES - 1 if self.bulk_port else wire.INLINE_BYTES
 
-    def _leave_large(self, field: Any, step_id: int, tensors: Mapping[str, Any]) -> dict:
+    def _leave_large(self, field: Any, step_id: int, tensors: Mapping[str, Any],
+                     asked: frozenset = frozenset()) -> dict:
         """For a caller on another host: each numeric tensor of ``tensors`` over
-        ``_inline_bytes()`` stays in the rendezvous under ``name + STREAM_SUFFIX``, which
+        ``_inline_bytes()``, or whose stream key the caller already asked for on the bulk
+        port (``asked``), stays in the rendezvous under ``name + STREAM_SUFFIX``, which
         its header in ``field`` names with the bulk port (the caller takes it there, or
         streams it with RecvTensor, where a bytes field in a message costs several
         copies); the others are returned, to go inline."""
         inline = {}
         for name, value in tensors.items():
             array = np.asarray(value)
-            if array.dtype.kind not in "biufc" or array.nbytes <= self._inline_bytes():
+            if array.dtype.kind not in "biufc" or (array.nbytes <= self._inline_bytes() and
+                                                   name + STREAM_SUFFIX not in asked):
                 inline[name] = value
                 continue
             header, _ = wire.encode(array)

@@ -18,7 +18,10 @@ again), or with TLS, the tensor streams through gRPC's RecvTensor as before.
 Once a client knows a task's bulk port (``learn``), it asks there at once for the
 tensors of ``MIN_BYTES`` or more that it pulls from that task (``port_of``), and the task
 answers when the tensor is sent (one round trip, where RecvTensorInline then a stream took
-two).
+two). A request may leave before the tensor exists (``ask``, its answer read later by
+``take``): a RunGraph caller asks at once for what the graph's last answer left on the port
+(``streamed``), so the tensor leaves as soon as the task computed it, while the answer
+travels.
 
 Protocol, per connection: HELLO (``MAGIC``, u32 length, then the task's gRPC port as the
 client knows it, u32, and the cluster token): a task that is not that port's (it restarted
@@ -40,6 +43,7 @@ than half of that.
 """
 from __future__ import annotations
 
+import contextlib
 import hmac
 import os
 import selectors
@@ -47,7 +51,7 @@ import socket
 import struct
 import threading
 import time
-from typing import Any
+from typing import Any, Iterator, NamedTuple
 
 import numpy as np
 
@@ -73,6 +77,7 @@ _PART = struct.Struct("!QB")        # transfer id, part index
 _ASK, _ASK_PARTS, _ASK_PART = 0, 1, 2               # request kinds
 _WHOLE, _ERROR, _IN_PARTS, _A_PART = 0, 1, 2, 3     # answer kinds
 _LENGTH = (1 << 24) - 1
+_REMEMBERED = 256           # graphs whose streamed answers a client remembers
 _WAITALL = getattr(socket, "MSG_WAITALL", 0)
 
 
@@ -323,6 +328,7 @@ class BulkClient:
         self._ports: dict[str, int] = {}        # task address -> its bulk port
         self._idle: dict[tuple[str, int], list[tuple[float, socket.socket]]] = {}
         self._unreachable: set[tuple[str, int]] = set()   # never tried again (a firewall)
+        self._streamed: dict[tuple[str, str], tuple[str, ...]] = {}     # ``streamed``
         self._lock = threading.Lock()
         self._closed = False
 
@@ -338,6 +344,21 @@ class BulkClient:
         """The task at ``address`` (``host:port`` of its gRPC server) named bulk ``port``."""
         self._ports[address] = port
 
+    def streamed(self, address: str, handle: str, keys: tuple[str, ...] | None = None
+                 ) -> tuple[str, ...]:
+        """The stream keys that the last RunGraph answer of graph ``handle`` from the task
+        at ``address`` left on its bulk port (``keys``: those of the answer just read,
+        remembered for the next step; the latest ``_REMEMBERED`` graphs are kept)."""
+        if keys is None:
+            return self._streamed.get((address, handle), ())
+        with self._lock:
+            self._streamed.pop((address, handle), None)
+            if keys:
+                self._streamed[(address, handle)] = keys
+                while len(self._streamed) > _REMEMBERED:
+                    del self._streamed[next(iter(self._streamed))]
+        return keys
+
     def port_of(self, address: str) -> int:
         """The bulk port the task at ``address`` named (0: none known)."""
         return self._ports.get(address, 0)
@@ -348,40 +369,64 @@ class BulkClient:
         the task at ``address`` (waiting up to ``timeout`` s for it to be sent);
         ``Unreachable`` if the port cannot be reached or refused the request unread (the
         caller asks through gRPC instead)."""
+        return self.take(self.ask(address, port, step_id, key, timeout))
+
+    def ask(self, address: str, port: int, step_id: int, key: str,
+            timeout: float) -> "Asked":
+        """Send the request of ``fetch`` and return at once: ``take`` reads the answer
+        (a request sent before the tensor exists waits for it on the task), ``drop``
+        gives it up. ``Unreachable`` as ``fetch``."""
         host, grpc_port = security.split_address(address)
-        host = security.bind_host(host)
-        where = (host, port)
-        sock = self._connection(where, grpc_port)
+        where = (security.bind_host(host), port)
+        asked = Asked(self._connection(where, grpc_port), address, where, grpc_port, key,
+                      timeout)
         request = pb.RecvTensorRequest(step_id=step_id, rendezvous_key=key,
                                        timeout_s=timeout).SerializeToString()
+        with self._failures(asked):
+            _wait_at_most(asked.sock, timeout + HELLO_TIMEOUT_S)
+            asked.sock.sendall(_request(_ASK_PARTS, bytes([bulk_parts.OFFERED]) + request))
+        return asked
+
+    def take(self, asked: "Asked") -> tuple[np.ndarray, bool]:
+        """The answer to an ``ask``: ``(array, is_dead)``."""
+        with self._failures(asked):
+            value = self._receive(asked.sock, asked.where, asked.grpc_port, asked.timeout)
+        self._release(asked.where, asked.sock, True)
+        return value
+
+    @staticmethod
+    def drop(asked: "Asked") -> None:
+        """Give up an ``ask`` whose answer is not wanted (its connection closes)."""
+        _close(asked.sock)
+
+    @contextlib.contextmanager
+    def _failures(self, asked: "Asked") -> Iterator[None]:
+        """Close ``asked``'s connection on any failure, as errors for the caller."""
         try:
-            _wait_at_most(sock, timeout + HELLO_TIMEOUT_S)
-            sock.sendall(_request(_ASK_PARTS, bytes([bulk_parts.OFFERED]) + request))
-            value = self._receive(sock, where, grpc_port, timeout)
+            yield
         except _Refused:
-            _close(sock)
+            _close(asked.sock)
             with self._lock:
-                if self._ports.get(address) == port:
-                    del self._ports[address]
-            raise Unreachable(where) from None
+                if self._ports.get(asked.address) == asked.where[1]:
+                    del self._ports[asked.address]
+            raise Unreachable(asked.where) from None
         except TimeoutError:
-            _close(sock)
+            _close(asked.sock)
             raise errors.DeadlineExceededError(
-                f"Timed out after {timeout:g} s waiting for tensor {key!r} from {address}",
+                f"Timed out after {asked.timeout:g} s waiting for tensor {asked.key!r} "
+                f"from {asked.address}",
                 hint=tr("The task that sends it may be slow, stuck or dead; check that "
                         "every task of the cluster is running.")) from None
         except OSError:
-            _close(sock)
+            _close(asked.sock)
             raise errors.UnavailableError(
-                f"Lost the connection to {address} (bulk port {port}) while receiving "
-                f"tensor {key!r}",
+                f"Lost the connection to {asked.address} (bulk port {asked.where[1]}) "
+                f"while receiving tensor {asked.key!r}",
                 hint=tr("The sending task stopped, or its host left the network; check "
                         "that every task of the cluster is running.")) from None
         except BaseException:
-            _close(sock)
+            _close(asked.sock)
             raise
-        self._release(where, sock, True)
-        return value
 
     def _release(self, where: tuple[str, int], sock: socket.socket, reuse: bool) -> None:
         """Keep ``sock`` for the next request to ``where`` (``reuse``), or close it."""
@@ -477,6 +522,16 @@ class BulkClient:
                     self._unreachable.add(where)
             raise Unreachable(where) from None
         return sock
+
+
+class Asked(NamedTuple):
+    """A request sent on a bulk connection (``BulkClient.ask``), its answer not read."""
+    sock: socket.socket
+    address: str                # the task's gRPC address
+    where: tuple[str, int]      # its bulk (host, port)
+    grpc_port: int
+    key: str
+    timeout: float
 
 
 class _Refused(Exception):
