@@ -113,3 +113,33 @@ def test_a_served_connection_ends_when_idle_for_idle_s_or_at_once_when_the_task_
         assert sock.recv(1) == b""      # within the 5 s socket timeout (IDLE_S is 60 s)
     finally:
         sock.close()
+
+
+@pytest.mark.parametrize("first_send", [3, 20, 1000])
+def test_a_header_and_content_sent_together_arrive_whole_after_a_partial_send(first_send):
+    """One ``sendmsg`` carries an answer's header and content; where the kernel took only
+    part of them (in the header, or in the content), the rest follows in order."""
+    class PartialFirst:     # a real socket whose first sendmsg sends ``first_send`` bytes
+        def __init__(self, sock):
+            self.sock, self.calls = sock, 0
+
+        def sendmsg(self, buffers):
+            self.calls += 1
+            data = b"".join(bytes(b) for b in buffers)[:first_send]
+            return self.sock.send(data)
+
+        def sendall(self, data):
+            self.sock.sendall(data)
+    head = bytes(range(10))
+    content = memoryview(np.arange(4096, dtype=np.uint8) * 3 % 251)
+    left, right = socket.socketpair()
+    right.settimeout(10)    # a missing rest fails, it does not hang
+    try:
+        partial = PartialFirst(left)
+        bulk._send_both(partial, head, content)
+        got = read_exactly(right, len(head) + content.nbytes)
+    finally:
+        left.close()
+        right.close()
+    assert partial.calls == 1
+    assert got == head + content.tobytes()

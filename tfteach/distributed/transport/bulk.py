@@ -281,9 +281,8 @@ class BulkServer:
         head = header.SerializeToString()
         parts = bulk_parts.count(len(content), offered)
         if parts == 1:
-            sock.sendall(_ANSWER.pack(_WHOLE, len(head)) + head)
             self.sent += 1
-            sock.sendall(content)
+            _send_both(sock, _ANSWER.pack(_WHOLE, len(head)) + head, content)
             return
         transfer = self._transfers.publish(content, parts, sock)
         sock.sendall(_ANSWER.pack(_IN_PARTS, len(head)) + head + _SPLIT.pack(parts, transfer))
@@ -312,6 +311,17 @@ class BulkServer:
     def parts_sent(self) -> int:
         """Parts of tensors sent in parts so far."""
         return self._transfers.parts_sent
+
+
+def _send_both(sock: socket.socket, head: bytes, content: memoryview) -> None:
+    """``head`` then ``content`` in one ``sendmsg`` (the rest, where it sent part of them,
+    with ``sendall``): the receiver wakes once for both, not for a header alone."""
+    sent = sock.sendmsg([head, content])
+    if sent < len(head):
+        sock.sendall(head[sent:])
+        sent = len(head)
+    if sent - len(head) < content.nbytes:
+        sock.sendall(content[sent - len(head):])
 
 
 def _send_error(sock: socket.socket, err: errors.OpError) -> None:
