@@ -19,6 +19,12 @@ _DEVICE_ENV = ("CUDA_VISIBLE_DEVICES", "TFTEACH_VIRTUAL_GPUS", "TFTEACH_DEVICE_S
 # another language passes lang= or sets TFTEACH_LANG itself (lessons: their own language).
 os.environ["TFTEACH_LANG"] = "en"
 
+# A learner's Python raises KeyboardInterrupt on Ctrl-C. A test run started in the
+# background of a non-interactive shell inherits SIGINT ignored, and Python then keeps it
+# ignored: the Ctrl-C tests' simulated presses (``_thread.interrupt_main``) would do nothing.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 @pytest.fixture(autouse=True)
 def fresh_graph_and_devices(monkeypatch, request):
