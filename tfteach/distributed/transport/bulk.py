@@ -555,14 +555,16 @@ def _request(kind: int, payload: bytes) -> bytes:
 def _answer_start(sock: socket.socket) -> tuple[int, int]:
     """An answer's kind and length (``_Refused`` if the connection closed first)."""
     try:
-        first = sock.recv(1)
+        first = sock.recv(_ANSWER.size, _WAITALL)
     except ConnectionResetError:
         first = b""
     except BlockingIOError:     # SO_RCVTIMEO passed
         raise TimeoutError("timed out") from None
     if not first:
         raise _Refused()
-    kind, length = _ANSWER.unpack(first + _read_exact(sock, _ANSWER.size - 1))
+    if len(first) < _ANSWER.size:   # closed (or timed out) within the answer's start
+        first += _read_exact(sock, _ANSWER.size - len(first))
+    kind, length = _ANSWER.unpack(first)
     if kind == _ERROR:
         name, _, message = _text(sock, length).partition(": ")
         raise errors.exception_type_from_name(name)(message)
