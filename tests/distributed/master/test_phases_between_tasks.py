@@ -109,6 +109,8 @@ def test_a_large_tensor_between_two_other_tasks_is_pulled_in_the_senders_phase()
     [sender] = [p for p in split if send in p.nodes]
     [receiver] = [p for p in split if recv in p.nodes]
     assert (sender.task, receiver.task) == (PS, W1) and receiver.phase == sender.phase
+    order = [id(p) for p in split]      # the puller's call leaves first, then the sender's
+    assert order.index(id(receiver)) < order.index(id(sender))
 
 
 @pytest.mark.parametrize("apart", [frozenset(), frozenset({PS})], ids=["one host", "apart"])

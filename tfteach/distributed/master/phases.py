@@ -25,7 +25,8 @@ two copies through the master; the receiver's phase is then the sender's (or lat
 calls are in flight at once, as TF's master starts every partition together.
 
 Input: the parts ``partition.Partitioner`` made (nodes are ``framework.node_def.NodeDef``s, in
-topological order). Output: one ``TaskPart`` per (task, phase), the master's first.
+topological order). Output: one ``TaskPart`` per (task, phase), the master's first, then the
+parts that pull a tensor (``_pulls``).
 """
 from __future__ import annotations
 
@@ -73,6 +74,7 @@ def split_phases(parts: dict[str, TaskPart], master: str, tensors: dict[str, Ten
         if phases is None:
             return None
         others.extend(phases)
+    others.sort(key=lambda p: not _pulls(p, direct))
     part = parts[master]     # its level -1 (nothing from the others) is its phase 0
     soonest = {n.name: levels[(master, n.name)] + 1 for n in part.nodes}
     late = _as_late_as_possible(part, soonest, recv_phase)
@@ -80,6 +82,13 @@ def split_phases(parts: dict[str, TaskPart], master: str, tensors: dict[str, Ten
                          tensors, at_master=True) or \
         _phases_of(part, _lift_recvs(part, late), tensors, at_master=True)
     return None if masters is None else masters + others
+
+
+def _pulls(part: TaskPart, direct: frozenset) -> bool:
+    """Whether ``part`` pulls a tensor from another task (``direct``): such parts come
+    first, so the master sends their calls first (the first on its own thread) and their
+    requests reach the senders sooner, which then send as soon as they computed."""
+    return any(node.op == RECV and node.key in direct for node in part.nodes)
 
 
 def _has_loop(parts: dict[str, TaskPart]) -> bool:
