@@ -55,3 +55,20 @@ def test_an_int64_shape_holds_a_dimension_past_int32():
             with lib.Session() as session:
                 return s.dtype.name, session.run(s).tolist()
     assert shape_of(tf) == shape_of(tf1) == ("int64", [2**31 + 1, 0])
+
+
+def _fed_dims(graph):
+    (dims,) = [op.outputs[0] for op in graph.get_operations() if op.type == "Placeholder"]
+    return {dims: [-1, 2]}
+
+
+@pytest.mark.parametrize("build,feed", [
+    (lambda lib: lib.fill([-1, 2], 1.0), None),
+    (lambda lib: lib.fill(lib.placeholder(lib.int32, [2]), 1.0), _fed_dims),
+], ids=["constant", "fed"])
+def test_a_negative_fill_dimension_fails_as_in_tf(build, feed):
+    """A constant negative dimension is a ValueError while building; a fed one is
+    InvalidArgumentError when the step runs (not an UnknownError from NumPy)."""
+    expected = _error_class(tf1, build, feed)
+    assert expected in ("ValueError", "InvalidArgumentError")
+    assert _error_class(tf, build, feed) == expected

@@ -61,6 +61,16 @@ def element_count(op: Any, dims: Sequence[int], what: str, building: bool = Fals
     return count
 
 
+def no_negative_dimension(op: Any, dims: Sequence[int]) -> None:
+    """InvalidArgumentError, as TF's kernels give, for a shape given at run time with a
+    negative dimension."""
+    if min(dims, default=0) < 0:
+        raise errors.InvalidArgumentError(
+            f"Dimension {min(dims)} must be >= 0\n\t [[Node: {op.summary()}]]", op=op,
+            hint=tr("the shape fed to '{op}' has a negative dimension ({shape}); a size is "
+                    "a count of elements: 0 or more.", op=op.name, shape=list(dims)))
+
+
 def shape_vector(ctx: Any, dims: Sequence[int]) -> np.ndarray:
     """A Shape op's output: ``dims`` as its ``out_type``; an int32 output that cannot hold a
     dimension is InvalidArgumentError (TF's kernel), never a wrapped number."""

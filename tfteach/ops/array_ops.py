@@ -17,7 +17,8 @@ from tfteach.framework.graph import Tensor, get_default_graph
 from tfteach.framework.registry import ALL_TYPES, register_op
 from tfteach.framework.tensor_shape import TensorShape, as_shape, unknown_shape
 from tfteach.i18n import tr
-from tfteach.ops.allocation import element_count, guard_allocation, shape_dtype, shape_vector
+from tfteach.ops.allocation import (element_count, guard_allocation, no_negative_dimension,
+                                    shape_dtype, shape_vector)
 from tfteach.ops.common import (axis_list, const_value, convert_to_tensor, create_op, graph_of,
                                 holds_tensor, host_ints, same_shape_fn, shape_error)
 from tfteach.ops.constant_op import constant
@@ -102,11 +103,14 @@ def _fill_shape(op):
     value = op.inputs[1]
     if dims is None:
         return [(value.dtype, shape_value(op.inputs[0]))]
+    if np.any(np.asarray(dims) < 0):
+        raise shape_error(op, "Fill dimensions must be >= 0")
     return [(value.dtype, TensorShape([int(d) for d in np.atleast_1d(dims)] if np.ndim(dims) else []))]
 
 
 def _fill_kernel(ctx, dims, value):
     shape = tuple(int(d) for d in np.atleast_1d(ctx.device.to_host(dims)))
+    no_negative_dimension(ctx.op, shape)
     element_count(ctx.op, shape, "would have more than 2**63 - 1 elements")
     guard_allocation(ctx, shape, ctx.attrs["T"])
     return ctx.xp.full(shape, value, dtype=ctx.attrs["T"].np)
